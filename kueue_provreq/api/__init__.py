@@ -1,0 +1,1 @@
+"""Typed, immutable models of the Kubernetes objects the admission lifecycle touches."""

@@ -1,0 +1,60 @@
+"""Kueue's manager ``Configuration`` (config.kueue.x-k8s.io/v1beta2), the parts that steer admission.
+
+Defaults are v1beta2's: ``waitForPodsReady`` is present (enabled) with a 30 min
+timeout, ``blockAdmission`` false, ``recoveryTimeout`` equal to the timeout,
+and the requeuing strategy Eviction / no limit / 60 s / 3600 s.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from kueue_provreq.api import constants as c
+from kueue_provreq.api.frozen import EMPTY, FrozenMap
+from kueue_provreq.api.meta import Duration, Json
+
+#: Feature gates the library models, with upstream's defaults at the modelled snapshot.
+DEFAULT_FEATURE_GATES: FrozenMap[str, bool] = FrozenMap({
+    c.GATE_KEEP_QUOTA_FOR_PROVREQ_RETRY: False,
+    c.GATE_CLEANUP_ON_EVICTION: True,
+    c.GATE_UNADMITTED_OBSERVABILITY: True,
+})
+
+
+@attrs.frozen
+class RequeuingStrategy:
+    timestamp: str = c.TIMESTAMP_EVICTION
+    backoff_limit_count: int | None = None
+    backoff_base_seconds: int = 60
+    backoff_max_seconds: int = 3600
+
+
+@attrs.frozen
+class WaitForPodsReady:
+    timeout: Duration = Duration(1800.0)
+    block_admission: bool = False
+    recovery_timeout: Duration | None = None
+    requeuing_strategy: RequeuingStrategy = RequeuingStrategy()
+    extra: FrozenMap[str, Json] = EMPTY
+
+    @property
+    def effective_recovery_timeout(self) -> float | None:
+        """``recoveryTimeout`` defaults to ``timeout``; ``0s`` disables it."""
+        if self.recovery_timeout is None:
+            return self.timeout
+        return self.recovery_timeout or None
+
+
+@attrs.frozen(cache_hash=True)
+class Configuration:
+    wait_for_pods_ready: WaitForPodsReady | None = WaitForPodsReady()
+    feature_gates: FrozenMap[str, bool] = DEFAULT_FEATURE_GATES
+    extra: FrozenMap[str, Json] = EMPTY
+
+    def gate(self, name: str) -> bool:
+        return self.feature_gates.get(name, DEFAULT_FEATURE_GATES.get(name, False))
+
+    @property
+    def requeuing_timestamp(self) -> str:
+        w = self.wait_for_pods_ready
+        return w.requeuing_strategy.timestamp if w else c.TIMESTAMP_EVICTION

@@ -1,0 +1,187 @@
+"""Every upstream string the model writes or reads, each defined once.
+
+Names follow upstream Go constant names where they exist, so a reader can
+grep Kueue or Cluster Autoscaler for them.  Message templates use
+``str.format`` placeholders.
+"""
+
+from typing import Final
+
+# --- API groups and versions -------------------------------------------------
+KUEUE_GROUP: Final = "kueue.x-k8s.io"
+KUEUE_V1BETA1: Final = "kueue.x-k8s.io/v1beta1"
+KUEUE_V1BETA2: Final = "kueue.x-k8s.io/v1beta2"
+AUTOSCALING_GROUP: Final = "autoscaling.x-k8s.io"
+AUTOSCALING_V1: Final = "autoscaling.x-k8s.io/v1"
+AUTOSCALING_V1BETA1: Final = "autoscaling.x-k8s.io/v1beta1"
+CORE_V1: Final = "v1"
+BATCH_V1: Final = "batch/v1"
+CONFIG_V1BETA2: Final = "config.kueue.x-k8s.io/v1beta2"
+
+# --- kinds --------------------------------------------------------------------
+WORKLOAD: Final = "Workload"
+ADMISSION_CHECK: Final = "AdmissionCheck"
+CLUSTER_QUEUE: Final = "ClusterQueue"
+LOCAL_QUEUE: Final = "LocalQueue"
+RESOURCE_FLAVOR: Final = "ResourceFlavor"
+PROVISIONING_REQUEST_CONFIG: Final = "ProvisioningRequestConfig"
+PROVISIONING_REQUEST: Final = "ProvisioningRequest"
+POD_TEMPLATE: Final = "PodTemplate"
+JOB: Final = "Job"
+
+# --- controller names ---------------------------------------------------------
+PROVISIONING_REQUEST_CONTROLLER_NAME: Final = "kueue.x-k8s.io/provisioning-request"
+
+# --- Workload condition types -------------------------------------------------
+WORKLOAD_QUOTA_RESERVED: Final = "QuotaReserved"
+WORKLOAD_ADMITTED: Final = "Admitted"
+WORKLOAD_EVICTED: Final = "Evicted"
+WORKLOAD_PREEMPTED: Final = "Preempted"
+WORKLOAD_REQUEUED: Final = "Requeued"
+WORKLOAD_FINISHED: Final = "Finished"
+WORKLOAD_PODS_READY: Final = "PodsReady"
+WORKLOAD_DEACTIVATION_TARGET: Final = "DeactivationTarget"
+WORKLOAD_BLOCKED_ON_PREEMPTION_GATES: Final = "BlockedOnPreemptionGates"
+
+# --- condition statuses -------------------------------------------------------
+TRUE: Final = "True"
+FALSE: Final = "False"
+UNKNOWN: Final = "Unknown"
+
+# --- Workload condition reasons -----------------------------------------------
+REASON_QUOTA_RESERVED: Final = "QuotaReserved"
+REASON_ADMITTED: Final = "Admitted"
+REASON_PENDING_EVALUATION: Final = "PendingEvaluation"
+REASON_WAITING_FOR_QUOTA: Final = "WaitingForQuota"
+REASON_MISCONFIGURED: Final = "Misconfigured"
+REASON_SUSPENDED: Final = "Suspended"
+REASON_DEACTIVATED: Final = "Deactivated"
+REASON_INADMISSIBLE: Final = "Inadmissible"
+REASON_NO_RESERVATION: Final = "NoReservation"
+REASON_UNSATISFIED_ADMISSION_CHECKS: Final = "UnsatisfiedAdmissionChecks"
+REASON_ADMISSION_CHECK: Final = "AdmissionCheck"
+REASON_PODS_READY_TIMEOUT: Final = "PodsReadyTimeout"
+REASON_PREEMPTED: Final = "Preempted"
+REASON_NODE_FAILURES: Final = "NodeFailures"
+REASON_DEACTIVATED_DUE_TO: Final = "DeactivatedDueTo"
+REASON_REQUEUING_LIMIT_EXCEEDED: Final = "RequeuingLimitExceeded"
+REASON_BACKOFF_FINISHED: Final = "BackoffFinished"
+REASON_REACTIVATED: Final = "Reactivated"
+REASON_WAIT_FOR_START: Final = "WaitForStart"
+REASON_WAIT_FOR_RECOVERY: Final = "WaitForRecovery"
+REASON_STARTED: Final = "Started"
+REASON_EVICTED_BY_TEST: Final = "EvictedByTest"
+
+# --- Workload messages --------------------------------------------------------
+MSG_QUOTA_RESERVED: Final = "Quota reserved in ClusterQueue {cq}"
+MSG_PREVIOUSLY: Final = "Previously: {message}"
+MSG_ADMITTED: Final = "The workload is admitted"
+MSG_NO_RESERVATION: Final = "The workload has no reservation"
+MSG_UNSATISFIED_CHECKS: Final = "The workload has not all checks ready"
+MSG_EVICTED_BY_TEST: Final = "Evicted By Test"
+MSG_RESET_CHECK: Final = "Reset to Pending after eviction. Previously: {state}"
+MSG_FAILED_ADMISSION_CHECKS: Final = "The workload has failed admission checks"
+MSG_DEACTIVATED: Final = "The workload is deactivated"
+MSG_DEACTIVATED_DUE_TO: Final = "The workload is deactivated due to {message}"
+MSG_REQUEUING_LIMIT_EXCEEDED: Final = "exceeding the maximum number of re-queuing retries"
+MSG_PODS_READY_TIMEOUT: Final = "Exceeded the PodsReady timeout {namespace}/{name}"
+MSG_BACKOFF_FINISHED: Final = "The workload backoff was finished"
+MSG_REACTIVATED: Final = "The workload was reactivated"
+MSG_PODS_NOT_READY: Final = "Not all pods are ready or succeeded"
+MSG_CQ_INACTIVE: Final = "ClusterQueue {cq} is inactive"
+MSG_CQ_NOT_FOUND: Final = "ClusterQueue {cq} not found"
+MSG_LQ_NOT_FOUND: Final = "LocalQueue {lq} doesn't exist"
+MSG_WAITING_FOR_QUOTA: Final = "couldn't assign flavors to pod set {podset}: insufficient quota for {resource} in flavor {flavor}, request > maximum capacity ({request} > {capacity})"
+MSG_NO_FIT: Final = "couldn't assign flavors to pod set {podset}: insufficient unused quota for {resource} in flavor {flavor}, {more} more needed"
+MSG_NOT_COVERED: Final = "couldn't assign flavors to pod set {podset}: resource {resource} unavailable in ClusterQueue"
+EVICTED_RETRY_PREFIX: Final = "Evicted due to "
+DEACTIVATED_DUE_TO_EVENT_PREFIX: Final = "Deactivated due to "
+
+# --- Workload events ----------------------------------------------------------
+EVENT_QUOTA_RESERVED: Final = "QuotaReserved"
+EVENT_ADMITTED: Final = "Admitted"
+EVENT_ADMISSION_CHECK_REJECTED: Final = "AdmissionCheckRejected"
+EVENT_EVICTED_DUE_TO: Final = "EvictedDueTo"
+EVENT_STOPPED: Final = "Stopped"
+MSG_EVENT_QUOTA_RESERVED: Final = "Quota reserved in ClusterQueue {cq}, wait time since queued was {seconds}s"
+MSG_EVENT_ADMITTED: Final = "Admitted by ClusterQueue {cq}, wait time since reservation was {seconds}s"
+
+# --- AdmissionCheck -----------------------------------------------------------
+CHECK_PENDING: Final = "Pending"
+CHECK_READY: Final = "Ready"
+CHECK_RETRY: Final = "Retry"
+CHECK_REJECTED: Final = "Rejected"
+ADMISSION_CHECK_ACTIVE: Final = "Active"
+REASON_AC_ACTIVE: Final = "Active"
+REASON_BAD_PARAMETERS_REF: Final = "BadParametersRef"
+MSG_AC_ACTIVE: Final = "The admission check is active"
+
+# --- parameters reference errors (ConfigFromRef) -----------------------------
+ERR_MISSING_PARAMETERS: Final = "missing parameters reference"
+ERR_EMPTY_NAME: Final = "empty name: bad parameters reference"
+ERR_WRONG_GROUP: Final = 'wrong group "{group}", expecting "kueue.x-k8s.io": bad parameters reference'
+ERR_WRONG_KIND: Final = 'wrong kind "{kind}", expecting "ProvisioningRequestConfig": bad parameters reference'
+
+# --- ClusterQueue status ------------------------------------------------------
+CQ_ACTIVE: Final = "Active"
+REASON_CQ_READY: Final = "Ready"
+MSG_CQ_READY: Final = "Can admit new workloads"
+REASON_CQ_FLAVOR_NOT_FOUND: Final = "FlavorNotFound"
+REASON_CQ_AC_NOT_FOUND: Final = "AdmissionCheckNotFound"
+REASON_CQ_AC_INACTIVE: Final = "AdmissionCheckInactive"
+REASON_CQ_STOPPED: Final = "Stopped"
+MSG_CQ_CANT_ADMIT: Final = "Can't admit new workloads: {parts}."
+STRICT_FIFO: Final = "StrictFIFO"
+BEST_EFFORT_FIFO: Final = "BestEffortFIFO"
+
+# --- provisioning admission-check controller ---------------------------------
+MSG_CHECK_INACTIVE: Final = "the check is not active"
+MSG_NO_REQUEST_NEEDED: Final = "the provisioning request is not needed"
+MSG_RETRY_AFTER_FAILURE: Final = "Retrying after failure: {message}"
+MSG_RETRY_AFTER_BOOKING_EXPIRED: Final = "Retrying after booking expired: {message}"
+EVENT_PROVISIONING_REQUEST_CREATED: Final = "ProvisioningRequestCreated"
+MSG_PROVISIONING_REQUEST_CREATED: Final = "Created ProvisioningRequest: {name}"
+EVENT_FAILED_CREATE: Final = "FailedCreate"
+MSG_ERROR_CREATING_POD_TEMPLATE: Final = "Error creating PodTemplate {name}: {error}"
+MSG_ERROR_CREATING_PROVISIONING_REQUEST: Final = "Error creating ProvisioningRequest {name}: {error}"
+EVENT_ADMISSION_CHECK_UPDATED: Final = "AdmissionCheckUpdated"
+MSG_CHECK_UPDATED: Final = "Admission check {name} updated state from {old} to {new}"
+MSG_WITH_MESSAGE: Final = " with message: {message}"
+ERR_INCONSISTENT_ASSIGNMENTS: Final = "inconsistent podSet assignments"
+ERR_MISSING_ASSIGNMENT: Final = 'missing assignment for PodSet "{name}"'
+POD_TEMPLATE_PREFIX: Final = "ppt"
+MERGE_IDENTICAL_POD_TEMPLATES: Final = "IdenticalPodTemplates"
+MERGE_IDENTICAL_SCHEDULING_REQUIREMENTS: Final = "IdenticalWorkloadSchedulingRequirements"
+EVENT_MESSAGE_LIMIT: Final = 1024
+CONDITION_MESSAGE_LIMIT: Final = 32768
+
+# --- labels and annotations ---------------------------------------------------
+LABEL_MANAGED: Final = "kueue.x-k8s.io/managed"
+LABEL_QUEUE_NAME: Final = "kueue.x-k8s.io/queue-name"
+ANNOTATION_PROVREQ_PREFIX: Final = "provreq.kueue.x-k8s.io/"
+ANNOTATION_CONSUME_PROVISIONING_REQUEST: Final = "autoscaling.x-k8s.io/consume-provisioning-request"
+ANNOTATION_PROVISIONING_CLASS_NAME: Final = "autoscaling.x-k8s.io/provisioning-class-name"
+
+# --- ProvisioningRequest (Cluster Autoscaler) --------------------------------
+PR_ACCEPTED: Final = "Accepted"
+PR_PROVISIONED: Final = "Provisioned"
+PR_FAILED: Final = "Failed"
+PR_BOOKING_EXPIRED: Final = "BookingExpired"
+PR_CAPACITY_REVOKED: Final = "CapacityRevoked"
+CLASS_CHECK_CAPACITY: Final = "check-capacity.autoscaling.x-k8s.io"
+CLASS_BEST_EFFORT_ATOMIC: Final = "best-effort-atomic-scale-up.autoscaling.x-k8s.io"
+
+# --- feature gates ------------------------------------------------------------
+GATE_KEEP_QUOTA_FOR_PROVREQ_RETRY: Final = "KeepQuotaForProvReqRetry"
+GATE_CLEANUP_ON_EVICTION: Final = "CleanupProvisioningRequestsOnEviction"
+GATE_UNADMITTED_OBSERVABILITY: Final = "UnadmittedWorkloadsObservability"
+
+# --- waitForPodsReady requeuing timestamps ------------------------------------
+TIMESTAMP_EVICTION: Final = "Eviction"
+TIMESTAMP_CREATION: Final = "Creation"
+
+# --- metrics -----------------------------------------------------------------
+METRIC_EVICTED_WORKLOADS: Final = "evicted_workloads_total"
+METRIC_EVICTED_WORKLOADS_ONCE: Final = "evicted_workloads_once_total"
+METRIC_PENDING_WORKLOADS: Final = "pending_workloads"
+METRIC_RESERVING_ACTIVE_WORKLOADS: Final = "reserving_active_workloads"

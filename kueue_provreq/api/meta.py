@@ -1,0 +1,117 @@
+"""Object metadata and conditions, shared by every kind.
+
+Times are whole seconds since the epoch (``Time``), as ``metav1.Time``
+serialises them; durations are seconds (``Duration``).  Condition updates
+follow ``apimachinery``'s ``SetStatusCondition``: the transition time moves
+only when the status changes.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NewType
+
+import attrs
+
+from kueue_provreq.api.frozen import EMPTY, FrozenMap
+
+Time = NewType("Time", int)
+"""Seconds since the Unix epoch, truncated, as ``metav1.Time`` serialises."""
+
+Duration = NewType("Duration", float)
+"""Seconds, read from and written as Go ``time.Duration`` strings (``1m30s``)."""
+
+Json = Any
+"""Frozen JSON: FrozenMap, tuple, str, int, float, bool or None."""
+
+
+@attrs.frozen
+class OwnerReference:
+    api_version: str
+    kind: str
+    name: str
+    uid: str = ""
+    controller: bool | None = None
+    block_owner_deletion: bool | None = None
+    extra: FrozenMap[str, Json] = EMPTY
+
+
+@attrs.frozen(cache_hash=True)
+class ObjectMeta:
+    name: str = ""
+    namespace: str = ""
+    uid: str = ""
+    generation: int | None = None
+    creation_timestamp: Time | None = None
+    labels: FrozenMap[str, str] = EMPTY
+    annotations: FrozenMap[str, str] = EMPTY
+    owner_references: tuple[OwnerReference, ...] = ()
+    extra: FrozenMap[str, Json] = EMPTY
+
+    def controller_ref(self) -> OwnerReference | None:
+        for ref in self.owner_references:
+            if ref.controller:
+                return ref
+        return None
+
+
+@attrs.frozen
+class Condition:
+    type: str
+    status: str
+    reason: str = ""
+    message: str = ""
+    last_transition_time: Time | None = None
+    observed_generation: int | None = None
+
+
+Conditions = tuple[Condition, ...]
+
+
+def find_condition(conditions: Conditions, type_: str) -> Condition | None:
+    for c in conditions:
+        if c.type == type_:
+            return c
+    return None
+
+
+def is_true(conditions: Conditions, type_: str) -> bool:
+    for c in conditions:
+        if c.type == type_:
+            return c.status == "True"
+    return False
+
+
+def is_false(conditions: Conditions, type_: str) -> bool:
+    for c in conditions:
+        if c.type == type_:
+            return c.status == "False"
+    return False
+
+
+def set_condition(conditions: Conditions, new: Condition, now: Time) -> tuple[Conditions, bool]:
+    """``meta.SetStatusCondition``: returns the new list and whether it changed."""
+    out = list(conditions)
+    for i, old in enumerate(out):
+        if old.type != new.type:
+            continue
+        if old.status != new.status:
+            ltt = new.last_transition_time if new.last_transition_time is not None else now
+            updated = attrs.evolve(old, status=new.status, reason=new.reason, message=new.message,
+                                   observed_generation=new.observed_generation,
+                                   last_transition_time=ltt)
+        else:
+            updated = attrs.evolve(old, reason=new.reason, message=new.message,
+                                   observed_generation=new.observed_generation)
+        if updated == old:
+            return conditions, False
+        out[i] = updated
+        return tuple(out), True
+    if new.last_transition_time is None:
+        new = attrs.evolve(new, last_transition_time=now)
+    out.append(new)
+    return tuple(out), True
+
+
+def remove_condition(conditions: Conditions, type_: str) -> tuple[Conditions, bool]:
+    kept = tuple(c for c in conditions if c.type != type_)
+    return kept, len(kept) != len(conditions)

@@ -1,0 +1,100 @@
+"""ProvisioningRequestConfig (Kueue), ProvisioningRequest (Cluster Autoscaler, autoscaling.x-k8s.io/v1)
+and the core ``v1`` PodTemplate that a request points at."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import attrs
+
+from kueue_provreq.api import constants as c
+from kueue_provreq.api.frozen import EMPTY, FrozenMap
+from kueue_provreq.api.meta import Conditions, Json, ObjectMeta
+
+
+@attrs.frozen
+class RetryStrategy:
+    """``retryStrategy`` with the CRD defaults (3 / 60 s / 1800 s) applied field by field."""
+
+    backoff_limit_count: int = 3
+    backoff_base_seconds: int = 60
+    backoff_max_seconds: int = 1800
+
+
+@attrs.frozen
+class NodeSelectorFromDetail:
+    key: str
+    value_from_provisioning_class_detail: str
+
+
+@attrs.frozen
+class PodSetUpdatesConfig:
+    node_selector: tuple[NodeSelectorFromDetail, ...] = ()
+
+
+@attrs.frozen
+class ProvisioningRequestConfigSpec:
+    provisioning_class_name: str = ""
+    parameters: FrozenMap[str, str] = EMPTY
+    managed_resources: tuple[str, ...] = ()
+    retry_strategy: RetryStrategy = RetryStrategy()
+    pod_set_updates: PodSetUpdatesConfig | None = None
+    pod_set_merge_policy: str | None = None
+    extra: FrozenMap[str, Json] = EMPTY
+
+
+@attrs.frozen(cache_hash=True)
+class ProvisioningRequestConfig:
+    KIND: ClassVar[str] = c.PROVISIONING_REQUEST_CONFIG
+    NAMESPACED: ClassVar[bool] = False
+
+    metadata: ObjectMeta
+    spec: ProvisioningRequestConfigSpec = ProvisioningRequestConfigSpec()
+    extra: FrozenMap[str, Json] = EMPTY
+
+
+@attrs.frozen
+class Reference:
+    name: str = ""
+
+
+@attrs.frozen
+class ProvisioningRequestPodSet:
+    pod_template_ref: Reference
+    count: int
+
+
+@attrs.frozen
+class ProvisioningRequestSpec:
+    provisioning_class_name: str = ""
+    parameters: FrozenMap[str, str] | None = None
+    pod_sets: tuple[ProvisioningRequestPodSet, ...] = ()
+    extra: FrozenMap[str, Json] = EMPTY
+
+
+@attrs.frozen
+class ProvisioningRequestStatus:
+    conditions: Conditions = ()
+    provisioning_class_details: FrozenMap[str, str] = EMPTY
+    extra: FrozenMap[str, Json] = EMPTY
+
+
+@attrs.frozen(cache_hash=True)
+class ProvisioningRequest:
+    KIND: ClassVar[str] = c.PROVISIONING_REQUEST
+    NAMESPACED: ClassVar[bool] = True
+
+    metadata: ObjectMeta
+    spec: ProvisioningRequestSpec = ProvisioningRequestSpec()
+    status: ProvisioningRequestStatus = ProvisioningRequestStatus()
+    extra: FrozenMap[str, Json] = EMPTY
+
+
+@attrs.frozen(cache_hash=True)
+class PodTemplate:
+    KIND: ClassVar[str] = c.POD_TEMPLATE
+    NAMESPACED: ClassVar[bool] = True
+
+    metadata: ObjectMeta
+    template: FrozenMap[str, Json] = EMPTY
+    extra: FrozenMap[str, Json] = EMPTY

@@ -1,0 +1,150 @@
+"""ClusterQueue, LocalQueue, ResourceFlavor and AdmissionCheck (storage version v1beta2)."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import attrs
+
+from kueue_provreq.api import constants as c
+from kueue_provreq.api.frozen import EMPTY, FrozenMap
+from kueue_provreq.api.meta import Conditions, Json, ObjectMeta
+from kueue_provreq.api.quantity import Quantity
+
+
+@attrs.frozen
+class ResourceQuota:
+    name: str
+    nominal_quota: Quantity
+    extra: FrozenMap[str, Json] = EMPTY
+
+
+@attrs.frozen
+class FlavorQuotas:
+    name: str
+    resources: tuple[ResourceQuota, ...] = ()
+    extra: FrozenMap[str, Json] = EMPTY
+
+
+@attrs.frozen
+class ResourceGroup:
+    covered_resources: tuple[str, ...] = ()
+    flavors: tuple[FlavorQuotas, ...] = ()
+    extra: FrozenMap[str, Json] = EMPTY
+
+
+@attrs.frozen
+class AdmissionCheckStrategyRule:
+    name: str
+    on_flavors: tuple[str, ...] = ()
+
+
+@attrs.frozen
+class AdmissionChecksStrategy:
+    admission_checks: tuple[AdmissionCheckStrategyRule, ...] = ()
+
+
+@attrs.frozen
+class ClusterQueueSpec:
+    resource_groups: tuple[ResourceGroup, ...] = ()
+    admission_checks_strategy: AdmissionChecksStrategy | None = None
+    queueing_strategy: str = c.BEST_EFFORT_FIFO
+    stop_policy: str | None = None
+    extra: FrozenMap[str, Json] = EMPTY
+
+
+@attrs.frozen
+class ClusterQueueStatus:
+    conditions: Conditions = ()
+    pending_workloads: int | None = None
+    reserving_workloads: int | None = None
+    admitted_workloads: int | None = None
+    extra: FrozenMap[str, Json] = EMPTY
+
+
+@attrs.frozen(cache_hash=True)
+class ClusterQueue:
+    KIND: ClassVar[str] = c.CLUSTER_QUEUE
+    NAMESPACED: ClassVar[bool] = False
+
+    metadata: ObjectMeta
+    spec: ClusterQueueSpec = ClusterQueueSpec()
+    status: ClusterQueueStatus = ClusterQueueStatus()
+    extra: FrozenMap[str, Json] = EMPTY
+
+    def flavor_names(self) -> tuple[str, ...]:
+        return tuple(f.name for g in self.spec.resource_groups for f in g.flavors)
+
+    def checks_with_flavors(self) -> dict[str, frozenset[str]]:
+        """``NewAdmissionChecks``: check name -> flavors it applies to (empty onFlavors = all)."""
+        rules = self.spec.admission_checks_strategy
+        if rules is None:
+            return {}
+        every = frozenset(self.flavor_names())
+        return {r.name: frozenset(r.on_flavors) if r.on_flavors else every
+                for r in rules.admission_checks}
+
+
+@attrs.frozen
+class LocalQueueSpec:
+    cluster_queue: str = ""
+    extra: FrozenMap[str, Json] = EMPTY
+
+
+@attrs.frozen(cache_hash=True)
+class LocalQueue:
+    KIND: ClassVar[str] = c.LOCAL_QUEUE
+    NAMESPACED: ClassVar[bool] = True
+
+    metadata: ObjectMeta
+    spec: LocalQueueSpec = LocalQueueSpec()
+    status: FrozenMap[str, Json] = EMPTY
+    extra: FrozenMap[str, Json] = EMPTY
+
+
+@attrs.frozen
+class ResourceFlavorSpec:
+    node_labels: FrozenMap[str, str] = EMPTY
+    tolerations: tuple[FrozenMap[str, Json], ...] = ()
+    extra: FrozenMap[str, Json] = EMPTY
+
+
+@attrs.frozen(cache_hash=True)
+class ResourceFlavor:
+    KIND: ClassVar[str] = c.RESOURCE_FLAVOR
+    NAMESPACED: ClassVar[bool] = False
+
+    metadata: ObjectMeta
+    spec: ResourceFlavorSpec = ResourceFlavorSpec()
+    extra: FrozenMap[str, Json] = EMPTY
+
+
+@attrs.frozen
+class ParametersReference:
+    api_group: str = ""
+    kind: str = ""
+    name: str = ""
+
+
+@attrs.frozen
+class AdmissionCheckSpec:
+    controller_name: str = ""
+    parameters: ParametersReference | None = None
+    extra: FrozenMap[str, Json] = EMPTY
+
+
+@attrs.frozen
+class AdmissionCheckStatus:
+    conditions: Conditions = ()
+    extra: FrozenMap[str, Json] = EMPTY
+
+
+@attrs.frozen(cache_hash=True)
+class AdmissionCheck:
+    KIND: ClassVar[str] = c.ADMISSION_CHECK
+    NAMESPACED: ClassVar[bool] = False
+
+    metadata: ObjectMeta
+    spec: AdmissionCheckSpec = AdmissionCheckSpec()
+    status: AdmissionCheckStatus = AdmissionCheckStatus()
+    extra: FrozenMap[str, Json] = EMPTY

@@ -1,0 +1,122 @@
+"""Kueue ``Workload`` (storage version v1beta2): the unit that is queued, reserved and admitted."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import attrs
+
+from kueue_provreq.api import constants as c
+from kueue_provreq.api.frozen import EMPTY, FrozenMap
+from kueue_provreq.api.meta import Condition, Conditions, Json, ObjectMeta, Time, find_condition, is_true
+from kueue_provreq.api.quantity import Quantity
+
+
+@attrs.frozen(cache_hash=True)
+class PodSet:
+    name: str
+    count: int = 1
+    template: FrozenMap[str, Json] = EMPTY
+    """The ``PodTemplateSpec`` as frozen JSON: only the scheduling fields are read."""
+    min_count: int | None = None
+    extra: FrozenMap[str, Json] = EMPTY
+
+
+@attrs.frozen
+class WorkloadSpec:
+    pod_sets: tuple[PodSet, ...] = ()
+    queue_name: str = ""
+    priority: int | None = None
+    active: bool | None = None
+    extra: FrozenMap[str, Json] = EMPTY
+
+
+@attrs.frozen
+class PodSetAssignment:
+    name: str
+    flavors: FrozenMap[str, str] = EMPTY
+    resource_usage: FrozenMap[str, Quantity] = EMPTY
+    count: int | None = None
+    extra: FrozenMap[str, Json] = EMPTY
+
+
+@attrs.frozen
+class Admission:
+    cluster_queue: str
+    pod_set_assignments: tuple[PodSetAssignment, ...] = ()
+    extra: FrozenMap[str, Json] = EMPTY
+
+
+@attrs.frozen
+class PodSetUpdate:
+    name: str
+    labels: FrozenMap[str, str] = EMPTY
+    annotations: FrozenMap[str, str] = EMPTY
+    node_selector: FrozenMap[str, str] | None = None
+    tolerations: tuple[FrozenMap[str, Json], ...] = ()
+
+
+@attrs.frozen
+class AdmissionCheckState:
+    name: str
+    state: str = c.CHECK_PENDING
+    last_transition_time: Time | None = None
+    message: str = ""
+    pod_set_updates: tuple[PodSetUpdate, ...] = ()
+    retry_count: int | None = None
+    requeue_after_seconds: int | None = None
+
+
+@attrs.frozen
+class RequeueState:
+    count: int | None = None
+    requeue_at: Time | None = None
+
+
+@attrs.frozen(cache_hash=True)
+class WorkloadStatus:
+    conditions: Conditions = ()
+    admission: Admission | None = None
+    admission_checks: tuple[AdmissionCheckState, ...] = ()
+    requeue_state: RequeueState | None = None
+    extra: FrozenMap[str, Json] = EMPTY
+
+
+@attrs.frozen(cache_hash=True)
+class Workload:
+    KIND: ClassVar[str] = c.WORKLOAD
+    NAMESPACED: ClassVar[bool] = True
+
+    metadata: ObjectMeta
+    spec: WorkloadSpec = WorkloadSpec()
+    status: WorkloadStatus = WorkloadStatus()
+    extra: FrozenMap[str, Json] = EMPTY
+
+    # --- read-only views used by every controller -------------------------
+    @property
+    def is_active(self) -> bool:
+        return self.spec.active is not False
+
+    def condition(self, type_: str) -> Condition | None:
+        return find_condition(self.status.conditions, type_)
+
+    def has_quota_reservation(self) -> bool:
+        return is_true(self.status.conditions, c.WORKLOAD_QUOTA_RESERVED)
+
+    def is_admitted(self) -> bool:
+        return is_true(self.status.conditions, c.WORKLOAD_ADMITTED)
+
+    def is_evicted(self) -> bool:
+        return is_true(self.status.conditions, c.WORKLOAD_EVICTED)
+
+    def is_finished(self) -> bool:
+        return is_true(self.status.conditions, c.WORKLOAD_FINISHED)
+
+    def check_state(self, name: str) -> AdmissionCheckState | None:
+        for s in self.status.admission_checks:
+            if s.name == name:
+                return s
+        return None
+
+    def with_status(self, **changes: Any) -> Workload:
+        return attrs.evolve(self, status=attrs.evolve(self.status, **changes))

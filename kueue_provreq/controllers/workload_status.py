@@ -1,0 +1,264 @@
+"""What Kueue's ``pkg/workload`` does to a Workload's status, shared by every controller.
+
+Each function takes a frozen Workload and returns a new one; none of them
+writes anything.  Eviction also reports its metrics and event through the
+caller's ``Txn``, because upstream emits them from the same call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import attrs
+
+from kueue_provreq.api import constants as c
+from kueue_provreq.api.config import Configuration
+from kueue_provreq.api.frozen import FrozenMap, freeze
+from kueue_provreq.api.meta import Condition, Time, find_condition, is_true, remove_condition, set_condition
+from kueue_provreq.api.queues import ClusterQueue
+from kueue_provreq.api.workload import Admission, AdmissionCheckState, RequeueState, Workload
+from kueue_provreq.machines import ADMISSION_CHECK_MACHINE
+from kueue_provreq.world import Txn
+
+
+def _set(wl: Workload, cond: Condition, now: Time) -> Workload:
+    conds, changed = set_condition(wl.status.conditions, cond, now)
+    return wl.with_status(conditions=conds) if changed else wl
+
+
+def condition(wl: Workload, type_: str, status: str, reason: str, message: str) -> Condition:
+    return Condition(type_, status, reason, message, None, wl.metadata.generation)
+
+
+# --- quota -------------------------------------------------------------------------
+
+
+def set_quota_reservation(wl: Workload, admission: Admission, now: Time) -> Workload:
+    """``workload.SetQuotaReservation``."""
+    wl = wl.with_status(admission=admission)
+    wl = _set(wl, condition(wl, c.WORKLOAD_QUOTA_RESERVED, c.TRUE, c.REASON_QUOTA_RESERVED,
+                            c.MSG_QUOTA_RESERVED.format(cq=admission.cluster_queue)), now)
+    for type_ in (c.WORKLOAD_EVICTED, c.WORKLOAD_PREEMPTED, c.WORKLOAD_BLOCKED_ON_PREEMPTION_GATES):
+        old = wl.condition(type_)
+        if old is not None and old.status == c.TRUE:
+            wl = _set(wl, condition(wl, type_, c.FALSE, c.REASON_QUOTA_RESERVED,
+                                    c.MSG_PREVIOUSLY.format(message=old.message)), now)
+    return wl
+
+
+def unset_quota_reservation(wl: Workload, reason: str, message: str, now: Time,
+                            config: Configuration) -> Workload:
+    """``workload.UnsetQuotaReservationWithCondition``."""
+    wl = _set(wl, condition(wl, c.WORKLOAD_QUOTA_RESERVED, c.FALSE, reason, message), now)
+    if wl.status.admission is not None:
+        wl = wl.with_status(admission=None)
+    return sync_admitted_condition(wl, now, config)
+
+
+def all_checks_ready(wl: Workload) -> bool:
+    return all(s.state == c.CHECK_READY for s in wl.status.admission_checks)
+
+
+def sync_admitted_condition(wl: Workload, now: Time, config: Configuration) -> Workload:
+    """``workload.SyncAdmittedCondition``: Admitted=True only with quota and every check Ready."""
+    conds = wl.status.conditions
+    has_reservation = is_true(conds, c.WORKLOAD_QUOTA_RESERVED)
+    ready = all_checks_ready(wl)
+    is_admitted = is_true(conds, c.WORKLOAD_ADMITTED)
+    observability = config.gate(c.GATE_UNADMITTED_OBSERVABILITY)
+    if observability:
+        if find_condition(conds, c.WORKLOAD_QUOTA_RESERVED) is None and \
+                find_condition(conds, c.WORKLOAD_ADMITTED) is None:
+            return wl
+    elif is_admitted == (has_reservation and ready):
+        return wl
+    if has_reservation and ready:
+        new = condition(wl, c.WORKLOAD_ADMITTED, c.TRUE, c.REASON_ADMITTED, c.MSG_ADMITTED)
+    elif not has_reservation and not ready:
+        new = (condition(wl, c.WORKLOAD_ADMITTED, c.FALSE, c.REASON_NO_RESERVATION, c.MSG_NO_RESERVATION)
+               if observability else
+               condition(wl, c.WORKLOAD_ADMITTED, c.FALSE, "NoReservationUnsatisfiedChecks",
+                         "The workload has no reservation and not all checks ready"))
+    elif not has_reservation:
+        new = condition(wl, c.WORKLOAD_ADMITTED, c.FALSE, c.REASON_NO_RESERVATION, c.MSG_NO_RESERVATION)
+    else:
+        new = condition(wl, c.WORKLOAD_ADMITTED, c.FALSE,
+                        c.REASON_UNSATISFIED_ADMISSION_CHECKS if observability else "UnsatisfiedChecks",
+                        c.MSG_UNSATISFIED_CHECKS)
+    return _set(wl, new, now)
+
+
+# --- admission checks -----------------------------------------------------------------
+
+
+def set_admission_check_state(states: tuple[AdmissionCheckState, ...], new: AdmissionCheckState,
+                              now: Time) -> tuple[AdmissionCheckState, ...]:
+    """``SetAdmissionCheckState``: the transition time moves only with the state; message,
+    podSetUpdates and requeueAfterSeconds are always copied, retryCount never."""
+    out = list(states)
+    for i, old in enumerate(out):
+        if old.name != new.name:
+            continue
+        ltt = old.last_transition_time
+        if old.state != new.state:
+            ltt = new.last_transition_time if new.last_transition_time is not None else now
+        out[i] = attrs.evolve(old, state=new.state, last_transition_time=ltt, message=new.message,
+                              pod_set_updates=new.pod_set_updates,
+                              requeue_after_seconds=new.requeue_after_seconds)
+        return tuple(out)
+    if new.last_transition_time is None:
+        new = attrs.evolve(new, last_transition_time=now)
+    out.append(new)
+    return tuple(out)
+
+
+def checks_for_workload(wl: Workload, cq: ClusterQueue) -> list[str]:
+    """``AdmissionChecksForWorkload``: with an admission, the checks whose flavors meet the
+    assigned ones; without, only the checks that apply to every flavor of the queue."""
+    rules = cq.checks_with_flavors()
+    if not rules:
+        return []
+    admission = wl.status.admission
+    if admission is None:
+        every = frozenset(cq.flavor_names())
+        return sorted(name for name, flavors in rules.items() if flavors >= every)
+    used = {f for psa in admission.pod_set_assignments for f in psa.flavors.values()}
+    return sorted(name for name, flavors in rules.items() if flavors & used)
+
+
+def sync_check_states(wl: Workload, wanted: Iterable[str], now: Time) -> Workload:
+    """``syncAdmissionCheckConditions``: add missing checks as Pending, drop unwanted ones, sort."""
+    wanted = list(wanted)
+    states = wl.status.admission_checks
+    if not wanted:
+        return wl.with_status(admission_checks=()) if states else wl
+    have = {s.name for s in states}
+    out = list(states)
+    changed = False
+    for name in wanted:
+        if name not in have:
+            out.append(AdmissionCheckState(name=name, state=c.CHECK_PENDING, last_transition_time=now))
+            changed = True
+    if len(out) > len(wanted):
+        keep = set(wanted)
+        out = [s for s in out if s.name in keep]
+        changed = True
+    if not changed:
+        return wl
+    return wl.with_status(admission_checks=tuple(sorted(out, key=lambda s: s.name)))
+
+
+def checks_in(wl: Workload, state: str) -> list[AdmissionCheckState]:
+    return [s for s in wl.status.admission_checks if s.state == state]
+
+
+def admission_checks_message(checks: list[AdmissionCheckState], state: str) -> str:
+    """``buildAdmissionChecksMessage``: sorted by name, ``"name" (message)`` joined by ``; ``."""
+    parts = [f'"{s.name}" ({s.message})' if s.message else f'"{s.name}"'
+             for s in sorted(checks, key=lambda s: s.name)]
+    noun = "AdmissionCheck" if len(parts) == 1 else "AdmissionChecks"
+    return f"{noun} in {state} state: {'; '.join(parts)}"
+
+
+def reset_checks_on_eviction(states: tuple[AdmissionCheckState, ...], now: Time
+                             ) -> tuple[AdmissionCheckState, ...]:
+    """``resetChecksOnEviction``: the only place ``retryCount`` grows (for checks in Retry)."""
+    out = []
+    for s in states:
+        if ADMISSION_CHECK_MACHINE.fire(s.state, "reset_on_eviction") == s.state:
+            out.append(s)
+            continue
+        out.append(AdmissionCheckState(
+            name=s.name, state=c.CHECK_PENDING, last_transition_time=now,
+            message=c.MSG_RESET_CHECK.format(state=s.state),
+            requeue_after_seconds=s.requeue_after_seconds,
+            retry_count=(s.retry_count or 0) + 1 if s.state == c.CHECK_RETRY else None,
+        ))
+    return tuple(out)
+
+
+# --- eviction ---------------------------------------------------------------------------
+
+_CLEARED_ON_EVICTION = ("clusterName", "nominatedClusterNames", "unhealthyNodes")
+
+
+def reason_with_cause(reason: str, cause: str) -> str:
+    if reason == c.REASON_DEACTIVATED and cause:
+        return c.REASON_DEACTIVATED_DUE_TO + cause
+    return reason
+
+
+def evict(txn: Txn, wl: Workload, reason: str, message: str, cause: str = "") -> Workload:
+    """``evict.Evict`` after its CustomPrepare: Evicted=True, checks reset, scheduling stats,
+    and (only for a workload that had an admission) the metrics and the event."""
+    now = txn.now
+    full_reason = reason_with_cause(reason, cause)
+    wl = _set(wl, condition(wl, c.WORKLOAD_EVICTED, c.TRUE, full_reason, message), now)
+    extra = wl.status.extra
+    for k in _CLEARED_ON_EVICTION:
+        extra = extra.without(k)
+    stats = extra.get("schedulingStats", FrozenMap())
+    evictions = list(stats.get("evictions", ()))
+    seen_before = False
+    for i, e in enumerate(evictions):
+        if e.get("reason") == reason and e.get("underlyingCause", "") == cause:
+            seen_before = True
+            evictions[i] = e.set("count", e.get("count", 0) + 1)
+            break
+    else:
+        evictions.append(freeze({"reason": reason, "underlyingCause": cause, "count": 1}))
+    extra = extra.set("schedulingStats", stats.set("evictions", tuple(evictions)))
+    wl = wl.with_status(extra=extra,
+                        admission_checks=reset_checks_on_eviction(wl.status.admission_checks, now))
+    gated = wl.condition(c.WORKLOAD_BLOCKED_ON_PREEMPTION_GATES)
+    if gated is not None and gated.status == c.TRUE:
+        wl = _set(wl, attrs.evolve(gated, status=c.FALSE, last_transition_time=None), now)
+    if wl.status.admission is not None:
+        labels = {"cluster_queue": wl.status.admission.cluster_queue, "reason": reason,
+                  "underlying_cause": cause, "priority_class": priority_class(wl)}
+        txn.metric(c.METRIC_EVICTED_WORKLOADS, labels)
+        if not seen_before:
+            txn.metric(c.METRIC_EVICTED_WORKLOADS_ONCE, labels)
+        txn.event("Normal", c.EVENT_EVICTED_DUE_TO + full_reason, message, wl)
+    return wl
+
+
+def priority_class(wl: Workload) -> str:
+    ref = wl.spec.extra.get("priorityClassRef")
+    if isinstance(ref, FrozenMap):
+        return str(ref.get("name", ""))
+    return ""
+
+
+# --- requeueing ------------------------------------------------------------------------
+
+
+def set_requeue_state(wl: Workload, until: Time | None, increment: bool) -> Workload:
+    """``SetRequeueState``: requeueAt only moves forward; the count grows when asked."""
+    rs = wl.status.requeue_state or RequeueState()
+    if until is not None and (rs.requeue_at is None or rs.requeue_at < until):
+        rs = attrs.evolve(rs, requeue_at=until)
+    if increment:
+        rs = attrs.evolve(rs, count=(rs.count or 0) + 1)
+    return wl.with_status(requeue_state=rs)
+
+
+def queue_order_timestamp(wl: Workload, config: Configuration) -> Time:
+    """``GetQueueOrderTimestamp`` (KEP-1282): eviction time for AdmissionCheck evictions always,
+    and for PodsReady timeouts under the Eviction strategy; otherwise the creation time."""
+    ev = wl.condition(c.WORKLOAD_EVICTED)
+    if ev is not None and ev.status == c.TRUE and ev.last_transition_time is not None:
+        if ev.reason == c.REASON_ADMISSION_CHECK:
+            return ev.last_transition_time
+        if ev.reason == c.REASON_PODS_READY_TIMEOUT and config.requeuing_timestamp == c.TIMESTAMP_EVICTION:
+            return ev.last_transition_time
+    return wl.metadata.creation_timestamp or Time(0)
+
+
+def remove(wl: Workload, type_: str) -> Workload:
+    conds, changed = remove_condition(wl.status.conditions, type_)
+    return wl.with_status(conditions=conds) if changed else wl
+
+
+def set_cond(wl: Workload, type_: str, status: str, reason: str, message: str, now: Time) -> Workload:
+    return _set(wl, condition(wl, type_, status, reason, message), now)

@@ -1,0 +1,44 @@
+"""Where an object stands in its declared lifecycle, read off its conditions.
+
+Kubernetes objects carry conditions, not a state field; these functions are
+the one place that says which combination of conditions is which state.
+"""
+
+from __future__ import annotations
+
+from kueue_provreq.api import constants as c
+from kueue_provreq.api.meta import is_false, is_true
+from kueue_provreq.api.provisioning import ProvisioningRequest
+from kueue_provreq.api.workload import Workload
+from kueue_provreq.machines import declarations as d
+
+
+def workload_phase(wl: Workload) -> str:
+    conds = wl.status.conditions
+    if is_true(conds, c.WORKLOAD_FINISHED):
+        return d.FINISHED
+    if is_true(conds, c.WORKLOAD_QUOTA_RESERVED):
+        if is_true(conds, c.WORKLOAD_EVICTED):
+            return d.EVICTED
+        if is_true(conds, c.WORKLOAD_ADMITTED):
+            return d.ADMITTED
+        return d.QUOTA_RESERVED
+    if wl.spec.active is False:
+        return d.INACTIVE
+    rs = wl.status.requeue_state
+    if is_false(conds, c.WORKLOAD_REQUEUED) or (rs is not None and rs.requeue_at is not None):
+        return d.BACKOFF
+    return d.PENDING
+
+
+#: Upstream's precedence when several conditions are True at once (syncCheckStates).
+_PR_PRECEDENCE = (c.PR_FAILED, c.PR_CAPACITY_REVOKED, c.PR_BOOKING_EXPIRED, c.PR_PROVISIONED,
+                  c.PR_ACCEPTED)
+
+
+def provisioning_request_phase(pr: ProvisioningRequest) -> str:
+    conds = pr.status.conditions
+    for t in _PR_PRECEDENCE:
+        if is_true(conds, t):
+            return t
+    return d.PR_NEW

@@ -1,0 +1,351 @@
+"""The world a controller reads, the effects it returns, and the one function that applies them.
+
+Controllers are pure: ``reconcile(world, key, ctx) -> Result``.  They read
+the world through ``Txn`` (which answers like an API server client: cached
+reads, creates that may fail, injected faults) and everything they want done
+comes back as effects.  Only the driver (conformance runner, simulator,
+explorer, a live-cluster port) calls ``World.apply``.
+
+The World is a mutable container of frozen objects so that applying one
+effect costs O(1) however many objects it holds; ``snapshot()`` gives the
+hashable, immutable view the explorer stores.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Union
+
+import attrs
+
+from kueue_provreq.api import constants as c
+from kueue_provreq.api.frozen import EMPTY, FrozenMap
+from kueue_provreq.api.meta import Time
+from kueue_provreq.api.objects import KINDS, Key, KubeObject, already_exists, key_of, not_found
+
+# --- effects -------------------------------------------------------------------
+
+
+@attrs.frozen
+class Create:
+    obj: KubeObject
+
+
+@attrs.frozen
+class Update:
+    obj: KubeObject
+
+
+@attrs.frozen
+class Delete:
+    kind: str
+    namespace: str
+    name: str
+
+
+@attrs.frozen
+class Event:
+    type: str
+    reason: str
+    message: str
+    kind: str
+    namespace: str
+    name: str
+
+
+@attrs.frozen
+class MetricInc:
+    name: str
+    labels: FrozenMap[str, str]
+    value: float = 1.0
+
+
+Effect = Union[Create, Update, Delete, Event, MetricInc]
+
+
+@attrs.frozen
+class Result:
+    """What one reconcile wants done.  ``requeue_after`` is the "wake me at" delay (seconds)."""
+
+    effects: tuple[Effect, ...] = ()
+    requeue_after: float | None = None
+    error: str | None = None
+
+
+NOTHING = Result()
+
+
+@attrs.frozen
+class Fault:
+    """An API error a scenario injects: every matching call fails and stores nothing."""
+
+    verb: str
+    kind: str
+    error: str
+    cached: bool = True
+    name: str | None = None
+
+    def matches(self, verb: str, kind: str, name: str) -> bool:
+        return self.verb == verb and self.kind == kind and (self.name is None or self.name == name)
+
+    def message(self, kind: str, name: str) -> str:
+        if self.error == "AlreadyExists":
+            return already_exists(kind, name)
+        if self.error == "NotFound":
+            return not_found(kind, name)
+        return self.error
+
+
+# --- the world -------------------------------------------------------------------
+
+
+class World:
+    """Every object of a scenario, indexed by key, by kind and by owner."""
+
+    __slots__ = ("_objects", "_by_kind", "_owned_by_name", "_dependents", "uid_counter", "faults")
+
+    def __init__(self, objects: Iterable[KubeObject] = (), faults: tuple[Fault, ...] = ()) -> None:
+        self._objects: dict[Key, KubeObject] = {}
+        self._by_kind: dict[str, dict[Key, KubeObject]] = {k: {} for k in KINDS}
+        self._owned_by_name: dict[tuple[str, str, str], dict[Key, None]] = {}
+        self._dependents: dict[str, dict[Key, None]] = {}
+        self.uid_counter = 0
+        self.faults = faults
+        for obj in objects:
+            self._put(obj)
+
+    # --- reads -------------------------------------------------------------------
+    def get(self, kind: str, namespace: str, name: str) -> KubeObject | None:
+        return self._objects.get((kind, namespace, name))
+
+    def objects(self, kind: str, namespace: str | None = None) -> list[KubeObject]:
+        objs = self._by_kind[kind].values()
+        if namespace is None:
+            return list(objs)
+        return [o for o in objs if o.metadata.namespace == namespace]
+
+    def keys(self, kind: str) -> list[Key]:
+        return list(self._by_kind[kind])
+
+    def owned_by_name(self, kind: str, namespace: str, owner_name: str) -> list[KubeObject]:
+        """Objects of ``kind`` with any ownerReference named ``owner_name`` (Kueue's
+        ``metadata.ownedByWorkload`` index, which ignores the owner's kind)."""
+        keys = self._owned_by_name.get((kind, namespace, owner_name))
+        if not keys:
+            return []
+        return [self._objects[k] for k in keys]
+
+    def __len__(self) -> int:
+        return len(self._objects)
+
+    def __iter__(self) -> Iterator[KubeObject]:
+        return iter(list(self._objects.values()))
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._objects
+
+    def next_uid(self, offset: int = 0) -> str:
+        return f"00000000-0000-4000-8000-{self.uid_counter + offset + 1:012x}"
+
+    # --- writes (drivers only) ------------------------------------------------------
+    def apply(self, effect: Effect) -> list[Key]:
+        """Apply one effect; returns the keys of every object it created, changed or deleted."""
+        if isinstance(effect, Create):
+            key = key_of(effect.obj)
+            if key in self._objects:
+                raise ValueError(already_exists(key[0], key[2]))
+            self._put(effect.obj)
+            self._bump_uid(effect.obj)
+            return [key]
+        if isinstance(effect, Update):
+            key = key_of(effect.obj)
+            old = self._objects.get(key)
+            if old is None:
+                raise ValueError(not_found(key[0], key[2]))
+            self._drop(old)
+            self._put(effect.obj)
+            return [key]
+        if isinstance(effect, Delete):
+            return self._delete_cascading((effect.kind, effect.namespace, effect.name))
+        return []
+
+    def put(self, obj: KubeObject) -> list[Key]:
+        """Create or replace, as ``kubectl apply`` would."""
+        old = self._objects.get(key_of(obj))
+        if old is not None:
+            self._drop(old)
+        self._put(obj)
+        self._bump_uid(obj)
+        return [key_of(obj)]
+
+    def copy(self) -> World:
+        w = World(faults=self.faults)
+        for obj in self._objects.values():
+            w._put(obj)
+        w.uid_counter = self.uid_counter
+        return w
+
+    def snapshot(self) -> frozenset[KubeObject]:
+        return frozenset(self._objects.values())
+
+    # --- internals -----------------------------------------------------------------
+    def _bump_uid(self, obj: KubeObject) -> None:
+        uid = obj.metadata.uid
+        if uid.startswith("00000000-0000-4000-8000-"):
+            try:
+                n = int(uid.rsplit("-", 1)[1], 16)
+            except ValueError:
+                return
+            self.uid_counter = max(self.uid_counter, n)
+
+    def _put(self, obj: KubeObject) -> None:
+        key = key_of(obj)
+        self._objects[key] = obj
+        self._by_kind[key[0]][key] = obj
+        for ref in obj.metadata.owner_references:
+            self._owned_by_name.setdefault((key[0], key[1], ref.name), {})[key] = None
+            if ref.uid:
+                self._dependents.setdefault(ref.uid, {})[key] = None
+
+    def _drop(self, obj: KubeObject) -> None:
+        key = key_of(obj)
+        del self._objects[key]
+        del self._by_kind[key[0]][key]
+        for ref in obj.metadata.owner_references:
+            idx = self._owned_by_name.get((key[0], key[1], ref.name))
+            if idx is not None:
+                idx.pop(key, None)
+            if ref.uid:
+                dep = self._dependents.get(ref.uid)
+                if dep is not None:
+                    dep.pop(key, None)
+
+    def _delete_cascading(self, key: Key) -> list[Key]:
+        obj = self._objects.get(key)
+        if obj is None:
+            return []
+        self._drop(obj)
+        gone = [key]
+        uid = obj.metadata.uid
+        if uid:
+            for dep in list(self._dependents.get(uid, ())):
+                dep_obj = self._objects.get(dep)
+                if dep_obj is None:
+                    continue
+                # the garbage collector deletes a dependent only when no other owner is left
+                others = [r for r in dep_obj.metadata.owner_references
+                          if r.uid != uid and self._owner_alive(r.uid, dep[1])]
+                if not others:
+                    gone.extend(self._delete_cascading(dep))
+            self._dependents.pop(uid, None)
+        return gone
+
+    def _owner_alive(self, uid: str, namespace: str) -> bool:
+        return any(o.metadata.uid == uid for o in self._objects.values()
+                   if o.metadata.namespace in (namespace, ""))
+
+
+# --- the client a controller uses during one reconcile -----------------------------
+
+
+class Txn:
+    """A controller's view of the API server for one reconcile.
+
+    Reads come from the world as it was when the reconcile started (the
+    informer cache); writes are checked as the API server would check them
+    (existence, injected faults) and recorded as effects.  Nothing is applied.
+    """
+
+    __slots__ = ("world", "now", "effects", "_created", "_uids")
+
+    def __init__(self, world: World, now: Time) -> None:
+        self.world = world
+        self.now = now
+        self.effects: list[Effect] = []
+        self._created: set[Key] = set()
+        self._uids = 0
+
+    def _fault(self, verb: str, kind: str, name: str) -> Fault | None:
+        for f in self.world.faults:
+            if f.matches(verb, kind, name):
+                return f
+        return None
+
+    def get(self, kind: str, namespace: str, name: str) -> KubeObject | None:
+        """A cached read: misses where a fault says the cache has not caught up."""
+        if self.world.faults:
+            for f in self.world.faults:
+                if not f.cached and f.kind == kind and (f.name is None or f.name == name):
+                    return None
+        return self.world.get(kind, namespace, name)
+
+    def owned_by_name(self, kind: str, namespace: str, owner_name: str) -> list[KubeObject]:
+        """A cached list through the owner-name index (misses like ``get`` under faults)."""
+        objs = self.world.owned_by_name(kind, namespace, owner_name)
+        if self.world.faults and objs:
+            objs = [o for o in objs if self.get(kind, namespace, o.metadata.name) is not None]
+        return objs
+
+    def create(self, obj: KubeObject) -> tuple[KubeObject | None, str | None]:
+        kind, ns, name = key_of(obj)
+        fault = self._fault("create", kind, name)
+        if fault is not None:
+            return None, fault.message(kind, name)
+        if (kind, ns, name) in self.world or (kind, ns, name) in self._created:
+            return None, already_exists(kind, name)
+        meta = obj.metadata
+        meta = attrs.evolve(
+            meta,
+            uid=meta.uid or self.world.next_uid(self._uids),
+            generation=meta.generation or 1,
+            creation_timestamp=meta.creation_timestamp if meta.creation_timestamp is not None else self.now,
+        )
+        self._uids += 1
+        stored = attrs.evolve(obj, metadata=meta)
+        self._created.add((kind, ns, name))
+        self.effects.append(Create(stored))
+        return stored, None
+
+    def update(self, obj: KubeObject) -> str | None:
+        kind, ns, name = key_of(obj)
+        fault = self._fault("update", kind, name)
+        if fault is not None:
+            return fault.message(kind, name)
+        if (kind, ns, name) not in self.world and (kind, ns, name) not in self._created:
+            return not_found(kind, name)
+        self.effects.append(Update(obj))
+        return None
+
+    def delete(self, kind: str, namespace: str, name: str) -> str | None:
+        fault = self._fault("delete", kind, name)
+        if fault is not None:
+            return fault.message(kind, name)
+        if (kind, namespace, name) not in self.world:
+            return not_found(kind, name)
+        self.effects.append(Delete(kind, namespace, name))
+        return None
+
+    def event(self, type_: str, reason: str, message: str, obj: KubeObject) -> None:
+        m = obj.metadata
+        self.effects.append(Event(type_, reason, truncate(message, c.EVENT_MESSAGE_LIMIT),
+                                  obj.KIND, m.namespace, m.name))
+
+    def metric(self, name: str, labels: dict[str, str], value: float = 1.0) -> None:
+        self.effects.append(MetricInc(name, FrozenMap(labels), value))
+
+    def result(self, requeue_after: float | None = None, error: str | None = None) -> Result:
+        if not self.effects and requeue_after is None and error is None:
+            return NOTHING
+        return Result(tuple(self.effects), requeue_after, error)
+
+
+def truncate(message: str, limit: int) -> str:
+    """Kueue's ``api.TruncateEventMessage`` / ``TruncateConditionMessage`` (byte limits)."""
+    raw = message.encode()
+    if len(raw) <= limit:
+        return message
+    return raw[: limit - 4].decode(errors="ignore") + " ..."
+
+
+__all__ = ["Create", "Delete", "EMPTY", "Effect", "Event", "Fault", "MetricInc", "NOTHING", "Result",
+           "Txn", "Update", "World", "truncate"]
