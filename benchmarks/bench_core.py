@@ -1,0 +1,253 @@
+"""Benchmarks for the core issue, all measured in one run so that ratios are meaningful
+on a noisy machine.
+
+(a) one provisioning decision through the library: reconcile a quota-reserved workload
+    whose ProvisioningRequest Failed -> the check goes to Retry;
+(b) the same decision through the naive use of ``transitions``: a Machine per workload
+    model, one trigger per step;
+(c) settling N workloads through a full provision -> fail -> retry -> provision cycle,
+    for N in 1k, 10k, 100k (``--sizes`` to change).
+
+Usage: python benchmarks/bench_core.py [--sizes 1000,10000,100000] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from collections.abc import Callable
+
+import attrs
+from transitions import Machine
+
+from kueue_provreq.api import constants as c
+from kueue_provreq.api.frozen import FrozenMap, freeze
+from kueue_provreq.api.meta import Condition, ObjectMeta, OwnerReference, Time
+from kueue_provreq.api.provisioning import (
+    ProvisioningRequest,
+    ProvisioningRequestConfig,
+    ProvisioningRequestConfigSpec,
+    ProvisioningRequestPodSet,
+    ProvisioningRequestSpec,
+    ProvisioningRequestStatus,
+    Reference,
+)
+from kueue_provreq.api.quantity import Quantity
+from kueue_provreq.api.queues import (
+    AdmissionCheck,
+    AdmissionCheckSpec,
+    AdmissionChecksStrategy,
+    AdmissionCheckStrategyRule,
+    ClusterQueue,
+    ClusterQueueSpec,
+    FlavorQuotas,
+    LocalQueue,
+    LocalQueueSpec,
+    ParametersReference,
+    ResourceFlavor,
+    ResourceGroup,
+    ResourceQuota,
+)
+from kueue_provreq.api.workload import (
+    Admission,
+    AdmissionCheckState,
+    PodSet,
+    PodSetAssignment,
+    Workload,
+    WorkloadSpec,
+    WorkloadStatus,
+)
+from kueue_provreq.controllers import provisioning
+from kueue_provreq.controllers.backoff import check_requeue_after_seconds
+from kueue_provreq.controllers.context import Context
+from kueue_provreq.engine import Manager
+from kueue_provreq.machines import ADMISSION_CHECK_MACHINE
+from kueue_provreq.machines.phases import provisioning_request_phase
+from kueue_provreq.world import Update, World
+
+T0 = Time(1_704_067_200)  # 2024-01-01T00:00:00Z
+NS_ = "default"
+TEMPLATE = freeze({"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}})
+
+
+def setup_objects(quota: int) -> list:
+    return [
+        ResourceFlavor(ObjectMeta(name="default-flavor", uid="rf")),
+        ClusterQueue(ObjectMeta(name="cq", uid="cq"), ClusterQueueSpec(
+            resource_groups=(ResourceGroup(("cpu",), (FlavorQuotas("default-flavor", (
+                ResourceQuota("cpu", Quantity.parse(str(quota))),)),)),),
+            admission_checks_strategy=AdmissionChecksStrategy((AdmissionCheckStrategyRule("prov"),)))),
+        LocalQueue(ObjectMeta(name="lq", namespace=NS_, uid="lq"), LocalQueueSpec("cq")),
+        AdmissionCheck(ObjectMeta(name="prov", uid="ac"), AdmissionCheckSpec(
+            c.PROVISIONING_REQUEST_CONTROLLER_NAME,
+            ParametersReference(c.KUEUE_GROUP, c.PROVISIONING_REQUEST_CONFIG, "prc"))),
+        ProvisioningRequestConfig(ObjectMeta(name="prc", uid="prc"),
+                                  ProvisioningRequestConfigSpec(provisioning_class_name=c.CLASS_CHECK_CAPACITY)),
+    ]
+
+
+def workload(i: int) -> Workload:
+    return Workload(ObjectMeta(name=f"wl-{i}", namespace=NS_, uid=f"wl-uid-{i:07d}", generation=1,
+                               creation_timestamp=T0),
+                    WorkloadSpec(pod_sets=(PodSet("main", 1, TEMPLATE),), queue_name="lq"))
+
+
+# --- (a) and (b): one decision --------------------------------------------------------
+
+
+def decision_world() -> tuple[World, tuple[str, str, str]]:
+    """A quota-reserved workload with check ``prov`` Pending and request attempt 1 Failed."""
+    wl = workload(0)
+    wl = attrs.evolve(wl, status=WorkloadStatus(
+        conditions=(Condition(c.WORKLOAD_QUOTA_RESERVED, c.TRUE, c.REASON_QUOTA_RESERVED, "", T0),),
+        admission=Admission("cq", (PodSetAssignment("main", FrozenMap({"cpu": "default-flavor"}),
+                                                    FrozenMap({"cpu": Quantity.parse("1")}), 1),)),
+        admission_checks=(AdmissionCheckState("prov", c.CHECK_PENDING, T0),)))
+    pr = ProvisioningRequest(
+        ObjectMeta(name="wl-0-prov-1", namespace=NS_, uid="pr-1", creation_timestamp=T0,
+                   labels=FrozenMap({c.LABEL_MANAGED: "true"}),
+                   owner_references=(OwnerReference(c.KUEUE_V1BETA2, c.WORKLOAD, "wl-0", wl.metadata.uid,
+                                                    True, True),)),
+        ProvisioningRequestSpec(c.CLASS_CHECK_CAPACITY, FrozenMap(),
+                                (ProvisioningRequestPodSet(Reference("ppt-wl-0-prov-1-main"), 1),)),
+        ProvisioningRequestStatus((Condition(c.PR_FAILED, c.TRUE, "CapacityIsNotFound", "no capacity", T0),)))
+    return World([*setup_objects(10), wl, pr]), (c.WORKLOAD, NS_, "wl-0")
+
+
+def library_decision(world: World, key: tuple[str, str, str], ctx: Context) -> str:
+    result = provisioning.reconcile(world, key, ctx)
+    wl = next(e.obj for e in result.effects if isinstance(e, Update) and isinstance(e.obj, Workload))
+    state = wl.status.admission_checks[0].state
+    assert state == c.CHECK_RETRY, state
+    return state
+
+
+class NaiveCheck:
+    """What a first-time user of ``transitions`` writes: a mutable model per workload."""
+
+    def __init__(self, wl: Workload, pr: ProvisioningRequest, limit: int) -> None:
+        self.wl, self.pr, self.limit = wl, pr, limit
+        self.attempt = int(pr.metadata.name.rsplit("-", 1)[1])
+        self.retry_count = wl.status.admission_checks[0].retry_count or 0
+        self.requeue_after: int | None = None
+
+    def within_backoff_limit(self) -> bool:
+        return self.attempt <= self.limit
+
+    def newer_attempt(self) -> bool:
+        return self.attempt > self.retry_count
+
+    def keep_quota(self) -> bool:
+        return False
+
+
+def naive_decision(world: World, key: tuple[str, str, str], ctx: Context) -> str:
+    wl = world.get(*key)
+    assert isinstance(wl, Workload)
+    pr = world.owned_by_name(c.PROVISIONING_REQUEST, key[1], key[2])[0]
+    assert isinstance(pr, ProvisioningRequest)
+    model = NaiveCheck(wl, pr, 3)
+    Machine(model=model, states=list(ADMISSION_CHECK_MACHINE.states),
+            transitions=[{"trigger": e.trigger, "source": e.source, "dest": e.dest,
+                          "conditions": list(e.conditions), "unless": list(e.unless)}
+                         for e in ADMISSION_CHECK_MACHINE.edges],
+            initial=wl.status.admission_checks[0].state)
+    trigger = {c.PR_FAILED: "request_failed"}[provisioning_request_phase(pr)]
+    getattr(model, trigger)()
+    model.requeue_after = check_requeue_after_seconds(model.retry_count, 60, 1800, ctx.jitter)
+    assert model.state == c.CHECK_RETRY, model.state  # type: ignore[attr-defined]
+    return str(model.state)  # type: ignore[attr-defined]
+
+
+def per_call(fn: Callable[[], object], seconds: float = 1.0) -> float:
+    """Median microseconds per call over batches lasting about ``seconds`` in total."""
+    n = 1
+    while True:
+        t = time.perf_counter()
+        for _ in range(n):
+            fn()
+        dt = time.perf_counter() - t
+        if dt > 0.05:
+            break
+        n *= 2
+    samples = []
+    deadline = time.perf_counter() + seconds
+    while time.perf_counter() < deadline or len(samples) < 5:
+        t = time.perf_counter()
+        for _ in range(n):
+            fn()
+        samples.append((time.perf_counter() - t) / n * 1e6)
+    return statistics.median(samples)
+
+
+# --- (c): settling many workloads -----------------------------------------------------
+
+
+def set_condition_on_latest(world: World, attempt: int, type_: str, reason: str, now: Time) -> int:
+    """The autoscaler step for every workload's request of ``attempt``."""
+    n = 0
+    for pr in world.objects(c.PROVISIONING_REQUEST):
+        assert isinstance(pr, ProvisioningRequest)
+        if not pr.metadata.name.endswith(f"-{attempt}"):
+            continue
+        cond = Condition(type_, c.TRUE, reason, f"{type_} by benchmark", now)
+        world.apply(Update(attrs.evolve(pr, status=attrs.evolve(
+            pr.status, conditions=pr.status.conditions + (cond,)))))
+        n += 1
+    return n
+
+
+def settle_cycle(n: int) -> tuple[float, int, int]:
+    """Returns (seconds, reconciles, admitted) for n workloads through fail -> retry -> provision."""
+    world = World([*setup_objects(n + 10), *(workload(i) for i in range(n))])
+    manager = Manager(world, verify=False)
+    now = T0
+    t = time.perf_counter()
+    manager.settle(Context(now))
+    assert set_condition_on_latest(world, 1, c.PR_FAILED, "CapacityIsNotFound", now) == n
+    manager.settle(Context(now))
+    now = Time(now + 60)
+    manager.settle(Context(now))
+    assert set_condition_on_latest(world, 2, c.PR_PROVISIONED, "CapacityIsFound", now) == n
+    manager.settle(Context(now))
+    elapsed = time.perf_counter() - t
+    admitted = sum(1 for w in world.objects(c.WORKLOAD) if isinstance(w, Workload) and w.is_admitted())
+    return elapsed, manager.reconciles, admitted
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--sizes", default="1000,10000,100000")
+    p.add_argument("--seconds", type=float, default=1.0, help="time per micro-benchmark")
+    args = p.parse_args(argv)
+
+    world, key = decision_world()
+    ctx = Context(Time(T0 + 5))
+    a = per_call(lambda: library_decision(world, key, ctx), args.seconds)
+    b = per_call(lambda: naive_decision(world, key, ctx), args.seconds)
+    print(f"(a) provisioning decision, library:          {a:9.1f} us")
+    print(f"(b) same decision, Machine per workload:     {b:9.1f} us")
+    print(f"    ratio (b)/(a):                           {b / a:9.1f}x   (target >= 50x)")
+
+    sizes = [int(s) for s in args.sizes.split(",") if s]
+    results = []
+    for n in sizes:
+        secs, reconciles, admitted = settle_cycle(n)
+        if admitted != n:
+            print(f"ERROR: {admitted} of {n} workloads admitted after the cycle", file=sys.stderr)
+            return 1
+        results.append((n, secs))
+        print(f"(c) settle {n:>7} workloads (provision-fail-retry-provision): {secs:8.2f} s"
+              f"  {secs / n * 1e6:7.1f} us/workload  {reconciles / n:5.1f} reconciles/workload", flush=True)
+    for (n1, s1), (n2, s2) in zip(results, results[1:]):
+        print(f"    scaling {n1} -> {n2} ({n2 // n1}x workloads): {s2 / s1:5.2f}x time"
+              f"   (target <= {1.1 * n2 / n1:.0f}x)")
+    if results and results[-1][0] == 100_000:
+        print(f"    100k workloads: {results[-1][1]:.2f} s   (target < 20 s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
