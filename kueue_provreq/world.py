@@ -256,13 +256,14 @@ class Txn:
     (existence, injected faults) and recorded as effects.  Nothing is applied.
     """
 
-    __slots__ = ("world", "now", "effects", "_created", "_uids")
+    __slots__ = ("world", "now", "effects", "_created", "_deleted", "_uids")
 
     def __init__(self, world: World, now: Time) -> None:
         self.world = world
         self.now = now
         self.effects: list[Effect] = []
         self._created: set[Key] = set()
+        self._deleted: set[Key] = set()
         self._uids = 0
 
     def _fault(self, verb: str, kind: str, name: str) -> Fault | None:
@@ -291,7 +292,8 @@ class Txn:
         fault = self._fault("create", kind, name)
         if fault is not None:
             return None, fault.message(kind, name)
-        if (kind, ns, name) in self.world or (kind, ns, name) in self._created:
+        key = (kind, ns, name)
+        if key in self._created or (key in self.world and key not in self._deleted):
             return None, already_exists(kind, name)
         meta = obj.metadata
         meta = attrs.evolve(
@@ -320,8 +322,10 @@ class Txn:
         fault = self._fault("delete", kind, name)
         if fault is not None:
             return fault.message(kind, name)
-        if (kind, namespace, name) not in self.world:
+        key = (kind, namespace, name)
+        if key not in self.world or key in self._deleted:
             return not_found(kind, name)
+        self._deleted.add(key)  # a later create of the same name (in the same reconcile) succeeds
         self.effects.append(Delete(kind, namespace, name))
         return None
 

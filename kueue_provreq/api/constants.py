@@ -185,3 +185,31 @@ METRIC_EVICTED_WORKLOADS: Final = "evicted_workloads_total"
 METRIC_EVICTED_WORKLOADS_ONCE: Final = "evicted_workloads_once_total"
 METRIC_PENDING_WORKLOADS: Final = "pending_workloads"
 METRIC_RESERVING_ACTIVE_WORKLOADS: Final = "reserving_active_workloads"
+
+# --- workload controller and job integration (appended) -----------------------
+REASON_PENDING_LEGACY: Final = "Pending"
+"""QuotaReserved=False reason on quota release with UnadmittedWorkloadsObservability off."""
+REASON_PODS_READY_LEGACY: Final = "PodsReady"
+"""A PodsReady=False reason written by Kueue before WaitForStart existed; read as WaitForStart."""
+
+# --- provisioning controller: object names and pod template merging ---------
+OBJECT_NAME_MAX_PREFIX: Final = 247
+OBJECT_NAME_HASH_LENGTH: Final = 5
+ERR_POD_SET_UPDATE_CONFLICT: Final = ("invalid admission check PodSetUpdate: conflict for nodeSelector: "
+                                      "conflict for key={key}, value1={value1}, value2={value2}")
+ERR_ALREADY_OWNED: Final = "Object {namespace}/{name} is already owned by another {kind} controller {owner}"
+
+# --- scheduler: flavor assignment and admission blocking ----------------------
+REASON_NO_MATCHING_FLAVOR: Final = "NoMatchingFlavor"
+REASON_EXCEEDS_MAX_QUOTA: Final = "ExceedsMaxQuota"
+REASON_WAITING_FOR_PODS_READY: Final = "WaitingForPodsReady"
+MSG_WAITING_FOR_PODS_READY: Final = "waiting for all admitted workloads to be in PodsReady condition"
+MSG_ASSIGN_FLAVORS_FAILED: Final = "couldn't assign flavors to pod set {podset}: {reasons}"
+MSG_REQUEST_EXCEEDS_CAPACITY: Final = "insufficient quota for {resource} in flavor {flavor}, request > maximum capacity ({request} > {capacity})"
+MSG_INSUFFICIENT_UNUSED_QUOTA: Final = "insufficient unused quota for {resource} in flavor {flavor}, {more} more needed"
+MSG_RESOURCE_UNAVAILABLE: Final = "resource {resource} unavailable in ClusterQueue"
+MSG_CQ_STOPPED_PART: Final = "is stopped"
+MSG_CQ_MISSING_FLAVORS_PART: Final = "references missing ResourceFlavor(s): {names}"
+MSG_CQ_MISSING_CHECKS_PART: Final = "references missing AdmissionCheck(s): {names}"
+MSG_CQ_INACTIVE_CHECKS_PART: Final = "references inactive AdmissionCheck(s): {names}"
+STOP_POLICY_NONE: Final = "None"

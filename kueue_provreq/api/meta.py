@@ -99,6 +99,9 @@ def set_condition(conditions: Conditions, new: Condition, now: Time) -> tuple[Co
             updated = attrs.evolve(old, status=new.status, reason=new.reason, message=new.message,
                                    observed_generation=new.observed_generation,
                                    last_transition_time=ltt)
+        elif (old.reason == new.reason and old.message == new.message
+              and old.observed_generation == new.observed_generation):
+            return conditions, False  # the common no-op, without building a copy
         else:
             updated = attrs.evolve(old, reason=new.reason, message=new.message,
                                    observed_generation=new.observed_generation)

@@ -1,11 +1,103 @@
-"""Placeholder: implemented in this issue."""
+"""The job integration: what Kueue's job reconciler (``pkg/controller/jobframework/reconciler.go``)
+does to a Workload owned by a batch/v1 Job, as the conformance format defines it.
+
+Every Workload counts as owned by a Job.  The real one is a Job in the world named by one of
+the Workload's ownerReferences of kind Job; when the world holds none the Job is implicit:
+it behaves like a Job whose pods are gone, so stopping it changes nothing in the world.
+
+* **Eviction.** On ``Evicted=True`` the Job is stopped (a real Job that is not suspended yet
+  gets ``spec.suspend=true`` and a Normal ``Stopped`` event carrying the eviction message).
+  Pods are not modelled, so the stopped Job is inactive at once and, while the Workload
+  still holds quota, the same pass releases it in ONE status update: ``Requeued`` (True only
+  for ``Preempted`` and ``NodeFailures``; reason and message copied from ``Evicted``) and
+  ``UnsetQuotaReservationWithCondition`` (``PendingEvaluation``, legacy ``Pending`` with
+  UnadmittedWorkloadsObservability off; the eviction message; ``Admitted`` re-synced).
+  Upstream stops the job on any ``Evicted=True`` and releases only with quota held; so does
+  this model.  This is the only place quota is given back after an eviction: a Workload
+  whose job never runs this keeps ``QuotaReserved=True`` (upstream issues #6035, #14811).
+* **PodsReady.** A ``PodsReady`` condition set from outside stands for the Job's pods.  The
+  integration writes ``PodsReady`` itself only when the Workload is not admitted, or is
+  admitted without any ``PodsReady`` condition: both mean no pod is ready, which upstream's
+  job reconciler writes as ``False``, ``WaitForStart``, "Not all pods are ready or
+  succeeded".  It is written whether or not ``waitForPodsReady`` is configured: the format
+  says the integration writes it and names no configuration, and under v1beta2 defaulting
+  ``waitForPodsReady`` is on unless a scenario turns it off, so the condition is only
+  observability there (the workload controller alone acts on the timeout, and only with
+  ``waitForPodsReady`` set).
+* A finished Workload: nothing.
+
+Starting a Job on admission (``Started``) and ``UpdatedAdmissionCheck`` events are not part
+of the integration the format defines and are not modelled.
+"""
 
 from __future__ import annotations
 
+import attrs
+
+from kueue_provreq.api import constants as c
+from kueue_provreq.api.job import Job
 from kueue_provreq.api.objects import Key
+from kueue_provreq.api.workload import Workload
+from kueue_provreq.controllers import workload_status as ws
 from kueue_provreq.controllers.context import Context
-from kueue_provreq.world import NOTHING, Result, World
+from kueue_provreq.machines import declarations as d
+from kueue_provreq.machines.phases import workload_phase
+from kueue_provreq.world import NOTHING, Result, Txn, World
+
+_REQUEUED_AT_ONCE = (c.REASON_PREEMPTED, c.REASON_NODE_FAILURES)
+"""Eviction reasons after which the workload goes straight back to the queue (``Requeued=True``)."""
 
 
 def reconcile(world: World, key: Key, ctx: Context) -> Result:
-    return NOTHING
+    wl = world.get(*key)
+    if not isinstance(wl, Workload):
+        return NOTHING
+    phase = workload_phase(wl)
+    if phase == d.FINISHED:
+        return NOTHING
+    evicted = wl.condition(c.WORKLOAD_EVICTED)
+    if evicted is not None and evicted.status == c.TRUE:
+        txn = Txn(world, ctx.now)
+        job = _owner_job(txn, wl)
+        if job is not None and job.spec.suspend is not True:
+            err = txn.update(attrs.evolve(job, spec=attrs.evolve(job.spec, suspend=True)))
+            if err is not None:
+                return txn.result(error=err)
+            txn.event("Normal", c.EVENT_STOPPED, evicted.message, job)
+        if phase == d.EVICTED:
+            err = txn.update(_release_quota(wl, evicted.reason, evicted.message, ctx))
+            return txn.result(error=err)
+        if txn.effects:
+            return txn.result()
+    return _sync_pods_ready(wl, ctx, world)
+
+
+def _release_quota(wl: Workload, reason: str, message: str, ctx: Context) -> Workload:
+    """``SetRequeuedCondition`` + ``UnsetQuotaReservationWithCondition`` in one update."""
+    now = ctx.now
+    requeued = c.TRUE if reason in _REQUEUED_AT_ONCE else c.FALSE
+    wl = ws.set_cond(wl, c.WORKLOAD_REQUEUED, requeued, reason, message, now)
+    release_reason = (c.REASON_PENDING_EVALUATION if ctx.config.gate(c.GATE_UNADMITTED_OBSERVABILITY)
+                      else c.REASON_PENDING_LEGACY)
+    return ws.unset_quota_reservation(wl, release_reason, message, now, ctx.config)
+
+
+def _sync_pods_ready(wl: Workload, ctx: Context, world: World) -> Result:
+    if wl.is_admitted() and wl.condition(c.WORKLOAD_PODS_READY) is not None:
+        return NOTHING
+    new = ws.set_cond(wl, c.WORKLOAD_PODS_READY, c.FALSE, c.REASON_WAIT_FOR_START,
+                      c.MSG_PODS_NOT_READY, ctx.now)
+    if new is wl:
+        return NOTHING
+    txn = Txn(world, ctx.now)
+    return txn.result(error=txn.update(new))
+
+
+def _owner_job(txn: Txn, wl: Workload) -> Job | None:
+    """The Job in the world that owns the workload, or None for the implicit one."""
+    for ref in wl.metadata.owner_references:
+        if ref.kind == c.JOB:
+            job = txn.get(c.JOB, wl.metadata.namespace, ref.name)
+            if isinstance(job, Job):
+                return job
+    return None

@@ -1,11 +1,658 @@
-"""Placeholder: implemented in this issue."""
+"""Kueue's ProvisioningRequest admission-check controller (``provisioning_workload``).
+
+One reconcile of a Workload does what upstream's ``Reconcile`` does, in the same order,
+because the order is observable: select the active (or last) request per check, patch the
+check states once, delete the requests no check uses, then create what is missing and hand
+PodTemplates over to their request.
+
+Determinism.  Upstream iterates Go maps (checks, a podset's flavors), so with several
+provisioning checks on one workload its outcome can depend on a random order.  Here checks
+are visited in ``status.admissionChecks`` order (the workload controller keeps it sorted by
+name) and a podset's flavors in sorted flavor-name order; with one provisioning check, which
+is all upstream's tests use, the result is the same as upstream's.
+
+Retry paths.  By default (KEP-3258, since v0.15) a failed request within
+``backoffLimitCount`` puts the check in ``Retry`` with ``requeueAfterSeconds``; the workload
+controller evicts and requeues the workload, and the next quota reservation creates attempt
+``retryCount + 1``.  With the feature gate ``KeepQuotaForProvReqRetry`` (v0.9-v0.11) the
+workload keeps its quota instead: the check goes back to ``Pending`` with the retry message,
+no ``Retry`` state is written (so nothing evicts), and this controller itself creates the next
+attempt once the nominal backoff of the failed attempt has passed since the failing
+condition's transition time, asking to be woken up until then.
+"""
 
 from __future__ import annotations
 
-from kueue_provreq.api.objects import Key
+import functools
+import hashlib
+from collections.abc import Iterator, Mapping
+from itertools import chain
+from typing import Any
+
+import attrs
+
+from kueue_provreq.api import constants as c
+from kueue_provreq.api.frozen import EMPTY, FrozenMap, freeze, thaw
+from kueue_provreq.api.meta import Condition, ObjectMeta, OwnerReference, Time, is_true
+from kueue_provreq.api.objects import Key, already_exists, not_found
+from kueue_provreq.api.provisioning import (
+    PodTemplate,
+    ProvisioningRequest,
+    ProvisioningRequestConfig,
+    ProvisioningRequestConfigSpec,
+    ProvisioningRequestPodSet,
+    ProvisioningRequestSpec,
+    Reference,
+)
+from kueue_provreq.api.quantity import QuantityError, parse_quantity
+from kueue_provreq.api.queues import AdmissionCheck, ParametersReference, ResourceFlavor
+from kueue_provreq.api.workload import AdmissionCheckState, PodSet, PodSetAssignment, PodSetUpdate, Workload
+from kueue_provreq.controllers.backoff import check_requeue_after_seconds, nominal_delay_seconds
 from kueue_provreq.controllers.context import Context
-from kueue_provreq.world import NOTHING, Result, World
+from kueue_provreq.controllers.workload_status import set_admission_check_state
+from kueue_provreq.machines import ADMISSION_CHECK_MACHINE
+from kueue_provreq.world import Result, Txn, World, truncate
+
+_MANAGED_LABELS: FrozenMap[str, str] = FrozenMap({c.LABEL_MANAGED: "true"})
+_QUANTITY_MAPS = frozenset({"requests", "limits", "overhead"})
+
+
+class ReconcileError(Exception):
+    """Ends a reconcile the way a Go ``return err`` does; ``str(e)`` is upstream's ``err.Error()``."""
+
+
+class BadParametersRef(ReconcileError):
+    """The AdmissionCheck's parameters reference is unusable (not a NotFound)."""
+
+
+# --- names -------------------------------------------------------------------------------
+
+
+def limit_object_name(name: str) -> str:
+    """Keep names within 253 bytes by hashing the tail; upstream has no 63-character rule."""
+    raw = name.encode()
+    if len(raw) <= c.OBJECT_NAME_MAX_PREFIX:
+        return name
+    digest = hashlib.sha1(raw).hexdigest()[: c.OBJECT_NAME_HASH_LENGTH]
+    return raw[: c.OBJECT_NAME_MAX_PREFIX].decode(errors="ignore") + "-" + digest
+
+
+def provisioning_request_name(workload: str, check: str, attempt: int) -> str:
+    return limit_object_name(f"{workload}-{check}-{attempt}")
+
+
+def pod_template_name(request: str, pod_set: str) -> str:
+    """Built from the request's (possibly already hashed) name, as upstream does."""
+    return limit_object_name(f"{c.POD_TEMPLATE_PREFIX}-{request}-{pod_set}")
+
+
+def attempt_prefix(workload: str, check: str) -> str:
+    return limit_object_name(f"{workload}-{check}-")
+
+
+def _attempt_digits(name: str, prefix: str) -> str | None:
+    """``^<prefix>([0-9]+)$`` without a regex: this runs for every owned request."""
+    if not name.startswith(prefix):
+        return None
+    digits = name[len(prefix):]
+    return digits if digits.isascii() and digits.isdigit() else None
+
+
+def get_attempt(pr: ProvisioningRequest, prefix: str) -> int:
+    """Upstream logs and falls back to 1 when the name carries no attempt (e.g. a hashed name)."""
+    digits = _attempt_digits(pr.metadata.name, prefix)
+    return int(digits) if digits is not None else 1
+
+
+def go_quote(s: str) -> str:
+    """Go's ``%q`` for the names this controller prints."""
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+# --- configuration -----------------------------------------------------------------------
+
+
+def config_from_ref(txn: Txn, ref: ParametersReference | None) -> ProvisioningRequestConfig | None:
+    """``ConfigFromRef``: validation errors raise; a missing config is ``None`` (NotFound)."""
+    if ref is None:
+        raise BadParametersRef(c.ERR_MISSING_PARAMETERS)
+    if not ref.name:
+        raise BadParametersRef(c.ERR_EMPTY_NAME)
+    if ref.api_group != c.KUEUE_GROUP:
+        raise BadParametersRef(c.ERR_WRONG_GROUP.format(group=ref.api_group))
+    if ref.kind != c.PROVISIONING_REQUEST_CONFIG:
+        raise BadParametersRef(c.ERR_WRONG_KIND.format(kind=ref.kind))
+    prc = txn.get(c.PROVISIONING_REQUEST_CONFIG, "", ref.name)
+    return prc if isinstance(prc, ProvisioningRequestConfig) else None
+
+
+def _synced_with_config(pr: ProvisioningRequest, prc: ProvisioningRequestConfig) -> bool:
+    """Only class and the config's own parameters count; extra (annotation) parameters do not."""
+    if pr.spec.provisioning_class_name != prc.spec.provisioning_class_name:
+        return False
+    params = pr.spec.parameters or EMPTY
+    for k, v in prc.spec.parameters.items():
+        if params.get(k) != v:
+            return False
+    return True
+
+
+# --- podsets of interest -------------------------------------------------------------------
+
+
+def _containers(pod_spec: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
+    return chain(pod_spec.get("initContainers") or (), pod_spec.get("containers") or ())
+
+
+def _pod_uses(template: Mapping[str, Any], managed: frozenset[str]) -> bool:
+    """Requests or limits of any (init) container; pod-level ``resources`` do not count."""
+    for ctr in _containers(template.get("spec") or EMPTY):
+        res = ctr.get("resources") or EMPTY
+        for kind in ("requests", "limits"):
+            if not managed.isdisjoint(res.get(kind) or ()):
+                return True
+    return False
+
+
+def _pod_sets_of_interest(wl: Workload, spec: ProvisioningRequestConfigSpec) -> Iterator[PodSet]:
+    managed = frozenset(spec.managed_resources)
+    for ps in wl.spec.pod_sets:
+        if ps.count > 0 and (not managed or _pod_uses(ps.template, managed)):
+            yield ps
+
+
+def _admitted_count(ps: PodSet, psa: PodSetAssignment) -> int:
+    return psa.count if psa.count is not None else ps.count
+
+
+def req_is_needed(wl: Workload, prc: ProvisioningRequestConfig,
+                  assignments: Mapping[str, PodSetAssignment]) -> bool:
+    """Short-circuits on the first podset with a positive admitted count, so a missing
+    assignment after it is only noticed later, by the merge (as upstream)."""
+    for ps in _pod_sets_of_interest(wl, prc.spec):
+        psa = assignments.get(ps.name)
+        if psa is None:
+            raise ReconcileError(f"{c.ERR_INCONSISTENT_ASSIGNMENTS}: "
+                                 f"{c.ERR_MISSING_ASSIGNMENT.format(name=ps.name)}")
+        if _admitted_count(ps, psa) > 0:
+            return True
+    return False
+
+
+# --- podset merging ------------------------------------------------------------------------
+
+
+@attrs.define
+class MergedPodSet:
+    """One PodTemplate of the request: the first podset of a group stands for all of it."""
+
+    name: str
+    pod_set: PodSet
+    assignment: PodSetAssignment
+    count: int
+
+
+def _empty(v: Any) -> bool:
+    return v is None or (isinstance(v, (tuple, Mapping)) and not v)
+
+
+def semantic_equal(a: Any, b: Any, quantities: bool = False) -> bool:
+    """``equality.Semantic.DeepEqual`` on frozen JSON: nil equals empty, quantities by value."""
+    if _empty(a) and _empty(b):
+        return True
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+        return all(semantic_equal(a.get(k), b.get(k), quantities or k in _QUANTITY_MAPS)
+                   for k in a.keys() | b.keys())
+    if isinstance(a, tuple) and isinstance(b, tuple):
+        return len(a) == len(b) and all(semantic_equal(x, y, quantities) for x, y in zip(a, b))
+    if quantities and isinstance(a, (str, int, float)) and isinstance(b, (str, int, float)):
+        try:
+            return parse_quantity(a) == parse_quantity(b)
+        except QuantityError:
+            return bool(a == b)
+    return bool(a == b)
+
+
+def _same_requests(a: Mapping[str, Any], b: Mapping[str, Any], field: str) -> bool:
+    ca, cb = a.get(field) or (), b.get(field) or ()
+    if len(ca) != len(cb):
+        return False
+    return all(semantic_equal((x.get("resources") or EMPTY).get("requests"),
+                              (y.get("resources") or EMPTY).get("requests"), True)
+               for x, y in zip(ca, cb))
+
+
+_SCHEDULING_FIELDS = ("resources", "nodeSelector", "tolerations", "affinity", "resourceClaims")
+
+
+def can_merge(a: PodSet, b: PodSet, policy: str | None) -> bool:
+    if policy == c.MERGE_IDENTICAL_POD_TEMPLATES:
+        return semantic_equal(a.template, b.template)
+    if policy == c.MERGE_IDENTICAL_SCHEDULING_REQUIREMENTS:
+        sa, sb = a.template.get("spec") or EMPTY, b.template.get("spec") or EMPTY
+        return (_same_requests(sa, sb, "containers") and _same_requests(sa, sb, "initContainers")
+                and all(semantic_equal(sa.get(f), sb.get(f)) for f in _SCHEDULING_FIELDS))
+    return False
+
+
+def merge_pod_sets(wl: Workload, spec: ProvisioningRequestConfigSpec,
+                   assignments: Mapping[str, PodSetAssignment]) -> list[MergedPodSet]:
+    """Groups compare with their first member only, in spec order; flavors are ignored."""
+    out: list[MergedPodSet] = []
+    policy = spec.pod_set_merge_policy
+    for ps in _pod_sets_of_interest(wl, spec):
+        psa = assignments.get(ps.name)
+        if psa is None:
+            raise ReconcileError(c.ERR_INCONSISTENT_ASSIGNMENTS)
+        count = _admitted_count(ps, psa)
+        if count <= 0:
+            continue
+        for group in out:
+            if can_merge(group.pod_set, ps, policy):
+                group.count += count
+                break
+        else:
+            out.append(MergedPodSet(ps.name, ps, psa, count))
+    return out
+
+
+# --- PodTemplates --------------------------------------------------------------------------
+
+
+def _controller_ref(obj: Workload | ProvisioningRequest, api_version: str) -> OwnerReference:
+    m = obj.metadata
+    return OwnerReference(api_version, obj.KIND, m.name, m.uid, True, True)
+
+
+def _use_limits_as_missing_requests(resources: dict[str, Any]) -> None:
+    limits = resources.get("limits")
+    if not limits:
+        return
+    requests = resources.setdefault("requests", {})
+    for name, q in limits.items():
+        requests.setdefault(name, q)
+
+
+def pod_template_spec(txn: Txn, ps: PodSet, psa: PodSetAssignment) -> FrozenMap[str, Any]:
+    """The podset's template with its flavors' node labels and tolerations applied
+    (``podset.FromAssignment`` + ``podset.Merge``) and limits copied to missing requests."""
+    node_labels: dict[str, str] = {}
+    tolerations: list[Any] = []
+    for flavor in sorted(set(psa.flavors.values())):
+        rf = txn.get(c.RESOURCE_FLAVOR, "", flavor)
+        if not isinstance(rf, ResourceFlavor):
+            raise ReconcileError(not_found(c.RESOURCE_FLAVOR, flavor))
+        for k, v in rf.spec.node_labels.items():
+            node_labels.setdefault(k, v)  # the first flavor wins between flavors
+        tolerations.extend(rf.spec.tolerations)
+    template = thaw(ps.template)
+    spec = template.setdefault("spec", {})
+    if node_labels:
+        selector = spec.setdefault("nodeSelector", {})
+        for k, v in node_labels.items():
+            old = selector.setdefault(k, v)
+            if old != v:
+                raise ReconcileError(c.ERR_POD_SET_UPDATE_CONFLICT.format(key=k, value1=old, value2=v))
+    if tolerations:
+        have = spec.get("tolerations") or []
+        for t in tolerations:
+            t = thaw(t)
+            if t not in have:
+                have.append(t)
+        spec["tolerations"] = have
+    for ctr in chain(spec.get("initContainers") or (), spec.get("containers") or ()):
+        _use_limits_as_missing_requests(ctr.get("resources") or {})
+    if spec.get("resources"):
+        _use_limits_as_missing_requests(spec["resources"])
+    frozen: FrozenMap[str, Any] = freeze(template)
+    return frozen
+
+
+def _transfer_templates(txn: Txn, wl: Workload, req: ProvisioningRequest) -> None:
+    """``syncProvisionRequestsPodTemplates``: templates start owned by the Workload (so a failed
+    request creation leaves no orphans) and move to the request once both exist in the cache."""
+    wl_uid = wl.metadata.uid
+    for ps in req.spec.pod_sets:
+        pt = txn.get(c.POD_TEMPLATE, req.metadata.namespace, ps.pod_template_ref.name)
+        if not isinstance(pt, PodTemplate):
+            continue
+        refs = pt.metadata.owner_references
+        ctrl = pt.metadata.controller_ref()
+        if ctrl is not None and ctrl.uid == wl_uid:
+            refs = tuple(r for r in refs if not _refers_to(r, c.KUEUE_GROUP, c.WORKLOAD, wl.metadata.name))
+            ctrl = None
+        if ctrl is None or ctrl.uid != req.metadata.uid:
+            if ctrl is not None:
+                raise ReconcileError(c.ERR_ALREADY_OWNED.format(
+                    namespace=pt.metadata.namespace, name=pt.metadata.name, kind=ctrl.kind, owner=ctrl.name))
+            same = [i for i, r in enumerate(refs)
+                    if _refers_to(r, c.AUTOSCALING_GROUP, c.PROVISIONING_REQUEST, req.metadata.name)]
+            req_ref = _controller_ref(req, c.AUTOSCALING_V1)
+            refs = (refs[:same[0]] + (req_ref,) + refs[same[0] + 1:]) if same else refs + (req_ref,)
+        if refs == pt.metadata.owner_references:
+            continue
+        err = txn.update(attrs.evolve(pt, metadata=attrs.evolve(pt.metadata, owner_references=refs)))
+        if err is not None:
+            raise ReconcileError(err)
+
+
+def _refers_to(ref: OwnerReference, group: str, kind: str, name: str) -> bool:
+    """controller-runtime's ``referSameObject``: group, kind and name (not the version)."""
+    return ref.kind == kind and ref.name == name and ref.api_version.split("/")[0] == group
+
+
+# --- check states --------------------------------------------------------------------------
+
+
+def pod_set_updates(wl: Workload, pr: ProvisioningRequest,
+                    prc: ProvisioningRequestConfig) -> tuple[PodSetUpdate, ...]:
+    """Only a merge group's representative gets an update (templates are named after it)."""
+    ref_to_pod_set = {pod_template_name(pr.metadata.name, ps.name): ps.name for ps in wl.spec.pod_sets}
+    annotations = FrozenMap({c.ANNOTATION_CONSUME_PROVISIONING_REQUEST: pr.metadata.name,
+                             c.ANNOTATION_PROVISIONING_CLASS_NAME: pr.spec.provisioning_class_name})
+    selectors = prc.spec.pod_set_updates
+    node_selector: FrozenMap[str, str] | None = None
+    if selectors is not None:
+        details = pr.status.provisioning_class_details
+        node_selector = FrozenMap({ns.key: details[ns.value_from_provisioning_class_detail]
+                                   for ns in selectors.node_selector
+                                   if ns.value_from_provisioning_class_detail in details})
+    return tuple(PodSetUpdate(name=ref_to_pod_set.get(p.pod_template_ref.name, ""), annotations=annotations,
+                              node_selector=node_selector) for p in pr.spec.pod_sets)
+
+
+@functools.cache
+def _next_state(state: str, trigger: str, within_backoff_limit: bool = False, keep_quota: bool = False,
+                newer_attempt: bool = False) -> str:
+    """``ADMISSION_CHECK_MACHINE.fire``, memoised: the table is frozen, so its answer for a state,
+    a trigger and the guards' values never changes, and this is the reconcile's hot path."""
+    return ADMISSION_CHECK_MACHINE.fire(state, trigger, {
+        "within_backoff_limit": within_backoff_limit, "keep_quota": keep_quota, "newer_attempt": newer_attempt})
+
+
+def _patch(old: AdmissionCheckState, state: str, message: str,
+           pod_set_updates: tuple[PodSetUpdate, ...] | None = None,
+           requeue_after_seconds: int | None = None) -> AdmissionCheckState | None:
+    """What ``SetAdmissionCheckState`` is given: no transition time (so a new state gets ``now``)
+    and no retryCount (this controller never writes it); ``None`` when nothing would change."""
+    psu = old.pod_set_updates if pod_set_updates is None else pod_set_updates
+    requeue = old.requeue_after_seconds if requeue_after_seconds is None else requeue_after_seconds
+    if state == old.state and message == old.message and psu == old.pod_set_updates \
+            and requeue == old.requeue_after_seconds:
+        return None
+    return AdmissionCheckState(name=old.name, state=state, message=message, pod_set_updates=psu,
+                               requeue_after_seconds=requeue)
+
+
+def _after_failure(st: AdmissionCheckState, cond: Condition, retry_message: str, attempt: int,
+                   prc: ProvisioningRequestConfig, keep_quota: bool, ctx: Context) -> AdmissionCheckState | None:
+    """Failed, or BookingExpired before admission.  ``requeueAfterSeconds`` is recomputed on
+    every reconcile that (re)enters Retry for a newer attempt, from the unchanged retryCount."""
+    rs = prc.spec.retry_strategy
+    within = attempt <= rs.backoff_limit_count
+    newer = attempt > (st.retry_count or 0)
+    state = _next_state(st.state, "request_failed", within, keep_quota, newer)
+    if not within:
+        return _patch(st, state, cond.message)
+    message = retry_message.format(message=cond.message)
+    if state == c.CHECK_RETRY and newer:
+        return _patch(st, state, message, requeue_after_seconds=check_requeue_after_seconds(
+            st.retry_count, rs.backoff_base_seconds, rs.backoff_max_seconds, ctx.jitter))
+    return _patch(st, state, message)
+
+
+def _state_for_request(st: AdmissionCheckState, wl: Workload, pr: ProvisioningRequest, prefix: str,
+                       prc: ProvisioningRequestConfig, keep_quota: bool, ctx: Context
+                       ) -> AdmissionCheckState | None:
+    """The condition precedence is Failed > CapacityRevoked > BookingExpired > Provisioned >
+    Accepted > none; a False or Unknown condition counts as absent."""
+    true = {cd.type: cd for cd in pr.status.conditions if cd.status == c.TRUE}
+    if c.PR_FAILED in true:
+        return _after_failure(st, true[c.PR_FAILED], c.MSG_RETRY_AFTER_FAILURE, get_attempt(pr, prefix),
+                              prc, keep_quota, ctx)
+    if c.PR_CAPACITY_REVOKED in true:
+        # Finished workloads never get here: their requests were deleted instead.
+        if not wl.is_active:
+            return None
+        return _patch(st, _next_state(st.state, "capacity_revoked"), true[c.PR_CAPACITY_REVOKED].message)
+    if c.PR_BOOKING_EXPIRED in true:
+        if wl.is_admitted():
+            return None
+        return _after_failure(st, true[c.PR_BOOKING_EXPIRED], c.MSG_RETRY_AFTER_BOOKING_EXPIRED,
+                              get_attempt(pr, prefix), prc, keep_quota, ctx)
+    if c.PR_PROVISIONED in true:
+        state = _next_state(st.state, "provisioned")
+        if state == st.state:  # already Ready: late details and messages are not picked up
+            return None
+        return _patch(st, state, true[c.PR_PROVISIONED].message, pod_set_updates(wl, pr, prc))
+    if c.PR_ACCEPTED in true:
+        provisioned = next((cd for cd in pr.status.conditions if cd.type == c.PR_PROVISIONED), None)
+        if provisioned is None:
+            return None
+        return _patch(st, _next_state(st.state, "waiting_for_capacity"), provisioned.message)
+    return _patch(st, _next_state(st.state, "no_decision"), "")
+
+
+def _sync_check_states(txn: Txn, wl: Workload, configs: Mapping[str, ProvisioningRequestConfig | None],
+                       needed: Mapping[str, bool], active: Mapping[str, ProvisioningRequest],
+                       keep_quota: bool, ctx: Context) -> Workload:
+    """One status write for every check, then one event per check whose state moved.  A check
+    that needs a request but has none yet aborts the whole write (upstream's early return)."""
+    states = wl.status.admission_checks
+    by_name = {s.name: s for s in states}
+    changed: list[tuple[AdmissionCheckState, AdmissionCheckState]] = []
+    for check, prc in configs.items():
+        old = by_name[check]
+        new: AdmissionCheckState | None
+        if prc is None:
+            new = _patch(old, _next_state(old.state, "config_missing"), c.MSG_CHECK_INACTIVE)
+        elif not needed[check]:
+            state = _next_state(old.state, "request_not_needed")
+            new = None if state == old.state else _patch(old, state, c.MSG_NO_REQUEST_NEEDED, ())
+        else:
+            pr = active.get(check)
+            if pr is None:
+                return wl
+            new = _state_for_request(old, wl, pr, attempt_prefix(wl.metadata.name, check), prc, keep_quota, ctx)
+        if new is not None:
+            changed.append((old, new))
+    if not changed:
+        return wl
+    for _, new in changed:
+        states = set_admission_check_state(states, new, ctx.now)
+    wl = wl.with_status(admission_checks=states)
+    err = txn.update(wl)
+    if err is not None:
+        raise ReconcileError(err)
+    for old, new in changed:
+        if old.state != new.state:
+            msg = c.MSG_CHECK_UPDATED.format(name=new.name, old=old.state, new=new.state)
+            if new.message:
+                msg += c.MSG_WITH_MESSAGE.format(message=new.message)
+            txn.event("Normal", c.EVENT_ADMISSION_CHECK_UPDATED, msg, wl)
+    return wl
+
+
+# --- creating requests ---------------------------------------------------------------------
+
+
+def _handle_error(txn: Txn, wl: Workload, check: str, kind: str, name: str, msg: str, err: str) -> ReconcileError:
+    """A create failure is surfaced as a Warning event and the check's message, unless it is an
+    AlreadyExists the cache has not caught up with (the next reconcile will see the object)."""
+    if err == already_exists(kind, name) and txn.get(kind, wl.metadata.namespace, name) is None:
+        return ReconcileError(err)
+    txn.event("Warning", c.EVENT_FAILED_CREATE, msg, wl)
+    st = next(s for s in wl.status.admission_checks if s.name == check)
+    states = set_admission_check_state(wl.status.admission_checks,
+                                       attrs.evolve(st, message=truncate(msg, c.CONDITION_MESSAGE_LIMIT)), txn.now)
+    if states != wl.status.admission_checks:
+        patch_err = txn.update(wl.with_status(admission_checks=states))
+        if patch_err is not None:
+            return ReconcileError(f"{err}\n{patch_err}")  # errors.Join
+    return ReconcileError(err)
+
+
+def _parameters(wl: Workload, prc: ProvisioningRequestConfig) -> FrozenMap[str, str]:
+    """Config parameters, overridden by ``provreq.kueue.x-k8s.io/`` workload annotations."""
+    params = dict(prc.spec.parameters)
+    prefix = c.ANNOTATION_PROVREQ_PREFIX
+    for key, value in wl.metadata.annotations.items():
+        if key.startswith(prefix):
+            params[key[len(prefix):]] = value
+    return FrozenMap(params)
+
+
+def _retry_wait(pr: ProvisioningRequest, attempt: int, prc: ProvisioningRequestConfig,
+                now: Time) -> int:
+    """KeepQuotaForProvReqRetry: seconds left before attempt ``attempt + 1`` may be created,
+    counted from the deciding condition's transition time (Failed, else BookingExpired)."""
+    conds = {cd.type: cd for cd in pr.status.conditions if cd.status == c.TRUE}
+    cond = conds.get(c.PR_FAILED) or conds[c.PR_BOOKING_EXPIRED]
+    if cond.last_transition_time is None:
+        return 0
+    rs = prc.spec.retry_strategy
+    delay = nominal_delay_seconds(attempt, rs.backoff_base_seconds, rs.backoff_max_seconds)
+    return cond.last_transition_time + delay - now
+
+
+def _create_request(txn: Txn, wl: Workload, check: str, prc: ProvisioningRequestConfig, name: str,
+                    assignments: Mapping[str, PodSetAssignment]) -> ProvisioningRequest:
+    ns = wl.metadata.namespace
+    wl_ref = _controller_ref(wl, c.KUEUE_V1BETA2)
+    pod_sets = []
+    for m in merge_pod_sets(wl, prc.spec, assignments):
+        pt_name = pod_template_name(name, m.name)
+        if txn.get(c.POD_TEMPLATE, ns, pt_name) is None:
+            try:
+                pt = PodTemplate(ObjectMeta(name=pt_name, namespace=ns, labels=_MANAGED_LABELS,
+                                            owner_references=(wl_ref,)),
+                                 template=pod_template_spec(txn, m.pod_set, m.assignment))
+                _, err = txn.create(pt)
+            except ReconcileError as e:
+                err = str(e)
+            if err is not None:
+                raise _handle_error(txn, wl, check, c.POD_TEMPLATE, pt_name,
+                                    c.MSG_ERROR_CREATING_POD_TEMPLATE.format(name=go_quote(pt_name), error=err), err)
+        pod_sets.append(ProvisioningRequestPodSet(Reference(pt_name), m.count))
+    req = ProvisioningRequest(
+        ObjectMeta(name=name, namespace=ns, labels=_MANAGED_LABELS, owner_references=(wl_ref,)),
+        ProvisioningRequestSpec(prc.spec.provisioning_class_name, _parameters(wl, prc), tuple(pod_sets)))
+    stored, err = txn.create(req)
+    if err is not None:
+        raise _handle_error(txn, wl, check, c.PROVISIONING_REQUEST, name,
+                            c.MSG_ERROR_CREATING_PROVISIONING_REQUEST.format(name=go_quote(name), error=err), err)
+    assert isinstance(stored, ProvisioningRequest)
+    txn.event("Normal", c.EVENT_PROVISIONING_REQUEST_CREATED,
+              c.MSG_PROVISIONING_REQUEST_CREATED.format(name=go_quote(name)), wl)
+    return stored
+
+
+def _sync_owned_requests(txn: Txn, wl: Workload, configs: Mapping[str, ProvisioningRequestConfig | None],
+                         needed: Mapping[str, bool], active: dict[str, ProvisioningRequest],
+                         assignments: Mapping[str, PodSetAssignment], keep_quota: bool) -> int | None:
+    """Never (re)creates for a Ready check.  Without a request the attempt is
+    ``retryCount + 1``, so naming survives the cleanup of failed requests on eviction; after a
+    failure seen while Pending it is the failed attempt + 1.  Returns the keep-quota wake-up."""
+    wake: int | None = None
+    states = {s.name: s for s in wl.status.admission_checks}
+    for check, prc in configs.items():
+        if prc is None or not needed[check]:
+            continue
+        ac = states[check]
+        if ac.state == c.CHECK_READY:
+            continue
+        req = active.get(check)
+        attempt = (ac.retry_count or 0) + 1
+        create = req is None
+        if req is not None and ac.state == c.CHECK_PENDING and (
+                is_true(req.status.conditions, c.PR_FAILED)
+                or (is_true(req.status.conditions, c.PR_BOOKING_EXPIRED) and not wl.is_admitted())):
+            failed = get_attempt(req, attempt_prefix(wl.metadata.name, check))
+            attempt, create = failed + 1, True
+            if keep_quota:
+                left = _retry_wait(req, failed, prc, txn.now)
+                if left > 0:
+                    create = False
+                    wake = left if wake is None else min(wake, left)
+        if create:
+            name = provisioning_request_name(wl.metadata.name, check, attempt)
+            req = active[check] = _create_request(txn, wl, check, prc, name, assignments)
+        if req is not None:
+            _transfer_templates(txn, wl, req)
+    return wake
+
+
+# --- reconcile -----------------------------------------------------------------------------
+
+
+def _delete(txn: Txn, pr: ProvisioningRequest) -> None:
+    m = pr.metadata
+    err = txn.delete(c.PROVISIONING_REQUEST, m.namespace, m.name)
+    if err is not None and err != not_found(c.PROVISIONING_REQUEST, m.name):
+        raise ReconcileError(err)
+
+
+def _active_requests(wl: Workload, configs: Mapping[str, ProvisioningRequestConfig | None],
+                     needed: Mapping[str, bool], owned: list[ProvisioningRequest]
+                     ) -> dict[str, ProvisioningRequest]:
+    """Per check, the synced request with the highest attempt (the first one seen on a tie)."""
+    active: dict[str, ProvisioningRequest] = {}
+    for check, prc in configs.items():
+        if prc is None or not needed[check]:
+            continue
+        prefix = attempt_prefix(wl.metadata.name, check)
+        best, best_attempt = None, 0
+        for pr in owned:
+            digits = _attempt_digits(pr.metadata.name, prefix)
+            if digits is None or not _synced_with_config(pr, prc):
+                continue
+            if best is None or int(digits) > best_attempt:
+                best, best_attempt = pr, int(digits)
+        if best is not None:
+            active[check] = best
+    return active
+
+
+def _reconcile(txn: Txn, key: Key, ctx: Context) -> int | None:
+    wl = txn.get(*key)
+    if not isinstance(wl, Workload):
+        return None
+    finished, evicted = wl.is_finished(), wl.is_evicted()
+    if not finished and not evicted and not wl.has_quota_reservation():
+        return None
+    owned = [pr for pr in txn.owned_by_name(c.PROVISIONING_REQUEST, key[1], key[2])
+             if isinstance(pr, ProvisioningRequest)]
+    if finished or (evicted and ctx.config.gate(c.GATE_CLEANUP_ON_EVICTION)):
+        # PodTemplates go with their request through the garbage collector.
+        for pr in owned:
+            _delete(txn, pr)
+        return None
+    if evicted:
+        return None
+
+    configs: dict[str, ProvisioningRequestConfig | None] = {}
+    for st in wl.status.admission_checks:
+        ac = txn.get(c.ADMISSION_CHECK, "", st.name)
+        if isinstance(ac, AdmissionCheck) and ac.spec.controller_name == c.PROVISIONING_REQUEST_CONTROLLER_NAME:
+            configs[st.name] = config_from_ref(txn, ac.spec.parameters)
+    admission = wl.status.admission
+    assignments = {psa.name: psa for psa in admission.pod_set_assignments} if admission else {}
+    needed = {check: req_is_needed(wl, prc, assignments) for check, prc in configs.items() if prc is not None}
+    active = _active_requests(wl, configs, needed, owned)
+    keep_quota = ctx.config.gate(c.GATE_KEEP_QUOTA_FOR_PROVREQ_RETRY)
+
+    wl = _sync_check_states(txn, wl, configs, needed, active, keep_quota, ctx)
+    in_use = {pr.metadata.name for pr in active.values()}
+    for pr in owned:
+        if pr.metadata.name not in in_use:
+            _delete(txn, pr)
+    return _sync_owned_requests(txn, wl, configs, needed, active, assignments, keep_quota)
 
 
 def reconcile(world: World, key: Key, ctx: Context) -> Result:
-    return NOTHING
+    txn = Txn(world, ctx.now)
+    try:
+        wake = _reconcile(txn, key, ctx)
+    except ReconcileError as e:
+        return txn.result(error=str(e))
+    return txn.result(requeue_after=wake)

@@ -1,11 +1,374 @@
-"""Placeholder: implemented in this issue."""
+"""Kueue's core workload controller (``pkg/controller/core/workload_controller.go``).
+
+One ``reconcile`` is one pass of upstream's ``Reconcile`` over a Workload, in
+upstream's order, because the order decides what happens when several things
+are due at once:
+
+1. a finished workload: nothing (object retention is not modelled);
+2. ``NeedsRequeueAtUpdate``: a ``Retry`` check with ``requeueAfterSeconds``
+   pushes ``requeueState.requeueAt`` forward (count untouched) and the pass ends;
+3. active workload: ``DeactivationTarget=True`` turns into ``spec.active=false``;
+   a future ``requeueAt`` ends the pass with a wake-up; a passed one is cleared on
+   a pending workload; ``Requeued=False`` becomes ``Reactivated`` or
+   ``BackoffFinished``.  Inactive workload: the deactivation eviction;
+4. the workload's admission checks follow its ClusterQueue (a change ends the pass);
+5. not admitted: ``Admitted`` is re-synced (event ``Admitted``), and an inactive
+   workload without quota gets ``QuotaReserved=False`` ``Deactivated``;
+6. holding quota: a ``Rejected`` check sets ``DeactivationTarget``, a ``Retry``
+   check evicts (``AdmissionCheck``); otherwise the PodsReady timeout evicts with a
+   backoff, or deactivates once ``backoffLimitCount`` is used up.
+
+Delayed ``Retry`` is modelled **as coded**, not as KEP-3258 reads.  The KEP (and
+the commit that implemented it) says a workload whose check turns ``Retry`` with
+``requeueAfterSeconds`` "should still be evicted immediately to release all
+reserved quota".  The code records ``requeueAt`` in step 2 and then returns at the
+``requeueAt`` gate of step 3 on every pass until that time, so step 6 (the
+eviction) runs only once the delay is over: the workload keeps its quota during
+the delay, is evicted afterwards and requeued at once, its ``requeueAt`` being
+already past.  See docs/differences.rst, "Delayed eviction on Retry".
+
+Reactivation models the upstream fix #14874 (after the snapshot): any
+``Requeued=False`` reason starting with ``Deactivated`` is reactivated, not only the
+bare ``Deactivated`` the snapshot matches, which left Kueue-deactivated workloads
+stuck (issue #14870).
+
+Not modelled (no scenario in scope reaches them): LocalQueue/ClusterQueue
+``stopPolicy`` handling, ``maximumExecutionTimeSeconds``, DRA, admission gates,
+object retention, and the granular ``QuotaReserved=False`` reasons other than
+``Deactivated`` (the scheduler writes those it owns).
+
+Where upstream issues several patches in one pass (the Admitted sync, then a
+check-based eviction), this pass writes one update with all of them; events
+follow the write they report, as upstream emits them after a successful patch.
+"""
 
 from __future__ import annotations
 
+import attrs
+
+from kueue_provreq.api import constants as c
+from kueue_provreq.api.config import WaitForPodsReady
+from kueue_provreq.api.meta import Condition, Time
 from kueue_provreq.api.objects import Key
+from kueue_provreq.api.queues import ClusterQueue, LocalQueue
+from kueue_provreq.api.workload import Workload
+from kueue_provreq.controllers import workload_status as ws
+from kueue_provreq.controllers.backoff import NS, wait_time_ns
 from kueue_provreq.controllers.context import Context
-from kueue_provreq.world import NOTHING, Result, World
+from kueue_provreq.world import NOTHING, Effect, Event, Result, Txn, World, truncate
+
+Conds = dict[str, Condition]
+"""A workload's conditions by type, read once per pass (most passes change nothing)."""
+
+_BACKOFF_REASONS = (c.REASON_PODS_READY_TIMEOUT, c.REASON_ADMISSION_CHECK)
+"""``Requeued=False`` reasons that end in ``BackoffFinished`` once ``requeueAt`` has passed."""
+
+_WAIT_FOR_START_REASONS = (c.REASON_WAIT_FOR_START, c.REASON_PODS_READY_LEGACY)
+_FAILED_CHECK_STATES = (c.CHECK_RETRY, c.CHECK_REJECTED)
 
 
 def reconcile(world: World, key: Key, ctx: Context) -> Result:
-    return NOTHING
+    wl = world.get(*key)
+    if not isinstance(wl, Workload):
+        return NOTHING
+    conds = _by_type(wl)
+    if _true(conds, c.WORKLOAD_FINISHED):
+        return NOTHING
+    now = ctx.now
+
+    until = _needs_requeue_at_update(wl, now)
+    if until is not None:
+        return _write(world, now, ws.set_requeue_state(wl, until, increment=False))
+
+    early = _active_branch(world, now, wl, conds) if wl.is_active else _inactive_branch(world, now, wl, conds)
+    if early is not None:
+        return early
+
+    cq = _cluster_queue(world, wl)
+    if cq is not None:
+        wanted = _wanted_checks(wl, cq)
+        states = wl.status.admission_checks
+        if len(states) != len(wanted) or any(s.name != n for s, n in zip(states, wanted)):
+            synced = ws.sync_check_states(wl, wanted, now)
+            if synced is not wl:
+                return _write(world, now, synced)
+
+    new = wl
+    events: list[Effect] = []
+    if not _true(conds, c.WORKLOAD_ADMITTED):
+        new = _sync_unadmitted(wl, conds, ctx, events)
+        if new is not wl:
+            conds = _by_type(new)
+    requeue_after: float | None = None
+    if _true(conds, c.WORKLOAD_QUOTA_RESERVED):
+        new, requeue_after = _reconcile_quota_held(new, conds, ctx, world, events)
+    if new is wl:
+        return NOTHING if requeue_after is None else Result(requeue_after=requeue_after)
+    return _write(world, now, new, events, requeue_after)
+
+
+# --- step 2: delayed Retry checks (KEP-3258) -------------------------------------------
+
+
+def _needs_requeue_at_update(wl: Workload, now: Time) -> Time | None:
+    """``NeedsRequeueAtUpdate``: the latest ``LTT + requeueAfterSeconds`` of the Retry checks,
+    if it lies ahead and ``requeueAt`` is not already there (it only ever moves forward)."""
+    latest: int | None = None
+    for s in wl.status.admission_checks:
+        if s.state == c.CHECK_RETRY and s.requeue_after_seconds is not None and s.last_transition_time:
+            t = s.last_transition_time + s.requeue_after_seconds
+            if latest is None or t > latest:
+                latest = t
+    if latest is None or latest <= now:
+        return None
+    rs = wl.status.requeue_state
+    if rs is not None and rs.requeue_at is not None and rs.requeue_at >= latest:
+        return None
+    return Time(latest)
+
+
+# --- step 3 ---------------------------------------------------------------------------
+
+
+def _active_branch(world: World, now: Time, wl: Workload, conds: Conds) -> Result | None:
+    """Deactivation request, the backoff gate and the ``Requeued`` condition of an active workload."""
+    if _true(conds, c.WORKLOAD_DEACTIVATION_TARGET):
+        meta = wl.metadata
+        # a spec write: the API server bumps the generation
+        return _write(world, now, attrs.evolve(
+            wl, spec=attrs.evolve(wl.spec, active=False),
+            metadata=attrs.evolve(meta, generation=(meta.generation or 0) + 1)))
+
+    rs = wl.status.requeue_state
+    if rs is not None and rs.requeue_at is not None:
+        wait = rs.requeue_at - now
+        if wait > 0:
+            return Result(requeue_after=wait)
+        if not _true(conds, c.WORKLOAD_QUOTA_RESERVED) and not _true(conds, c.WORKLOAD_ADMITTED):
+            # upstream Status(wl) == pending: the backoff is over, the queue takes it back
+            return _write(world, now, wl.with_status(requeue_state=attrs.evolve(rs, requeue_at=None)))
+
+    requeued = conds.get(c.WORKLOAD_REQUEUED)
+    if requeued is None or requeued.status != c.FALSE:
+        return None
+    if requeued.reason.startswith(c.REASON_DEACTIVATED):
+        return _write(world, now, ws.set_cond(wl, c.WORKLOAD_REQUEUED, c.TRUE, c.REASON_REACTIVATED,
+                                              c.MSG_REACTIVATED, now))
+    if requeued.reason in _BACKOFF_REASONS:
+        # the gate above returned while requeueAt lay ahead, so it is unset or past here
+        new = wl
+        if rs is not None and rs.requeue_at is not None:
+            new = new.with_status(requeue_state=attrs.evolve(rs, requeue_at=None))
+        return _write(world, now, ws.set_cond(new, c.WORKLOAD_REQUEUED, c.TRUE, c.REASON_BACKOFF_FINISHED,
+                                              c.MSG_BACKOFF_FINISHED, now))
+    return None
+
+
+def _inactive_branch(world: World, now: Time, wl: Workload, conds: Conds) -> Result | None:
+    """Evict a deactivated workload (reason ``Deactivated[DueTo<Cause>]``), dropping
+    ``DeactivationTarget`` and ``requeueState``; a workload already evicted for another
+    reason keeps that reason and is only cleaned up, and only when it has a requeueState."""
+    evicted = _true(conds, c.WORKLOAD_EVICTED)
+    if evicted and wl.status.requeue_state is None:
+        return None
+    target = conds.get(c.WORKLOAD_DEACTIVATION_TARGET)
+    prepared = ws.remove(wl, c.WORKLOAD_DEACTIVATION_TARGET).with_status(requeue_state=None)
+    if evicted:
+        return _write(world, now, prepared)
+    if target is None:
+        cause, message = "", c.MSG_DEACTIVATED
+    else:
+        cause, message = target.reason, c.MSG_DEACTIVATED_DUE_TO.format(message=target.message)
+    events: list[Effect] = []
+    return _write(world, now, _evict(prepared, c.REASON_DEACTIVATED, message, cause, world, now, events),
+                  events)
+
+
+# --- step 4 ---------------------------------------------------------------------------
+
+
+def _cluster_queue(world: World, wl: Workload) -> ClusterQueue | None:
+    """``ClusterQueueForWorkload``: the admission's queue once reserved, else the LocalQueue's."""
+    admission = wl.status.admission
+    if admission is not None:
+        name = admission.cluster_queue
+    else:
+        lq = world.get(c.LOCAL_QUEUE, wl.metadata.namespace, wl.spec.queue_name)
+        if not isinstance(lq, LocalQueue):
+            return None
+        name = lq.spec.cluster_queue
+    cq = world.get(c.CLUSTER_QUEUE, "", name)
+    return cq if isinstance(cq, ClusterQueue) else None
+
+
+_WANTED_CHECKS: dict[tuple[ClusterQueue, frozenset[str] | None], tuple[str, ...]] = {}
+"""Memo of ``AdmissionChecksForWorkload`` by (queue, assigned flavors): the answer depends on
+nothing else, and every pass of every workload asks it.  Bounded; cleared when full."""
+_WANTED_CHECKS_LIMIT = 4096
+
+
+def _wanted_checks(wl: Workload, cq: ClusterQueue) -> tuple[str, ...]:
+    """``AdmissionChecksForWorkload``, sorted, through the memo."""
+    admission = wl.status.admission
+    used = None if admission is None else frozenset(
+        f for psa in admission.pod_set_assignments for f in psa.flavors.values())
+    memo_key = (cq, used)
+    wanted = _WANTED_CHECKS.get(memo_key)
+    if wanted is None:
+        if len(_WANTED_CHECKS) >= _WANTED_CHECKS_LIMIT:
+            _WANTED_CHECKS.clear()
+        wanted = _WANTED_CHECKS[memo_key] = tuple(ws.checks_for_workload(wl, cq))
+    return wanted
+
+
+# --- step 5 ---------------------------------------------------------------------------
+
+
+def _sync_unadmitted(wl: Workload, conds: Conds, ctx: Context, events: list[Effect]) -> Workload:
+    """``QuotaReserved=False Deactivated`` for an inactive workload without quota (gate
+    UnadmittedWorkloadsObservability), then ``SyncAdmittedCondition`` with its event."""
+    now = ctx.now
+    config = ctx.config
+    observability = config.gate(c.GATE_UNADMITTED_OBSERVABILITY)
+    new = wl
+    if observability and not wl.is_active and not _true(conds, c.WORKLOAD_QUOTA_RESERVED):
+        new = ws.set_cond(new, c.WORKLOAD_QUOTA_RESERVED, c.FALSE, c.REASON_DEACTIVATED,
+                          c.MSG_DEACTIVATED, now)
+    elif _admitted_false_is_current(wl, conds, observability):
+        return wl
+    new = ws.sync_admitted_condition(new, now, config)
+    if new.is_admitted() and new.status.admission is not None:
+        reserved = _ltt(conds.get(c.WORKLOAD_QUOTA_RESERVED))
+        events.append(_event(new, "Normal", c.EVENT_ADMITTED, c.MSG_EVENT_ADMITTED.format(
+            cq=new.status.admission.cluster_queue, seconds=now - reserved)))
+    return new
+
+
+def _admitted_false_is_current(wl: Workload, conds: Conds, observability: bool) -> bool:
+    """A fast "nothing to do" for ``SyncAdmittedCondition`` on a workload that is not admitted:
+    True only when the sync would leave it unchanged (a test checks the two agree)."""
+    reserved = _true(conds, c.WORKLOAD_QUOTA_RESERVED)
+    ready = all(s.state == c.CHECK_READY for s in wl.status.admission_checks)
+    if reserved and ready:
+        return False  # it becomes admitted
+    if not observability:
+        return True  # legacy: Admitted=False is written only on a True -> False transition
+    admitted = conds.get(c.WORKLOAD_ADMITTED)
+    if admitted is None:
+        return c.WORKLOAD_QUOTA_RESERVED not in conds
+    if reserved:
+        reason, message = c.REASON_UNSATISFIED_ADMISSION_CHECKS, c.MSG_UNSATISFIED_CHECKS
+    else:
+        reason, message = c.REASON_NO_RESERVATION, c.MSG_NO_RESERVATION
+    return (admitted.status == c.FALSE and admitted.reason == reason and admitted.message == message
+            and admitted.observed_generation == wl.metadata.generation)
+
+
+# --- step 6 ---------------------------------------------------------------------------
+
+
+def _reconcile_quota_held(wl: Workload, conds: Conds, ctx: Context, world: World, events: list[Effect]
+                          ) -> tuple[Workload, float | None]:
+    """Check-based eviction, else the PodsReady timeout; returns the workload and the
+    delay until the timeout is due."""
+    evicted = _true(conds, c.WORKLOAD_EVICTED)
+    if not evicted and any(s.state in _FAILED_CHECK_STATES for s in wl.status.admission_checks):
+        rejected = ws.checks_in(wl, c.CHECK_REJECTED)
+        if rejected:
+            message = ws.admission_checks_message(rejected, c.CHECK_REJECTED)
+            events.append(_event(wl, "Warning", c.EVENT_ADMISSION_CHECK_REJECTED,
+                                 c.DEACTIVATED_DUE_TO_EVENT_PREFIX + message))
+            return _set_deactivation_target(wl, c.REASON_ADMISSION_CHECK, message, ctx.now), None
+        retry = ws.checks_in(wl, c.CHECK_RETRY)
+        message = c.EVICTED_RETRY_PREFIX + ws.admission_checks_message(retry, c.CHECK_RETRY)
+        return _evict(wl, c.REASON_ADMISSION_CHECK, message, "", world, ctx.now, events), None
+    cfg = ctx.config.wait_for_pods_ready
+    if cfg is None or evicted or not wl.is_active or not _true(conds, c.WORKLOAD_ADMITTED):
+        return wl, None
+    return _reconcile_not_ready_timeout(wl, conds, cfg, ctx, world, events)
+
+
+def _reconcile_not_ready_timeout(wl: Workload, conds: Conds, cfg: WaitForPodsReady, ctx: Context,
+                                 world: World, events: list[Effect]) -> tuple[Workload, float | None]:
+    """``reconcileNotReadyTimeout`` for an admitted, active, not evicted workload: WaitForStart
+    counts from the Admitted transition, WaitForRecovery from the PodsReady one; on expiry
+    deactivate past ``backoffLimitCount``, else evict with ``requeueAt = now + backoff(count + 1)``
+    and ``count + 1``."""
+    now = ctx.now
+    ready = conds.get(c.WORKLOAD_PODS_READY)
+    if ready is not None and ready.status == c.TRUE:
+        return wl, None
+    if ready is None or ready.reason in _WAIT_FOR_START_REASONS:
+        cause = c.REASON_WAIT_FOR_START
+        remaining = cfg.timeout - (now - _ltt(conds.get(c.WORKLOAD_ADMITTED)))
+    elif ready.reason == c.REASON_WAIT_FOR_RECOVERY and cfg.effective_recovery_timeout is not None:
+        cause = c.REASON_WAIT_FOR_RECOVERY
+        remaining = cfg.effective_recovery_timeout - (now - _ltt(ready))
+    else:
+        return wl, None
+    if remaining > 0:
+        return wl, remaining
+
+    strategy = cfg.requeuing_strategy
+    rs = wl.status.requeue_state
+    count = (rs.count or 0) if rs is not None else 0
+    limit = strategy.backoff_limit_count
+    if limit is not None and count + 1 > limit:
+        return _set_deactivation_target(wl, c.REASON_REQUEUING_LIMIT_EXCEEDED,
+                                        c.MSG_REQUEUING_LIMIT_EXCEEDED, now), None
+    wait_ns = wait_time_ns(strategy.backoff_base_seconds, strategy.backoff_max_seconds, count + 1,
+                           ctx.jitter)
+    # metav1.Time keeps whole seconds
+    wl = ws.set_requeue_state(wl, Time((now * NS + wait_ns) // NS), increment=True)
+    message = c.MSG_PODS_READY_TIMEOUT.format(namespace=wl.metadata.namespace, name=wl.metadata.name)
+    return _evict(wl, c.REASON_PODS_READY_TIMEOUT, message, cause, world, now, events), None
+
+
+# --- helpers ---------------------------------------------------------------------------
+
+
+def _evict(wl: Workload, reason: str, message: str, cause: str, world: World, now: Time,
+           events: list[Effect]) -> Workload:
+    """``evict.Evict``; its metrics and event are held back until the write succeeds."""
+    side = Txn(world, now)
+    new = ws.evict(side, wl, reason, message, cause)
+    events.extend(side.effects)
+    return new
+
+
+def _set_deactivation_target(wl: Workload, reason: str, message: str, now: Time) -> Workload:
+    return ws.set_cond(wl, c.WORKLOAD_DEACTIVATION_TARGET, c.TRUE, reason, message, now)
+
+
+def _event(wl: Workload, type_: str, reason: str, message: str) -> Effect:
+    """An event to emit after the write (``Txn.event`` would record it at once)."""
+    m = wl.metadata
+    return Event(type_, reason, truncate(message, c.EVENT_MESSAGE_LIMIT), wl.KIND, m.namespace, m.name)
+
+
+def _by_type(wl: Workload) -> Conds:
+    return {x.type: x for x in wl.status.conditions}
+
+
+def _true(conds: Conds, type_: str) -> bool:
+    found = conds.get(type_)
+    return found is not None and found.status == c.TRUE
+
+
+def _ltt(cond: Condition | None) -> Time:
+    """A condition's transition time; a missing one reads as the zero time, as in Go."""
+    if cond is None or cond.last_transition_time is None:
+        return Time(0)
+    return cond.last_transition_time
+
+
+def _write(world: World, now: Time, wl: Workload, events: list[Effect] | None = None,
+           requeue_after: float | None = None) -> Result:
+    """One workload write; the events it reports follow it only if it succeeds."""
+    txn = Txn(world, now)
+    err = txn.update(wl)
+    if err is not None:
+        return txn.result(error=err)
+    if events:
+        txn.effects.extend(events)
+    return txn.result(requeue_after=requeue_after)

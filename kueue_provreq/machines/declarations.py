@@ -84,7 +84,8 @@ _check = Machine(
         # provisioning controller: Failed=True, or BookingExpired=True before admission
         {"trigger": "request_failed", "source": _CHECK_STATES, "dest": c.CHECK_REJECTED,
          "unless": ["within_backoff_limit"]},
-        {"trigger": "request_failed", "source": _CHECK_STATES, "dest": None,
+        # KeepQuotaForProvReqRetry: no Retry, no eviction; the check waits in Pending
+        {"trigger": "request_failed", "source": _CHECK_STATES, "dest": c.CHECK_PENDING,
          "conditions": ["keep_quota"]},
         {"trigger": "request_failed", "source": _CHECK_STATES, "dest": c.CHECK_RETRY,
          "conditions": ["newer_attempt"]},
