@@ -18,16 +18,19 @@ release = version = kueue_provreq.__version__
 extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.doctest",
+    "myst_parser",
     "machine_diagrams",
 ]
 
-exclude_patterns = ["_build"]
+# Markdown only for the conformance contract, which is written (and read on GitHub) as Markdown.
+source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
+exclude_patterns = ["_build", "README.md"]
 html_theme = "alabaster"
 html_static_path: list[str] = []
 
 autodoc_member_order = "bysource"
 autodoc_typehints = "description"
-autodoc_default_options = {"members": True, "show-inheritance": True}
+autodoc_default_options = {"members": True, "undoc-members": True, "show-inheritance": True}
 
 # Only ``.. doctest::`` blocks run in the doctest builder.  Docstring examples
 # pulled in by autodoc are run by pytest (--doctest-modules) with their module's

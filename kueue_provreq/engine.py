@@ -21,7 +21,7 @@ from kueue_provreq.controllers import admissioncheck, clusterqueue, job, provisi
 from kueue_provreq.controllers.context import Context
 from kueue_provreq.machines import ADMISSION_CHECK_MACHINE, WORKLOAD_MACHINE, IllegalTransition
 from kueue_provreq.machines.phases import workload_phase
-from kueue_provreq.world import Effect, Event, MetricInc, Result, World
+from kueue_provreq.world import Delete, Effect, Event, MetricInc, Result, World
 
 Reconcile = Callable[[World, Key, Context], Result]
 
@@ -102,6 +102,9 @@ class Manager:
         self.verify = verify
         self.max_reconciles = max_reconciles
         self.reconciles = 0
+        #: owner Workload of each ProvisioningRequest deleted by a reconcile, so that the
+        #: deletion can still be routed to the owner's provisioning reconcile
+        self.deleted_owners: dict[Key, str] = {}
 
     # --- one reconcile (the conformance `reconcile` step) ----------------------------
     def reconcile(self, controller: str, key: Key, ctx: Context) -> tuple[Result, list[Key]]:
@@ -110,6 +113,12 @@ class Manager:
         else:
             result = RECONCILERS[controller][1](self.world, key, ctx)
         self.reconciles += 1
+        for effect in result.effects:
+            if isinstance(effect, Delete) and effect.kind == c.PROVISIONING_REQUEST:
+                gone = self.world.get(c.PROVISIONING_REQUEST, effect.namespace, effect.name)
+                ref = gone.metadata.controller_ref() if gone is not None else None
+                if ref is not None and ref.kind == c.WORKLOAD:
+                    self.deleted_owners[(c.PROVISIONING_REQUEST, effect.namespace, effect.name)] = ref.name
         return result, apply_result(self.world, result, controller, key, self.record, self.verify)
 
     # --- settle -------------------------------------------------------------------
@@ -131,25 +140,38 @@ class Manager:
                 for key in self.world.keys(RECONCILERS[name][0]):
                     enqueue(name, key)
 
-        def on_change(keys: list[Key]) -> None:
+        workload_controllers = [n for n in names if RECONCILERS[n][0] == c.WORKLOAD]
+
+        def on_change(writer: str, keys: list[Key]) -> None:
+            """The watches: which reconciles a change made by ``writer`` triggers."""
             for key in keys:
                 kind = key[0]
                 if kind == c.WORKLOAD:
-                    for name in names:
-                        if RECONCILERS[name][0] == c.WORKLOAD:
-                            enqueue(name, key)
+                    for name in workload_controllers:
+                        enqueue(name, key)
                     if "clusterqueue" in names:
                         for cq in self.world.keys(c.CLUSTER_QUEUE):
                             enqueue("clusterqueue", cq)
                 elif kind == c.PROVISIONING_REQUEST:
                     obj = self.world.get(*key)
                     owner = obj.metadata.controller_ref() if obj is not None else None
-                    if owner is not None and owner.kind == c.WORKLOAD and "provisioning" in names:
-                        enqueue("provisioning", (c.WORKLOAD, key[1], owner.name))
+                    if owner is not None and owner.kind == c.WORKLOAD:
+                        if "provisioning" in names:
+                            enqueue("provisioning", (c.WORKLOAD, key[1], owner.name))
                     elif obj is None:
-                        enqueue_all()
-                elif kind in (c.POD_TEMPLATE,):
+                        owner_name = self.deleted_owners.pop(key, None)
+                        if owner_name is None:
+                            enqueue_all()
+                        elif "provisioning" in names:
+                            enqueue("provisioning", (c.WORKLOAD, key[1], owner_name))
+                elif kind in (c.POD_TEMPLATE, c.JOB) or (kind == c.CLUSTER_QUEUE and writer == "clusterqueue"):
+                    # templates are not watched; a Job's suspend and a ClusterQueue's own status
+                    # are outputs, read again by the scheduler's next cycle only
                     continue
+                elif kind == c.ADMISSION_CHECK and writer == "admissioncheck":
+                    if "clusterqueue" in names:
+                        for cq in self.world.keys(c.CLUSTER_QUEUE):
+                            enqueue("clusterqueue", cq)
                 else:
                     enqueue_all()
 
@@ -172,13 +194,13 @@ class Manager:
                     errors.pop(item, None)
                 if changed:
                     changed_any = True
-                    on_change(changed)
+                    on_change(name, changed)
                 if self.reconciles > self.max_reconciles:
                     raise SettleError(f"controllers did not settle after {self.max_reconciles} reconciles")
             if run_scheduler:
                 _, changed = self.reconcile(SCHEDULER, (SCHEDULER, "", ""), ctx)
                 if changed:
-                    on_change(changed)
+                    on_change(SCHEDULER, changed)
                     retried = False
                     continue
             if errors:

@@ -428,14 +428,19 @@ def rejected_check_deactivates(world: World, ctx: CheckContext) -> list[str]:
     """A Rejected check never stays on an active workload, and a deactivated workload holds no
     quota: Rejected sets DeactivationTarget, then ``spec.active=false``, then the eviction
     (``DeactivatedDueToAdmissionCheck``) resets the check and the job integration releases the
-    quota (AR A.8)."""
+    quota (AR A.8).  As coded, the workload controller first waits out a ``requeueAt`` an
+    earlier Retry recorded (AR A.7: the backoff gate returns before the check-based eviction),
+    so a check rejected during that delay (CapacityRevoked after BookingExpired) is acted on
+    when the delay ends -- the explorer found this; the invariant allows exactly that wait."""
     out: list[str] = []
     for wl in _workloads(world):
         if wl.is_finished():
             continue
+        rs = wl.status.requeue_state
+        waiting = rs is not None and rs.requeue_at is not None and rs.requeue_at > ctx.now
         if wl.is_active:
             out.extend(f"active {_name(wl)} keeps check {s.name} Rejected"
-                       for s in wl.status.admission_checks if s.state == c.CHECK_REJECTED)
+                       for s in wl.status.admission_checks if s.state == c.CHECK_REJECTED and not waiting)
         elif wl.has_quota_reservation():
             out.append(f"deactivated {_name(wl)} still holds quota")
     return out
@@ -591,20 +596,28 @@ def _owner(after: World, pr: ProvisioningRequest) -> Workload | None:
 def attempts_never_decrease(before: Snapshot, after: World, ctx: CheckContext) -> list[str]:
     """A new request's attempt suffix is above every attempt of that (workload, check) still
     present, and (current semantics) at least ``retryCount+1``: names come from the last
-    attempt + 1 or from ``retryCount+1`` (PC §1.7).  Upstream resets ``retryCount`` to nil when an
-    eviction finds the check Ready, so after a PodsReady eviction of an admitted workload the
-    numbering legitimately restarts at 1; that is why this compares with what is present, not with
-    every attempt ever made."""
+    attempt + 1 or from ``retryCount+1`` (PC §1.7).
+
+    Upstream resets ``retryCount`` to nil when an eviction finds the check Ready or Rejected
+    (``resetChecksOnEviction``, AR A.6), so a check that was Ready when another check's Retry
+    or a PodsReady timeout evicted the workload starts again at attempt 1 -- the explorer found
+    this in the two-check world.  Such a check is exempt from the comparison with older attempts
+    in the step that resets it."""
+    old_wls = {o.metadata.uid: o for o in _workloads(before)}
     out = []
     for pr in _created(before, after):
         wl = _owner(after, pr)
         if wl is None:
             continue
+        prev = old_wls.get(wl.metadata.uid)
         for s in wl.status.admission_checks:
             n = attempt_of(pr, wl.metadata.name, s.name)
             if n is None:
                 continue
-            older = [m for m, old in requests_of(before, wl, s.name) if old.metadata.uid != pr.metadata.uid]
+            was = prev.check_state(s.name) if prev is not None else None
+            reset = was is not None and was.state in (c.CHECK_READY, c.CHECK_REJECTED)
+            older = [m for m, old in requests_of(before, wl, s.name)
+                     if old.metadata.uid != pr.metadata.uid and not reset]
             floor = (s.retry_count or 0) + 1 if ctx.semantics == CURRENT else 1
             if (older and n < max(older)) or n < floor:
                 out.append(f"{_name(wl)} check {s.name}: created attempt {n} after {older}, retryCount {s.retry_count}")

@@ -135,6 +135,10 @@ class World:
             return []
         return [self._objects[k] for k in keys]
 
+    def dependents(self, uid: str) -> list[Key]:
+        """Keys of the objects with an ownerReference to ``uid`` (the garbage collector's view)."""
+        return list(self._dependents.get(uid, ()))
+
     def __len__(self) -> int:
         return len(self._objects)
 
@@ -251,19 +255,22 @@ class World:
 class Txn:
     """A controller's view of the API server for one reconcile.
 
-    Reads come from the world as it was when the reconcile started (the
-    informer cache); writes are checked as the API server would check them
-    (existence, injected faults) and recorded as effects.  Nothing is applied.
+    Reads answer as the API server would at that moment of the reconcile: they
+    see the reconcile's own creates, updates and deletes (a delete hides the
+    objects that the garbage collector would remove with it), and miss where a
+    ``cached: false`` fault says the informer cache has not caught up.  Writes
+    are checked as the API server checks them (existence, injected faults) and
+    recorded as effects; nothing is applied to the world.
     """
 
-    __slots__ = ("world", "now", "effects", "_created", "_deleted", "_uids")
+    __slots__ = ("world", "now", "effects", "_overlay", "_deleted_uids", "_uids")
 
     def __init__(self, world: World, now: Time) -> None:
         self.world = world
         self.now = now
         self.effects: list[Effect] = []
-        self._created: set[Key] = set()
-        self._deleted: set[Key] = set()
+        self._overlay: dict[Key, KubeObject | None] = {}
+        self._deleted_uids: set[str] = set()
         self._uids = 0
 
     def _fault(self, verb: str, kind: str, name: str) -> Fault | None:
@@ -272,28 +279,53 @@ class Txn:
                 return f
         return None
 
+    def _visible(self, key: Key) -> KubeObject | None:
+        """The object as the API server has it now, ignoring cache faults."""
+        if key in self._overlay:
+            return self._overlay[key]
+        return self.world.get(*key)
+
+    def _cascade(self, obj: KubeObject) -> None:
+        """Hide what the garbage collector removes with ``obj``: dependents left with no owner."""
+        uid = obj.metadata.uid
+        if not uid or uid in self._deleted_uids:
+            return
+        self._deleted_uids.add(uid)
+        for key in self.world.dependents(uid):
+            dep = self._visible(key)
+            if dep is not None and all(r.uid in self._deleted_uids
+                                       for r in dep.metadata.owner_references if r.uid):
+                self._overlay[key] = None
+                self._cascade(dep)
+
     def get(self, kind: str, namespace: str, name: str) -> KubeObject | None:
         """A cached read: misses where a fault says the cache has not caught up."""
         if self.world.faults:
             for f in self.world.faults:
                 if not f.cached and f.kind == kind and (f.name is None or f.name == name):
                     return None
-        return self.world.get(kind, namespace, name)
+        return self._visible((kind, namespace, name))
 
     def owned_by_name(self, kind: str, namespace: str, owner_name: str) -> list[KubeObject]:
-        """A cached list through the owner-name index (misses like ``get`` under faults)."""
+        """A cached list through the owner-name index (misses like ``get``)."""
         objs = self.world.owned_by_name(kind, namespace, owner_name)
-        if self.world.faults and objs:
-            objs = [o for o in objs if self.get(kind, namespace, o.metadata.name) is not None]
+        if self._overlay or self._deleted_uids or self.world.faults:
+            seen = {o.metadata.name for o in objs}
+            listed = [self.get(kind, namespace, o.metadata.name) for o in objs]
+            for (k, ns, n), o in self._overlay.items():
+                if k == kind and ns == namespace and n not in seen and o is not None and \
+                        any(r.name == owner_name for r in o.metadata.owner_references):
+                    listed.append(self.get(k, ns, n))
+            objs = [o for o in listed if o is not None and
+                    any(r.name == owner_name for r in o.metadata.owner_references)]
         return objs
 
     def create(self, obj: KubeObject) -> tuple[KubeObject | None, str | None]:
-        kind, ns, name = key_of(obj)
+        kind, ns, name = key = key_of(obj)
         fault = self._fault("create", kind, name)
         if fault is not None:
             return None, fault.message(kind, name)
-        key = (kind, ns, name)
-        if key in self._created or (key in self.world and key not in self._deleted):
+        if self._visible(key) is not None:
             return None, already_exists(kind, name)
         meta = obj.metadata
         meta = attrs.evolve(
@@ -304,28 +336,31 @@ class Txn:
         )
         self._uids += 1
         stored = attrs.evolve(obj, metadata=meta)
-        self._created.add((kind, ns, name))
+        self._overlay[key] = stored
         self.effects.append(Create(stored))
         return stored, None
 
     def update(self, obj: KubeObject) -> str | None:
-        kind, ns, name = key_of(obj)
+        kind, ns, name = key = key_of(obj)
         fault = self._fault("update", kind, name)
         if fault is not None:
             return fault.message(kind, name)
-        if (kind, ns, name) not in self.world and (kind, ns, name) not in self._created:
+        if self._visible(key) is None:
             return not_found(kind, name)
+        self._overlay[key] = obj
         self.effects.append(Update(obj))
         return None
 
     def delete(self, kind: str, namespace: str, name: str) -> str | None:
+        key = (kind, namespace, name)
         fault = self._fault("delete", kind, name)
         if fault is not None:
             return fault.message(kind, name)
-        key = (kind, namespace, name)
-        if key not in self.world or key in self._deleted:
+        obj = self._visible(key)
+        if obj is None:
             return not_found(kind, name)
-        self._deleted.add(key)  # a later create of the same name (in the same reconcile) succeeds
+        self._overlay[key] = None
+        self._cascade(obj)
         self.effects.append(Delete(kind, namespace, name))
         return None
 

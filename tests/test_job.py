@@ -23,7 +23,7 @@ from kueue_provreq.api.workload import (
 from kueue_provreq.controllers import job as integration
 from kueue_provreq.controllers.context import Context
 from kueue_provreq.engine import verify_change
-from kueue_provreq.world import Event, Fault, MetricInc, Result, Update, World
+from kueue_provreq.world import NOTHING, Event, Fault, MetricInc, Result, Update, World
 
 T0 = Time(1_704_067_200)
 KEY = (c.WORKLOAD, "ns", "wl")
@@ -176,7 +176,7 @@ def test_pending_workload_gets_pods_ready_false_wait_for_start() -> None:
     [new] = wl_updates(run(World([wl])))
     assert triple(new, c.WORKLOAD_PODS_READY) == NOT_READY
     assert get_ltt(new, c.WORKLOAD_PODS_READY) == T0 + 10
-    assert run(World([new])) is integration.NOTHING
+    assert run(World([new])) is NOTHING
 
 
 def test_not_admitted_workload_has_pods_ready_turned_false() -> None:
@@ -194,7 +194,7 @@ def test_admitted_workload_without_pods_ready_gets_it() -> None:
     cond(c.WORKLOAD_PODS_READY, c.TRUE, c.REASON_STARTED, "All pods reached readiness"),
     cond(c.WORKLOAD_PODS_READY, c.FALSE, c.REASON_WAIT_FOR_RECOVERY, "At least one pod has failed")])
 def test_admitted_workload_keeps_the_pods_ready_it_was_given(pods_ready: Condition) -> None:
-    assert run(World([workload(RESERVED, ADMITTED, pods_ready)])) is integration.NOTHING
+    assert run(World([workload(RESERVED, ADMITTED, pods_ready)])) is NOTHING
 
 
 def test_pods_ready_is_written_without_wait_for_pods_ready_too() -> None:
@@ -205,13 +205,13 @@ def test_pods_ready_is_written_without_wait_for_pods_ready_too() -> None:
 
 def test_finished_workload_is_left_alone() -> None:
     wl = evicted(c.REASON_PREEMPTED, "p", cond(c.WORKLOAD_FINISHED, c.TRUE, "Succeeded"), owners=OWNED)
-    assert run(World([job(), wl])) is integration.NOTHING
+    assert run(World([job(), wl])) is NOTHING
     assert run(World([workload(cond(c.WORKLOAD_FINISHED, c.TRUE, "Failed"), admission=None)])) \
-        is integration.NOTHING
+        is NOTHING
 
 
 def test_missing_workload() -> None:
-    assert run(World([job()])) is integration.NOTHING
+    assert run(World([job()])) is NOTHING
 
 
 def test_released_workload_is_a_declared_transition_into_backoff_pending_or_inactive() -> None:

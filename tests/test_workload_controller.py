@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import attrs
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.config import Configuration, RequeuingStrategy, WaitForPodsReady
@@ -30,9 +32,10 @@ from kueue_provreq.api.workload import (
     WorkloadStatus,
 )
 from kueue_provreq.controllers import workload as controller
+from kueue_provreq.controllers import workload_status as ws
 from kueue_provreq.controllers.context import Context
 from kueue_provreq.engine import Manager, Recorder
-from kueue_provreq.world import Effect, Event, MetricInc, Result, Update, World
+from kueue_provreq.world import NOTHING, Effect, Event, Fault, MetricInc, Result, Update, World
 
 T0 = Time(1_704_067_200)  # 2024-01-01T00:00:00Z
 KEY = (c.WORKLOAD, "ns", "wl")
@@ -136,18 +139,18 @@ def triple(wl: Workload, type_: str) -> tuple[str, str, str]:
 def test_finished_workload_is_left_alone() -> None:
     wl = reserved(cond(c.WORKLOAD_FINISHED, c.TRUE, "Succeeded"),
                   checks=(check("check", c.CHECK_RETRY, requeue_after=60),))
-    assert run(world(wl), T0 + 1) is controller.NOTHING
+    assert run(world(wl), T0 + 1) is NOTHING
 
 
 def test_settled_pending_workload_returns_nothing() -> None:
     wl = workload(cond(c.WORKLOAD_QUOTA_RESERVED, c.FALSE, c.REASON_PENDING_EVALUATION),
                   cond(c.WORKLOAD_ADMITTED, c.FALSE, c.REASON_NO_RESERVATION, c.MSG_NO_RESERVATION),
                   checks=(check("check"),))
-    assert run(world(wl), T0 + 5) is controller.NOTHING
+    assert run(world(wl), T0 + 5) is NOTHING
 
 
 def test_missing_workload_returns_nothing() -> None:
-    assert run(World([cluster_queue()]), T0) is controller.NOTHING
+    assert run(World([cluster_queue()]), T0) is NOTHING
 
 
 # --- admission checks follow the ClusterQueue (A.2) -----------------------------------------
@@ -178,7 +181,7 @@ def test_checks_are_taken_from_the_admission_cluster_queue_not_the_local_queue()
 
 def test_without_a_cluster_queue_checks_are_not_touched() -> None:
     wl = workload(checks=(check("stale"),))
-    assert run(World([wl]), T0) is controller.NOTHING
+    assert run(World([wl]), T0) is NOTHING
 
 
 # --- Admitted (A.4) ------------------------------------------------------------------------
@@ -210,7 +213,7 @@ def test_admitted_workload_is_not_unadmitted_by_a_new_pending_check() -> None:
     assert [(s.name, s.state) for s in new.status.admission_checks] == \
         [("check", c.CHECK_READY), ("new", c.CHECK_PENDING)]
     w.put(new)
-    assert run(w, T0) is controller.NOTHING
+    assert run(w, T0) is NOTHING
 
 
 # --- Rejected -> deactivation (A.8) -----------------------------------------------------------
@@ -300,7 +303,7 @@ def test_inactive_workload_without_quota_gets_quota_reserved_false_deactivated()
     assert triple(new, c.WORKLOAD_QUOTA_RESERVED) == (c.FALSE, "Deactivated", "The workload is deactivated")
     assert get(new, c.WORKLOAD_QUOTA_RESERVED).last_transition_time == T0 + 1
     gate_off = Configuration(feature_gates=FrozenMap({c.GATE_UNADMITTED_OBSERVABILITY: False}))
-    assert run(world(wl), T0 + 9, gate_off) is controller.NOTHING
+    assert run(world(wl), T0 + 9, gate_off) is NOTHING
 
 
 @pytest.mark.parametrize("reason", ["Deactivated", "DeactivatedDueToAdmissionCheck",
@@ -371,13 +374,13 @@ def test_retry_on_a_workload_without_quota_evicts_nothing() -> None:
     wl = workload(cond(c.WORKLOAD_QUOTA_RESERVED, c.FALSE, c.REASON_PENDING_EVALUATION),
                   cond(c.WORKLOAD_ADMITTED, c.FALSE, c.REASON_NO_RESERVATION, c.MSG_NO_RESERVATION),
                   checks=(check("check", c.CHECK_RETRY),))
-    assert run(world(wl), T0) is controller.NOTHING
+    assert run(world(wl), T0) is NOTHING
 
 
 def test_already_evicted_workload_is_not_evicted_again() -> None:
     wl = reserved(UNSATISFIED, cond(c.WORKLOAD_EVICTED, c.TRUE, c.REASON_PREEMPTED, "p"),
                   checks=(check("check", c.CHECK_RETRY),))
-    assert run(world(wl), T0) is controller.NOTHING
+    assert run(world(wl), T0) is NOTHING
 
 
 # --- backoff gate and Requeued (B.5) -------------------------------------------------------------
@@ -412,7 +415,7 @@ def test_other_requeued_false_reasons_are_left_to_their_owners() -> None:
     wl = workload(cond(c.WORKLOAD_QUOTA_RESERVED, c.FALSE, c.REASON_PENDING_EVALUATION, "m"),
                   cond(c.WORKLOAD_ADMITTED, c.FALSE, c.REASON_NO_RESERVATION, c.MSG_NO_RESERVATION),
                   cond(c.WORKLOAD_REQUEUED, c.FALSE, "ClusterQueueStopped", "m"), checks=(check("check"),))
-    assert run(world(wl), T0) is controller.NOTHING
+    assert run(world(wl), T0) is NOTHING
 
 
 # --- PodsReady timeout (B.2-B.4) -----------------------------------------------------------------
@@ -431,9 +434,9 @@ def test_no_timeout_before_it_is_due_and_asks_to_be_woken() -> None:
 
 def test_no_timeout_without_wait_for_pods_ready_or_with_pods_ready() -> None:
     w = world(admitted_not_ready(), cluster_queue(()))
-    assert run(w, T0 + 10_000, Configuration(wait_for_pods_ready=None)) is controller.NOTHING
+    assert run(w, T0 + 10_000, Configuration(wait_for_pods_ready=None)) is NOTHING
     ready = admitted_not_ready(cond(c.WORKLOAD_PODS_READY, c.TRUE, c.REASON_STARTED))
-    assert run(world(ready, cluster_queue(())), T0 + 10_000, PODS_READY_5M) is controller.NOTHING
+    assert run(world(ready, cluster_queue(())), T0 + 10_000, PODS_READY_5M) is NOTHING
 
 
 def test_default_timeout_is_thirty_minutes() -> None:
@@ -486,7 +489,7 @@ def test_recovery_timeout_counts_from_the_pods_ready_transition() -> None:
     assert metrics(result)[0][1]["underlying_cause"] == "WaitForRecovery"
     disabled = Configuration(wait_for_pods_ready=WaitForPodsReady(timeout=Duration(300.0),
                                                                   recovery_timeout=Duration(0.0)))
-    assert run(w, T0 + 5000, disabled) is controller.NOTHING
+    assert run(w, T0 + 5000, disabled) is NOTHING
 
 
 def test_backoff_limit_count_deactivates_instead_of_evicting() -> None:
@@ -512,8 +515,6 @@ def test_limit_zero_deactivates_on_the_first_timeout() -> None:
 
 
 def test_a_failed_write_emits_no_event() -> None:
-    from kueue_provreq.world import Fault
-
     wl = reserved(UNSATISFIED, checks=(check("check", c.CHECK_RETRY),))
     w = World([cluster_queue(), local_queue(), wl], faults=(Fault("update", c.WORKLOAD, "boom"),))
     result = run(w, T0)
@@ -583,7 +584,7 @@ def test_flow_pods_ready_timeouts_up_to_deactivation_and_reactivation() -> None:
         timeout=Duration(300.0), requeuing_strategy=RequeuingStrategy(backoff_limit_count=2)))
     log = Log()
     m = Manager(world(admitted_not_ready(), cluster_queue(())), Recorder(log))
-    now = T0
+    now: int = T0
     settle(m, now, config)
     expected_waits = [60, 120]
     for attempt, wait in enumerate(expected_waits, start=1):
@@ -630,8 +631,6 @@ def test_flow_pods_ready_timeouts_up_to_deactivation_and_reactivation() -> None:
 
 
 def _readmit(wl: Workload, now: int) -> Workload:
-    from kueue_provreq.controllers import workload_status as ws
-
     wl = ws.set_quota_reservation(wl, ADMISSION, Time(now))
     return ws.sync_admitted_condition(wl, Time(now), Configuration())
 
@@ -650,3 +649,25 @@ def test_flow_rejected_check_deactivates_and_releases() -> None:
     assert log.take() == [
         ("Workload", "Warning", "AdmissionCheckRejected", "Deactivated due to " + dt_message),
         ("Workload", "Normal", "EvictedDueToDeactivatedDueToAdmissionCheck", message)]
+
+
+# --- the Admitted fast path agrees with SyncAdmittedCondition ------------------------------------
+
+_QR = st.sampled_from([None, RESERVED, cond(c.WORKLOAD_QUOTA_RESERVED, c.FALSE, c.REASON_PENDING_EVALUATION)])
+_ADM = st.sampled_from([
+    None, UNSATISFIED, attrs.evolve(UNSATISFIED, observed_generation=0),
+    attrs.evolve(UNSATISFIED, message="other"),
+    cond(c.WORKLOAD_ADMITTED, c.FALSE, c.REASON_NO_RESERVATION, c.MSG_NO_RESERVATION),
+    cond(c.WORKLOAD_ADMITTED, c.FALSE, "NoReservationUnsatisfiedChecks", "legacy"),
+    cond(c.WORKLOAD_ADMITTED, c.UNKNOWN, "x")])
+_CHECKS = st.lists(st.sampled_from([c.CHECK_PENDING, c.CHECK_READY, c.CHECK_RETRY]), max_size=2)
+
+
+@given(_QR, _ADM, _CHECKS, st.booleans())
+def test_admitted_fast_path_only_skips_what_the_sync_would_not_change(
+        qr: Condition | None, adm: Condition | None, states: list[str], observability: bool) -> None:
+    wl = workload(*(x for x in (qr, adm) if x is not None),
+                  checks=tuple(check(f"c{i}", s) for i, s in enumerate(states)))
+    config = Configuration(feature_gates=FrozenMap({c.GATE_UNADMITTED_OBSERVABILITY: observability}))
+    if controller._admitted_false_is_current(wl, controller._by_type(wl), observability):
+        assert ws.sync_admitted_condition(wl, Time(T0 + 1), config) == wl

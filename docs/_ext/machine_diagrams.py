@@ -9,6 +9,7 @@ Nothing is checked in: the pages are redrawn whenever the declarations change.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from docutils import nodes
@@ -26,7 +27,7 @@ COMBINED = "combined"
 
 
 def _choose(argument: str) -> str:
-    return directives.choice(argument, [*MACHINES, COMBINED])
+    return str(directives.choice(argument, [*MACHINES, COMBINED]))
 
 
 def _tables(name: str) -> list[MachineTable]:
@@ -63,8 +64,7 @@ class MachineDiagram(SphinxDirective):
             logger.info("machine-diagram %s: Graphviz 'dot' not found, showing Mermaid text only", name,
                         location=self.get_location())
         out.append(nodes.paragraph(text="Mermaid source of the same diagram (stateDiagram-v2):"))
-        block = nodes.literal_block(mermaid, mermaid, language="none")
-        out.append(block)
+        out.append(nodes.literal_block(mermaid, mermaid, language="none"))
         return out
 
 
@@ -87,11 +87,13 @@ class MachineTransitions(SphinxDirective):
         return [_table(header, rows)]
 
 
-def _table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> nodes.table:
+def _table(header: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> nodes.table:
     table = nodes.table(classes=["machine-transitions"])
     group = nodes.tgroup(cols=len(header))
     table += group
-    group.extend(nodes.colspec(colwidth=1) for _ in header)
+    # Column widths in characters: the text and LaTeX writers lay the table out with them.
+    group.extend(nodes.colspec(colwidth=max(len(r[i]) for r in [header, *rows]))
+                 for i in range(len(header)))
     thead, tbody = nodes.thead(), nodes.tbody()
     group += thead
     group += tbody

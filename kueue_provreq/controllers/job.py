@@ -49,7 +49,8 @@ _REQUEUED_AT_ONCE = (c.REASON_PREEMPTED, c.REASON_NODE_FAILURES)
 
 
 def reconcile(world: World, key: Key, ctx: Context) -> Result:
-    wl = world.get(*key)
+    txn = Txn(world, ctx.now)
+    wl = txn.get(*key)
     if not isinstance(wl, Workload):
         return NOTHING
     phase = workload_phase(wl)
@@ -57,7 +58,6 @@ def reconcile(world: World, key: Key, ctx: Context) -> Result:
         return NOTHING
     evicted = wl.condition(c.WORKLOAD_EVICTED)
     if evicted is not None and evicted.status == c.TRUE:
-        txn = Txn(world, ctx.now)
         job = _owner_job(txn, wl)
         if job is not None and job.spec.suspend is not True:
             err = txn.update(attrs.evolve(job, spec=attrs.evolve(job.spec, suspend=True)))
@@ -69,7 +69,7 @@ def reconcile(world: World, key: Key, ctx: Context) -> Result:
             return txn.result(error=err)
         if txn.effects:
             return txn.result()
-    return _sync_pods_ready(wl, ctx, world)
+    return _sync_pods_ready(txn, wl)
 
 
 def _release_quota(wl: Workload, reason: str, message: str, ctx: Context) -> Workload:
@@ -82,14 +82,14 @@ def _release_quota(wl: Workload, reason: str, message: str, ctx: Context) -> Wor
     return ws.unset_quota_reservation(wl, release_reason, message, now, ctx.config)
 
 
-def _sync_pods_ready(wl: Workload, ctx: Context, world: World) -> Result:
+def _sync_pods_ready(txn: Txn, wl: Workload) -> Result:
+    """No pod is ready while the workload is not admitted, nor while nothing says otherwise."""
     if wl.is_admitted() and wl.condition(c.WORKLOAD_PODS_READY) is not None:
         return NOTHING
     new = ws.set_cond(wl, c.WORKLOAD_PODS_READY, c.FALSE, c.REASON_WAIT_FOR_START,
-                      c.MSG_PODS_NOT_READY, ctx.now)
+                      c.MSG_PODS_NOT_READY, txn.now)
     if new is wl:
         return NOTHING
-    txn = Txn(world, ctx.now)
     return txn.result(error=txn.update(new))
 
 

@@ -26,6 +26,7 @@ condition changes, so that repeated cycles settle.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from decimal import ROUND_CEILING, Decimal
 from functools import lru_cache
 
@@ -99,12 +100,18 @@ def pod_requests(ps: PodSet) -> FrozenMap[str, Decimal]:
     return FrozenMap(total)
 
 
-def podset_requests(ps: PodSet, count: int, counts_pods: bool) -> dict[str, Decimal]:
+@lru_cache(maxsize=4096)
+def podset_requests(ps: PodSet, count: int, counts_pods: bool) -> FrozenMap[str, Decimal]:
     """The requests of ``count`` pods; ``pods`` itself is requested when the queue covers it."""
     out = {name: value * count for name, value in pod_requests(ps).items()}
     if counts_pods:
         out["pods"] = Decimal(count)
-    return out
+    return FrozenMap(out)
+
+
+@lru_cache(maxsize=4096)
+def _quantity(value: Decimal) -> Quantity:
+    return Quantity.of(value)
 
 
 def usage_of(reserving: list[Workload]) -> Usage:
@@ -116,7 +123,7 @@ def usage_of(reserving: list[Workload]) -> Usage:
         podsets = {ps.name: ps for ps in wl.spec.pod_sets}
         for psa in wl.status.admission.pod_set_assignments:
             if psa.resource_usage:
-                amounts = {name: q.value for name, q in psa.resource_usage.items()}
+                amounts: Mapping[str, Decimal] = {name: q.value for name, q in psa.resource_usage.items()}
             elif psa.name in podsets:
                 ps = podsets[psa.name]
                 amounts = podset_requests(ps, ps.count if psa.count is None else psa.count, False)
@@ -195,7 +202,7 @@ class Assignment:
     message: str = ""
 
 
-def _try_flavor(flavor: str, resources: list[str], requests: dict[str, Decimal], own: Usage,
+def _try_flavor(flavor: str, resources: list[str], requests: Mapping[str, Decimal], own: Usage,
                 table: QuotaTable, used: Usage) -> tuple[int, list[str]]:
     """``fitsResourceQuota`` for each resource of one group in one flavor: above the nominal
     quota never fits; above what is left would need preemption."""
@@ -269,7 +276,7 @@ def assign_flavors(wl: Workload, table: QuotaTable, used: Usage) -> Assignment:
             own[(flavor, name)] = own.get((flavor, name), _ZERO) + requests[name]
         assigned.append(PodSetAssignment(
             name=ps.name, flavors=FrozenMap({r: flavors[r] for r in sorted(flavors)}),
-            resource_usage=FrozenMap({r: Quantity.of(requests[r]) for r in names}), count=ps.count))
+            resource_usage=FrozenMap({r: _quantity(requests[r]) for r in names}), count=ps.count))
     if waiting:
         return Assignment(reason=c.REASON_WAITING_FOR_QUOTA, message="; ".join(messages))
     return Assignment(pod_sets=tuple(assigned))
@@ -285,6 +292,8 @@ class _Cycle:
     txn: Txn
     ctx: Context
     error: str | None = None
+    required: dict[tuple[str, frozenset[str]], list[str]] = attrs.Factory(dict)
+    """``checks_for_workload`` depends only on the queue and the assigned flavors."""
     not_ready: int = 0
     """Workloads holding quota without PodsReady=True (blockAdmission only)."""
 
@@ -298,8 +307,15 @@ class _Cycle:
     def park(self, wl: Workload, reason: str, message: str) -> None:
         """``requeueAndUpdate`` for a workload not admitted: QuotaReserved=False with the
         reason and a Warning event, written only when the condition changes."""
-        new = workload_status.unset_quota_reservation(
-            wl, reason, truncate(message, c.CONDITION_MESSAGE_LIMIT), self.ctx.now, self.ctx.config)
+        message = truncate(message, c.CONDITION_MESSAGE_LIMIT)
+        held = wl.condition(c.WORKLOAD_QUOTA_RESERVED)
+        if wl.status.admission is None and held is not None and \
+                (held.status, held.reason, held.message, held.observed_generation) == \
+                (c.FALSE, reason, message, wl.metadata.generation):
+            # Already parked so: only Admitted can still move (cheap check, every cycle).
+            new = workload_status.sync_admitted_condition(wl, self.ctx.now, self.ctx.config)
+        else:
+            new = workload_status.unset_quota_reservation(wl, reason, message, self.ctx.now, self.ctx.config)
         if new != wl and self.write(new):
             self.txn.event("Warning", reason, message, wl)
 
@@ -307,8 +323,12 @@ class _Cycle:
         """``admit`` / ``prepareWorkload`` and the events of ``recordWorkloadAdmissionMetrics``."""
         now, name = self.ctx.now, cq.metadata.name
         new = workload_status.set_quota_reservation(wl, Admission(name, pod_sets), now)
+        used = frozenset(f for psa in pod_sets for f in psa.flavors.values())
+        required = self.required.get((name, used))
+        if required is None:
+            required = self.required[(name, used)] = workload_status.checks_for_workload(new, cq)
         present = {s.name for s in new.status.admission_checks}
-        if all(check in present for check in workload_status.checks_for_workload(new, cq)):
+        if all(check in present for check in required):
             new = workload_status.sync_admitted_condition(new, now, self.ctx.config)
         if not self.write(new):
             return False
@@ -333,17 +353,23 @@ class _Cycle:
         table = QuotaTable.of(cq)
         wfpr = self.ctx.config.wait_for_pods_ready
         block = wfpr is not None and wfpr.block_admission
+        # Workloads asking for the same podsets get the same answer until the usage changes
+        # (upstream's SchedulingEquivalenceHashing); this keeps long queues of look-alikes cheap.
+        answers: dict[tuple[PodSet, ...], Assignment] = {}
         for wl in pending:
             if queues.has_failed_checks(wl):
                 self.park(wl, c.REASON_PENDING_EVALUATION, c.MSG_FAILED_ADMISSION_CHECKS)
             else:
-                found = assign_flavors(wl, table, used)
+                found = answers.get(wl.spec.pod_sets)
+                if found is None:
+                    found = answers[wl.spec.pod_sets] = assign_flavors(wl, table, used)
                 if found.reason is not None:
                     self.park(wl, found.reason, found.message)
                 elif block and self.not_ready:
                     self.park(wl, c.REASON_WAITING_FOR_PODS_READY, c.MSG_WAITING_FOR_PODS_READY)
                     return False
                 elif self.admit(wl, cq, found.pod_sets):
+                    answers.clear()
                     for psa in found.pod_sets:
                         for resource, flavor in psa.flavors.items():
                             used[(flavor, resource)] = used.get((flavor, resource), _ZERO) + \

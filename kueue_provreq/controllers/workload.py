@@ -63,12 +63,16 @@ Conds = dict[str, Condition]
 _BACKOFF_REASONS = (c.REASON_PODS_READY_TIMEOUT, c.REASON_ADMISSION_CHECK)
 """``Requeued=False`` reasons that end in ``BackoffFinished`` once ``requeueAt`` has passed."""
 
+_NO_WORLD = World()
+"""The world of the scratch ``Txn`` that ``workload_status.evict`` reports its metrics and event to."""
+
 _WAIT_FOR_START_REASONS = (c.REASON_WAIT_FOR_START, c.REASON_PODS_READY_LEGACY)
 _FAILED_CHECK_STATES = (c.CHECK_RETRY, c.CHECK_REJECTED)
 
 
 def reconcile(world: World, key: Key, ctx: Context) -> Result:
-    wl = world.get(*key)
+    txn = Txn(world, ctx.now)
+    wl = txn.get(*key)
     if not isinstance(wl, Workload):
         return NOTHING
     conds = _by_type(wl)
@@ -78,20 +82,20 @@ def reconcile(world: World, key: Key, ctx: Context) -> Result:
 
     until = _needs_requeue_at_update(wl, now)
     if until is not None:
-        return _write(world, now, ws.set_requeue_state(wl, until, increment=False))
+        return _write(txn, ws.set_requeue_state(wl, until, increment=False))
 
-    early = _active_branch(world, now, wl, conds) if wl.is_active else _inactive_branch(world, now, wl, conds)
+    early = _active_branch(txn, wl, conds) if wl.is_active else _inactive_branch(txn, wl, conds)
     if early is not None:
         return early
 
-    cq = _cluster_queue(world, wl)
+    cq = _cluster_queue(txn, wl)
     if cq is not None:
         wanted = _wanted_checks(wl, cq)
         states = wl.status.admission_checks
         if len(states) != len(wanted) or any(s.name != n for s, n in zip(states, wanted)):
             synced = ws.sync_check_states(wl, wanted, now)
             if synced is not wl:
-                return _write(world, now, synced)
+                return _write(txn, synced)
 
     new = wl
     events: list[Effect] = []
@@ -101,10 +105,10 @@ def reconcile(world: World, key: Key, ctx: Context) -> Result:
             conds = _by_type(new)
     requeue_after: float | None = None
     if _true(conds, c.WORKLOAD_QUOTA_RESERVED):
-        new, requeue_after = _reconcile_quota_held(new, conds, ctx, world, events)
+        new, requeue_after = _reconcile_quota_held(new, conds, ctx, events)
     if new is wl:
         return NOTHING if requeue_after is None else Result(requeue_after=requeue_after)
-    return _write(world, now, new, events, requeue_after)
+    return _write(txn, new, events, requeue_after)
 
 
 # --- step 2: delayed Retry checks (KEP-3258) -------------------------------------------
@@ -130,12 +134,13 @@ def _needs_requeue_at_update(wl: Workload, now: Time) -> Time | None:
 # --- step 3 ---------------------------------------------------------------------------
 
 
-def _active_branch(world: World, now: Time, wl: Workload, conds: Conds) -> Result | None:
+def _active_branch(txn: Txn, wl: Workload, conds: Conds) -> Result | None:
     """Deactivation request, the backoff gate and the ``Requeued`` condition of an active workload."""
+    now = txn.now
     if _true(conds, c.WORKLOAD_DEACTIVATION_TARGET):
         meta = wl.metadata
         # a spec write: the API server bumps the generation
-        return _write(world, now, attrs.evolve(
+        return _write(txn, attrs.evolve(
             wl, spec=attrs.evolve(wl.spec, active=False),
             metadata=attrs.evolve(meta, generation=(meta.generation or 0) + 1)))
 
@@ -146,25 +151,25 @@ def _active_branch(world: World, now: Time, wl: Workload, conds: Conds) -> Resul
             return Result(requeue_after=wait)
         if not _true(conds, c.WORKLOAD_QUOTA_RESERVED) and not _true(conds, c.WORKLOAD_ADMITTED):
             # upstream Status(wl) == pending: the backoff is over, the queue takes it back
-            return _write(world, now, wl.with_status(requeue_state=attrs.evolve(rs, requeue_at=None)))
+            return _write(txn, wl.with_status(requeue_state=attrs.evolve(rs, requeue_at=None)))
 
     requeued = conds.get(c.WORKLOAD_REQUEUED)
     if requeued is None or requeued.status != c.FALSE:
         return None
     if requeued.reason.startswith(c.REASON_DEACTIVATED):
-        return _write(world, now, ws.set_cond(wl, c.WORKLOAD_REQUEUED, c.TRUE, c.REASON_REACTIVATED,
+        return _write(txn, ws.set_cond(wl, c.WORKLOAD_REQUEUED, c.TRUE, c.REASON_REACTIVATED,
                                               c.MSG_REACTIVATED, now))
     if requeued.reason in _BACKOFF_REASONS:
         # the gate above returned while requeueAt lay ahead, so it is unset or past here
         new = wl
         if rs is not None and rs.requeue_at is not None:
             new = new.with_status(requeue_state=attrs.evolve(rs, requeue_at=None))
-        return _write(world, now, ws.set_cond(new, c.WORKLOAD_REQUEUED, c.TRUE, c.REASON_BACKOFF_FINISHED,
+        return _write(txn, ws.set_cond(new, c.WORKLOAD_REQUEUED, c.TRUE, c.REASON_BACKOFF_FINISHED,
                                               c.MSG_BACKOFF_FINISHED, now))
     return None
 
 
-def _inactive_branch(world: World, now: Time, wl: Workload, conds: Conds) -> Result | None:
+def _inactive_branch(txn: Txn, wl: Workload, conds: Conds) -> Result | None:
     """Evict a deactivated workload (reason ``Deactivated[DueTo<Cause>]``), dropping
     ``DeactivationTarget`` and ``requeueState``; a workload already evicted for another
     reason keeps that reason and is only cleaned up, and only when it has a requeueState."""
@@ -174,30 +179,29 @@ def _inactive_branch(world: World, now: Time, wl: Workload, conds: Conds) -> Res
     target = conds.get(c.WORKLOAD_DEACTIVATION_TARGET)
     prepared = ws.remove(wl, c.WORKLOAD_DEACTIVATION_TARGET).with_status(requeue_state=None)
     if evicted:
-        return _write(world, now, prepared)
+        return _write(txn, prepared)
     if target is None:
         cause, message = "", c.MSG_DEACTIVATED
     else:
         cause, message = target.reason, c.MSG_DEACTIVATED_DUE_TO.format(message=target.message)
     events: list[Effect] = []
-    return _write(world, now, _evict(prepared, c.REASON_DEACTIVATED, message, cause, world, now, events),
-                  events)
+    return _write(txn, _evict(prepared, c.REASON_DEACTIVATED, message, cause, txn.now, events), events)
 
 
 # --- step 4 ---------------------------------------------------------------------------
 
 
-def _cluster_queue(world: World, wl: Workload) -> ClusterQueue | None:
+def _cluster_queue(txn: Txn, wl: Workload) -> ClusterQueue | None:
     """``ClusterQueueForWorkload``: the admission's queue once reserved, else the LocalQueue's."""
     admission = wl.status.admission
     if admission is not None:
         name = admission.cluster_queue
     else:
-        lq = world.get(c.LOCAL_QUEUE, wl.metadata.namespace, wl.spec.queue_name)
+        lq = txn.get(c.LOCAL_QUEUE, wl.metadata.namespace, wl.spec.queue_name)
         if not isinstance(lq, LocalQueue):
             return None
         name = lq.spec.cluster_queue
-    cq = world.get(c.CLUSTER_QUEUE, "", name)
+    cq = txn.get(c.CLUSTER_QUEUE, "", name)
     return cq if isinstance(cq, ClusterQueue) else None
 
 
@@ -267,7 +271,7 @@ def _admitted_false_is_current(wl: Workload, conds: Conds, observability: bool) 
 # --- step 6 ---------------------------------------------------------------------------
 
 
-def _reconcile_quota_held(wl: Workload, conds: Conds, ctx: Context, world: World, events: list[Effect]
+def _reconcile_quota_held(wl: Workload, conds: Conds, ctx: Context, events: list[Effect]
                           ) -> tuple[Workload, float | None]:
     """Check-based eviction, else the PodsReady timeout; returns the workload and the
     delay until the timeout is due."""
@@ -281,15 +285,15 @@ def _reconcile_quota_held(wl: Workload, conds: Conds, ctx: Context, world: World
             return _set_deactivation_target(wl, c.REASON_ADMISSION_CHECK, message, ctx.now), None
         retry = ws.checks_in(wl, c.CHECK_RETRY)
         message = c.EVICTED_RETRY_PREFIX + ws.admission_checks_message(retry, c.CHECK_RETRY)
-        return _evict(wl, c.REASON_ADMISSION_CHECK, message, "", world, ctx.now, events), None
+        return _evict(wl, c.REASON_ADMISSION_CHECK, message, "", ctx.now, events), None
     cfg = ctx.config.wait_for_pods_ready
     if cfg is None or evicted or not wl.is_active or not _true(conds, c.WORKLOAD_ADMITTED):
         return wl, None
-    return _reconcile_not_ready_timeout(wl, conds, cfg, ctx, world, events)
+    return _reconcile_not_ready_timeout(wl, conds, cfg, ctx, events)
 
 
 def _reconcile_not_ready_timeout(wl: Workload, conds: Conds, cfg: WaitForPodsReady, ctx: Context,
-                                 world: World, events: list[Effect]) -> tuple[Workload, float | None]:
+                                 events: list[Effect]) -> tuple[Workload, float | None]:
     """``reconcileNotReadyTimeout`` for an admitted, active, not evicted workload: WaitForStart
     counts from the Admitted transition, WaitForRecovery from the PodsReady one; on expiry
     deactivate past ``backoffLimitCount``, else evict with ``requeueAt = now + backoff(count + 1)``
@@ -321,16 +325,16 @@ def _reconcile_not_ready_timeout(wl: Workload, conds: Conds, cfg: WaitForPodsRea
     # metav1.Time keeps whole seconds
     wl = ws.set_requeue_state(wl, Time((now * NS + wait_ns) // NS), increment=True)
     message = c.MSG_PODS_READY_TIMEOUT.format(namespace=wl.metadata.namespace, name=wl.metadata.name)
-    return _evict(wl, c.REASON_PODS_READY_TIMEOUT, message, cause, world, now, events), None
+    return _evict(wl, c.REASON_PODS_READY_TIMEOUT, message, cause, now, events), None
 
 
 # --- helpers ---------------------------------------------------------------------------
 
 
-def _evict(wl: Workload, reason: str, message: str, cause: str, world: World, now: Time,
-           events: list[Effect]) -> Workload:
+def _evict(wl: Workload, reason: str, message: str, cause: str, now: Time, events: list[Effect]
+           ) -> Workload:
     """``evict.Evict``; its metrics and event are held back until the write succeeds."""
-    side = Txn(world, now)
+    side = Txn(_NO_WORLD, now)  # collects effects only: evict reads nothing
     new = ws.evict(side, wl, reason, message, cause)
     events.extend(side.effects)
     return new
@@ -362,10 +366,9 @@ def _ltt(cond: Condition | None) -> Time:
     return cond.last_transition_time
 
 
-def _write(world: World, now: Time, wl: Workload, events: list[Effect] | None = None,
+def _write(txn: Txn, wl: Workload, events: list[Effect] | None = None,
            requeue_after: float | None = None) -> Result:
     """One workload write; the events it reports follow it only if it succeeds."""
-    txn = Txn(world, now)
     err = txn.update(wl)
     if err is not None:
         return txn.result(error=err)

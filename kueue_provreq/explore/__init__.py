@@ -1,0 +1,5 @@
+"""Exhaustive bounded exploration of small worlds (``kueue-provreq explore``).
+
+:mod:`.search` is the pure breadth-first search; :mod:`.scenario` turns a counterexample
+trace into a conformance scenario; :mod:`.cli` is the command's glue (options, timing, output).
+"""

@@ -1,0 +1,137 @@
+"""The ``kueue-provreq`` command through its real entry points (subprocesses)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(sys.executable).with_name("kueue-provreq")
+
+PASSING = textwrap.dedent("""\
+    name: a workload exists
+    objects:
+      - apiVersion: kueue.x-k8s.io/v1beta2
+        kind: Workload
+        metadata: {namespace: ns, name: wl}
+        spec: {queueName: lq, podSets: [{name: main, count: 1, template: {spec: {containers: [{name: c}]}}}]}
+    steps:
+      - setQuotaReservation: {workload: ns/wl, admission: {clusterQueue: cq, podSetAssignments: [{name: main}]}}
+      - expect:
+          objects: [{kind: Workload, metadata: {namespace: ns, name: wl},
+                     status: {conditions: [{type: QuotaReserved, status: "True"}]}}]
+""")
+FAILING = PASSING.replace("a workload exists", "a wrong count").replace(
+    "  - expect:", "  - expect: {count: {Workload: 2}}\n  - expect:")
+
+
+def cli(*args: str, via: str = "script") -> subprocess.CompletedProcess[str]:
+    command = {"script": [str(SCRIPT)], "module": [sys.executable, "-m", "kueue_provreq"],
+               "cli": [sys.executable, "-m", "kueue_provreq.cli"]}[via]
+    return subprocess.run([*command, *args], capture_output=True, text=True, timeout=120)
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    (tmp_path / "ok.yaml").write_text(PASSING)
+    (tmp_path / "nested").mkdir()
+    (tmp_path / "nested" / "bad.yaml").write_text(FAILING)
+    return tmp_path
+
+
+@pytest.mark.parametrize("via", ["script", "module", "cli"])
+def test_help_for_every_command(via: str) -> None:
+    for args in ([], ["conform"], ["run"]):
+        out = cli(*args, "--help", via=via)
+        assert out.returncode == 0, out.stderr
+        assert "usage:" in out.stdout
+
+
+def test_conform_prints_a_line_per_scenario_and_a_summary(folder: Path) -> None:
+    out = cli("conform", str(folder))
+    assert out.returncode == 1
+    assert out.stdout.splitlines() == [
+        "FAIL a wrong count: step 2: count.Workload: expected 2, got 1",
+        "PASS a workload exists",
+        "1 passed, 1 failed",
+    ]
+    assert out.stderr == ""
+
+
+def test_conform_exits_0_when_everything_passes(folder: Path) -> None:
+    out = cli("conform", str(folder / "ok.yaml"))
+    assert (out.returncode, out.stdout) == (0, "PASS a workload exists\n1 passed, 0 failed\n")
+
+
+def test_an_invalid_scenario_is_a_fail_line_not_an_error(tmp_path: Path) -> None:
+    (tmp_path / "typo.yaml").write_text(PASSING.replace("setQuotaReservation", "setQuotaReservaton"))
+    out = cli("conform", str(tmp_path))
+    assert out.returncode == 1
+    assert out.stdout.splitlines()[0].startswith('FAIL a workload exists: step 1: unknown key "setQuotaReservaton"')
+
+
+@pytest.mark.parametrize("args", [["conform", "/nonexistent"], ["run", "/nonexistent.yaml"], ["conform"],
+                                  ["frobnicate"], ["run", "x.yaml", "--format", "xml"]])
+def test_bad_input_is_one_line_on_stderr_and_status_2(args: list[str]) -> None:
+    out = cli(*args)
+    assert out.returncode == 2
+    assert len(out.stderr.strip().splitlines()) == 1, out.stderr
+    assert out.stderr.startswith("kueue-provreq")
+
+
+def test_conform_of_an_empty_folder_is_bad_input(tmp_path: Path) -> None:
+    out = cli("conform", str(tmp_path))
+    assert out.returncode == 2
+    assert "no *.yaml scenario files" in out.stderr
+
+
+def test_debug_shows_the_traceback() -> None:
+    out = cli("run", "/nonexistent.yaml", "--debug")
+    assert out.returncode != 0
+    assert "Traceback" in out.stderr and "UsageError" in out.stderr
+
+
+def test_run_prints_a_timeline(folder: Path) -> None:
+    out = cli("run", str(folder / "ok.yaml"))
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0].startswith("scenario: a workload exists")
+    assert "[2024-01-01T00:00:00Z] step 1: quota reservation of Workload ns/wl set in ClusterQueue cq" in lines
+    assert "    setQuotaReservation: updated Workload ns/wl" in lines
+    assert "      Workload ns/wl: Pending -> QuotaReserved" in lines
+    assert "    expectations met" in lines
+    assert lines[-2:] == ["1 expectations met, 0 failed", "PASS a workload exists"]
+
+
+def test_run_of_a_failing_scenario_goes_on_and_exits_1(folder: Path) -> None:
+    out = cli("run", str(folder / "nested" / "bad.yaml"))
+    assert out.returncode == 1
+    assert "    expectation failed: count.Workload: expected 2, got 1" in out.stdout
+    assert out.stdout.splitlines()[-2:] == [
+        "1 expectations met, 1 failed", "FAIL a wrong count: step 2: count.Workload: expected 2, got 1"]
+
+
+def test_run_of_an_invalid_scenario_is_bad_input(tmp_path: Path) -> None:
+    path = tmp_path / "typo.yaml"
+    path.write_text(PASSING.replace("objects:", "objectz:"))
+    out = cli("run", str(path))
+    assert out.returncode == 2
+    assert out.stderr.strip() == f'kueue-provreq: error: {path}: unknown key "objectz"'
+
+
+def test_run_jsonl_is_one_json_object_per_line(folder: Path) -> None:
+    out = cli("run", str(folder / "ok.yaml"), "--format", "jsonl")
+    assert out.returncode == 0, out.stderr
+    records = [json.loads(line) for line in out.stdout.splitlines()]
+    assert [r["record"] for r in records] == ["scenario", "step", "effect", "phase", "step", "expect", "result"]
+    effect = records[2]
+    assert (effect["actor"], effect["verb"], effect["kind"], effect["namespace"], effect["name"]) == \
+        ("setQuotaReservation", "updated", "Workload", "ns", "wl")
+    assert effect["object"]["status"]["admission"]["clusterQueue"] == "cq"
+    assert records[3] == {"record": "phase", "step": 1, "namespace": "ns", "name": "wl",
+                          "from": "Pending", "to": "QuotaReserved"}
+    assert records[-1]["passed"] is True
