@@ -402,7 +402,7 @@ def finished_has_no_requests(world: World, ctx: CheckContext) -> list[str]:
 def attempts_within_backoff_limit(world: World, ctx: CheckContext) -> list[str]:
     """A check is in Retry only for attempts up to ``backoffLimitCount`` and is Rejected for a
     failed or expired attempt only beyond it (PC §1.9, §1.13: the failure of attempt limit+1
-    rejects), so at most limit+1 requests are ever created per admission cycle."""
+    rejects)."""
     if ctx.semantics != CURRENT:
         return []
     out = []
@@ -414,8 +414,6 @@ def attempts_within_backoff_limit(world: World, ctx: CheckContext) -> list[str]:
                 continue
             n, pr = prs[-1]
             phase = provisioning_request_phase(pr)
-            if n > rs.backoff_limit_count + 1:
-                out.append(f"{_name(wl)} check {s.name}: attempt {n} beyond limit {rs.backoff_limit_count}")
             if s.state == c.CHECK_RETRY and n > rs.backoff_limit_count:
                 out.append(f"{_name(wl)} check {s.name}: Retry for attempt {n} > limit {rs.backoff_limit_count}")
             if s.state == c.CHECK_REJECTED and phase in _DEAD and n <= rs.backoff_limit_count:
@@ -665,14 +663,23 @@ def retry_moves_the_quota(before: Snapshot, after: World, ctx: CheckContext) -> 
 def no_request_after_rejection(before: Snapshot, after: World, ctx: CheckContext) -> list[str]:
     """Once a check is Rejected, or the workload deactivated, no further ProvisioningRequest is
     made for it (PC §1.7 never creates for a Rejected/Ready check; a deactivated workload is
-    evicted and its requests deleted, AR A.8)."""
+    evicted and its requests deleted, AR A.8); and no attempt beyond ``backoffLimitCount + 1``
+    is ever made, since the failure of that one rejects (PC §1.13).  The bound is the larger of
+    the current limit and the check's ``retryCount``, which counts retries made under an older,
+    larger limit."""
     old = {o.metadata.uid: o for o in _workloads(before)}
     out = []
     for pr in _created(before, after):
         wl = _owner(after, pr)
         prev = old.get(wl.metadata.uid) if wl is not None else None
-        if prev is None:
+        if wl is None or prev is None:
             continue
+        for s in wl.status.admission_checks:
+            n = attempt_of(pr, wl.metadata.name, s.name)
+            rs = _retry_strategy(after, s.name)
+            if ctx.semantics == CURRENT and n is not None and rs is not None and \
+                    n > max(rs.backoff_limit_count, s.retry_count or 0) + 1:
+                out.append(f"request {pr.metadata.name}: attempt {n} beyond limit {rs.backoff_limit_count}")
         if not prev.is_active:
             out.append(f"request {pr.metadata.name} created for deactivated {_name(prev)}")
         for s in prev.status.admission_checks:

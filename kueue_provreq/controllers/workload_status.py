@@ -153,7 +153,7 @@ def checks_in(wl: Workload, state: str) -> list[AdmissionCheckState]:
 
 
 def admission_checks_message(checks: list[AdmissionCheckState], state: str) -> str:
-    """``buildAdmissionChecksMessage``: sorted by name, ``"name" (message)`` joined by ``; ``."""
+    """``buildAdmissionChecksMessage``: sorted by name, ``"name" (message)`` parts joined by ``"; "``."""
     parts = [f'"{s.name}" ({s.message})' if s.message else f'"{s.name}"'
              for s in sorted(checks, key=lambda s: s.name)]
     noun = "AdmissionCheck" if len(parts) == 1 else "AdmissionChecks"

@@ -3,7 +3,7 @@
 Each machine is a ``transitions.Machine`` with no model: states, triggers and
 named guards only.  ``MachineTable.from_machine`` turns it into the frozen
 table the controllers consult; the docs draw their diagrams from the same
-objects.  Who fires a trigger is in its name's docstring in ``TRIGGERS``.
+objects.  Who fires each trigger is said in the comment above its transitions.
 """
 
 from __future__ import annotations
