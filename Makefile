@@ -6,10 +6,10 @@ STAMP := $(VENV)/.installed
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
-	$(BIN)/pip install -q --disable-pip-version-check -e '.[dev]'
+	$(BIN)/pip install -q --disable-pip-version-check -e '.[dev,docs]'
 	touch $@
 
-.PHONY: setup demo test bench
+.PHONY: setup demo test bench docs docs-check
 setup: $(STAMP)
 
 demo: $(STAMP)
@@ -18,6 +18,19 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/mypy
 	$(BIN)/python -m pytest
+	$(MAKE) docs-check
+
+# the Sphinx site and its doctests, warnings as errors; diagrams as SVG when graphviz is
+# installed (`make docs` installs it from Debian's packages), as Mermaid text otherwise
+docs-check: $(STAMP)
+	$(BIN)/python -m sphinx -q -W --keep-going -b html docs docs/_build/html
+	$(BIN)/python -m sphinx -q -W -b doctest docs docs/_build/doctest
+
+docs: $(STAMP)
+	command -v dot >/dev/null || (apt-get update -qq && apt-get install -y -qq graphviz) || \
+		echo "graphviz not installed: diagrams will be Mermaid text only"
+	$(MAKE) docs-check
+	@echo "open docs/_build/html/index.html"
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_core.py

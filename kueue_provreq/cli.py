@@ -1,21 +1,37 @@
-"""``kueue-provreq``: judge conformance scenarios (``conform``) or watch one unfold (``run``).
+"""``kueue-provreq``: kubectl-style commands over the model.
 
-Exit status: 0 when every scenario passed, 1 when one failed, 2 for bad input (a missing
-file, an unreadable scenario given to ``run``, a bad option).  Errors are one line on
-stderr; ``--debug`` lets exceptions through with their traceback instead.
+``conform`` judges conformance scenarios, ``run`` watches one unfold, ``explain`` says what
+each controller would do next to real manifests, ``validate`` checks manifests as the API
+server would, ``diagram`` draws the lifecycles, and ``explore`` (when present) searches a
+small world exhaustively.  Manifests are given as ``-f FILE|DIR|-``, kubectl's way.
+
+Exit status: 0 on success (every scenario passed), 1 when a scenario failed, 2 for bad
+input (a missing file, a manifest the API server would reject, a bad option, no Graphviz
+for SVG).  Errors are one line on stderr; ``--debug`` shows the traceback instead.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
-from kueue_provreq import __version__
+import yaml
+
+from kueue_provreq import __version__, diagrams
+from kueue_provreq.api.meta import Time
+from kueue_provreq.api.objects import KubeObject
 from kueue_provreq.conformance.runner import Outcome, Run, collect, conform, load_scenarios
 from kueue_provreq.conformance.timeline import Timeline, jsonl_writer, text_writer
+from kueue_provreq.explain import explain
+from kueue_provreq.explore.cli import add_explore_command
+from kueue_provreq.machines import MACHINES
+from kueue_provreq.manifests import ManifestError, dump_object, load_file, load_object, load_yaml_documents
+from kueue_provreq.manifests.codec import parse_time
 
 PROG = "kueue-provreq"
 
@@ -59,7 +75,131 @@ def build_parser() -> argparse.ArgumentParser:
                          help="text (default) or jsonl: one JSON object per line, with the "
                               "manifest of every object written")
     run_cmd.set_defaults(func=_run)
+
+    explain_cmd = commands.add_parser(
+        "explain", parents=[debug], help="say what each controller would do next to manifests, and why",
+        description="Load the manifests (Kueue objects, ProvisioningRequests, PodTemplates and "
+                    "batch/v1 Jobs, which become their Workload as Kueue's job integration "
+                    "creates it), run every controller's reconcile once at TIME, and print where "
+                    "each workload and admission check stands, with the rule that decides it, "
+                    "then each controller's next effects.")
+    _manifest_options(explain_cmd, ("table", "yaml", "json"))
+    explain_cmd.add_argument("--at", metavar="TIME", default=None,
+                             help="the clock, an RFC 3339 time like 2024-01-01T00:10:00Z (default: now)")
+    explain_cmd.set_defaults(func=_explain)
+
+    validate_cmd = commands.add_parser(
+        "validate", parents=[debug], help="check manifests as the API server would on create",
+        description="Load the manifests with the CRD defaults applied and check them against "
+                    "the CRD schemas, their CEL rules, Kueue's webhooks and core validation. "
+                    "-o table prints one line per object; yaml and json print the objects as "
+                    "the server would store them.")
+    _manifest_options(validate_cmd, ("table", "yaml", "json"))
+    validate_cmd.set_defaults(func=_validate)
+
+    diagram_cmd = commands.add_parser(
+        "diagram", parents=[debug], help="draw a lifecycle as Mermaid, Graphviz DOT or SVG",
+        description="Draw the declared state machine(s); 'all' draws the three side by side. "
+                    "SVG needs the Graphviz 'dot' executable.")
+    diagram_cmd.add_argument("machine", nargs="?", default="all", choices=(*_MACHINE_NAMES, "all"),
+                             help="workload, check, provisioningrequest or all (default)")
+    diagram_cmd.add_argument("-o", "--output", choices=("mermaid", "dot", "svg"), default="mermaid",
+                             help="mermaid (default), dot or svg")
+    diagram_cmd.set_defaults(func=_diagram)
+
+    add_explore_command(commands)
     return parser
+
+
+#: ``diagram`` argument -> machine name (``check`` is what users call the admission check).
+_MACHINE_NAMES = {"workload": "workload", "check": "admissioncheck",
+                  "provisioningrequest": "provisioningrequest"}
+
+
+def _manifest_options(cmd: argparse.ArgumentParser, outputs: tuple[str, ...]) -> None:
+    cmd.add_argument("-f", "--filename", action="append", required=True, metavar="FILE|DIR|-",
+                     help="a manifest file, a folder of *.yaml/*.yml/*.json files, or - for stdin; "
+                          "repeatable")
+    cmd.add_argument("-o", "--output", choices=outputs, default=outputs[0],
+                     help=f"{', '.join(outputs)} (default {outputs[0]})")
+
+
+def _documents(source: str) -> list[dict[str, Any]]:
+    """The YAML (or JSON) documents of one ``-f`` argument, in kubectl's order."""
+    if source == "-":
+        return load_yaml_documents(sys.stdin.read(), "<stdin>")
+    path = Path(source)
+    if path.is_dir():
+        files = sorted(p for p in path.iterdir() if p.suffix in (".yaml", ".yml", ".json") and p.is_file())
+        if not files:
+            raise UsageError(f"{path}: no *.yaml, *.yml or *.json files")
+        return [doc for f in files for doc in load_file(f)]
+    if not path.exists():
+        raise UsageError(f"{path}: no such file or directory")
+    return load_file(path)
+
+
+def load_manifests(sources: Sequence[str]) -> list[KubeObject]:
+    """Every object of every ``-f`` source, validated; the first bad one is a UsageError."""
+    try:
+        objects = [load_object(doc) for source in sources for doc in _documents(source)]
+    except ManifestError as e:
+        raise UsageError(str(e)) from None
+    if not objects:
+        raise UsageError(f"no objects in {', '.join(sources)}")
+    return objects
+
+
+def _print_data(data: Any, output: str) -> None:
+    if output == "json":
+        print(json.dumps(data, indent=2))
+    else:
+        print(yaml.safe_dump(data, sort_keys=False, allow_unicode=True), end="")
+
+
+def _explain(args: argparse.Namespace) -> int:
+    if args.at is None:
+        now = int(time.time())
+    else:
+        try:
+            now = parse_time(args.at)
+        except ValueError as e:
+            raise UsageError(f"--at: {e}") from None
+    report = explain(load_manifests(args.filename), Time(now))
+    if args.output == "table":
+        print(report.table(), end="")
+    else:
+        _print_data(report.to_json(), args.output)
+    return 0
+
+
+def _validate(args: argparse.Namespace) -> int:
+    objects = load_manifests(args.filename)
+    if args.output == "table":
+        for obj in objects:
+            meta = obj.metadata
+            name = meta.name or f"{meta.extra.get('generateName', '')}*"
+            print(f"valid {obj.KIND} {meta.namespace + '/' if meta.namespace else ''}{name}")
+    else:
+        dumped = [dump_object(obj) for obj in objects]
+        _print_data(dumped[0] if len(dumped) == 1 else {"apiVersion": "v1", "kind": "List", "items": dumped},
+                    args.output)
+    return 0
+
+
+def _diagram(args: argparse.Namespace) -> int:
+    tables = [MACHINES[_MACHINE_NAMES[args.machine]]] if args.machine != "all" else list(MACHINES.values())
+    if args.output == "mermaid":
+        text = diagrams.to_mermaid(tables[0]) if len(tables) == 1 else diagrams.combined_mermaid(tables)
+    else:
+        text = diagrams.to_dot(tables[0]) if len(tables) == 1 else diagrams.combined_dot(tables)
+        if args.output == "svg":
+            try:
+                text = diagrams.render_svg(text)
+            except diagrams.GraphvizError as e:
+                raise UsageError(str(e)) from None
+    print(text, end="")
+    return 0
 
 
 def _conform(args: argparse.Namespace) -> int:

@@ -15,13 +15,14 @@ from collections.abc import Callable, Iterable
 import attrs
 
 from kueue_provreq.api import constants as c
+from kueue_provreq.api.evolve import same
 from kueue_provreq.api.objects import Key, KubeObject
 from kueue_provreq.api.workload import Workload
 from kueue_provreq.controllers import admissioncheck, clusterqueue, job, provisioning, scheduler, workload
 from kueue_provreq.controllers.context import Context
 from kueue_provreq.machines import ADMISSION_CHECK_MACHINE, WORKLOAD_MACHINE, IllegalTransition
 from kueue_provreq.machines.phases import workload_phase
-from kueue_provreq.world import Delete, Effect, Event, MetricInc, Result, World
+from kueue_provreq.world import Delete, Effect, Event, MetricInc, Result, Update, World
 
 Reconcile = Callable[[World, Key, Context], Result]
 
@@ -75,7 +76,6 @@ def apply_result(world: World, result: Result, controller: str, key: Key, record
                  verify: bool = True) -> list[Key]:
     """Apply a Result's effects in order; returns the keys of objects that really changed."""
     changed: list[Key] = []
-    from kueue_provreq.world import Update  # local: keeps the hot path's globals small
     for effect in result.effects:
         if isinstance(effect, (Event, MetricInc)):
             record(controller, key, effect)
@@ -83,7 +83,7 @@ def apply_result(world: World, result: Result, controller: str, key: Key, record
         if isinstance(effect, Update):
             obj = effect.obj
             old = world.get(obj.KIND, obj.metadata.namespace, obj.metadata.name)
-            if old == obj:
+            if same(old, obj):
                 continue
             if verify:
                 verify_change(old, obj)
@@ -113,6 +113,8 @@ class Manager:
         else:
             result = RECONCILERS[controller][1](self.world, key, ctx)
         self.reconciles += 1
+        if not result.effects:  # most reconciles change nothing
+            return result, []
         for effect in result.effects:
             if isinstance(effect, Delete) and effect.kind == c.PROVISIONING_REQUEST:
                 gone = self.world.get(c.PROVISIONING_REQUEST, effect.namespace, effect.name)

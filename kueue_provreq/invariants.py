@@ -24,7 +24,7 @@ from decimal import Decimal
 import attrs
 
 from kueue_provreq.api import constants as c
-from kueue_provreq.api.config import Configuration
+from kueue_provreq.api.config import SEMANTICS_CURRENT, SEMANTICS_PRE_KEP_3258, Configuration
 from kueue_provreq.api.meta import Time, find_condition, is_true
 from kueue_provreq.api.objects import KubeObject
 from kueue_provreq.api.provisioning import (
@@ -47,9 +47,8 @@ from kueue_provreq.world import World
 
 Snapshot = frozenset[KubeObject]
 
-#: The semantics the library models by default, and the pre-v0.15 one kept to show KEP-3258's bug.
-CURRENT = "current"
-PRE_KEP_3258 = "pre-kep-3258"
+CURRENT = SEMANTICS_CURRENT
+PRE_KEP_3258 = SEMANTICS_PRE_KEP_3258
 
 
 @attrs.frozen
@@ -64,7 +63,7 @@ class CheckContext:
 
     @property
     def semantics(self) -> str:
-        return str(getattr(self.config, "admission_check_semantics", CURRENT))
+        return self.config.admission_check_semantics
 
     @property
     def keep_quota(self) -> bool:
@@ -225,11 +224,12 @@ def admission_matches_reservation(world: World, ctx: CheckContext) -> list[str]:
 def cluster_queue_within_nominal_quota(world: World, ctx: CheckContext) -> list[str]:
     """The usage of a ClusterQueue (the sum of ``resourceUsage`` of every workload holding quota in
     it, per flavor and resource) never exceeds its nominal quota: the model has no cohorts, so
-    nothing may be borrowed (AR A.3, A.10: reserved quota counts in the ClusterQueue's usage)."""
+    nothing may be borrowed (AR A.3, A.10: reserved quota counts in the ClusterQueue's usage).
+    A finished workload keeps QuotaReserved=True but no longer counts: Kueue's cache drops it."""
     usage: dict[tuple[str, str, str], Decimal] = {}
     for wl in _workloads(world):
         adm = wl.status.admission
-        if not wl.has_quota_reservation() or adm is None:
+        if not wl.has_quota_reservation() or adm is None or wl.is_finished():
             continue
         for psa in adm.pod_set_assignments:
             for res, q in psa.resource_usage.items():
@@ -672,8 +672,8 @@ def no_request_after_rejection(before: Snapshot, after: World, ctx: CheckContext
     for pr in _created(before, after):
         wl = _owner(after, pr)
         prev = old.get(wl.metadata.uid) if wl is not None else None
-        if wl is None or prev is None:
-            continue
+        if wl is None or prev is None or prev.is_active != wl.is_active:
+            continue  # a user (re)activated the workload in this very step
         for s in wl.status.admission_checks:
             n = attempt_of(pr, wl.metadata.name, s.name)
             rs = _retry_strategy(after, s.name)

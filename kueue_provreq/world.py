@@ -19,6 +19,7 @@ from typing import Union
 import attrs
 
 from kueue_provreq.api import constants as c
+from kueue_provreq.api.evolve import evolve
 from kueue_provreq.api.frozen import EMPTY, FrozenMap
 from kueue_provreq.api.meta import Time
 from kueue_provreq.api.objects import KINDS, Key, KubeObject, already_exists, key_of, not_found
@@ -300,11 +301,15 @@ class Txn:
 
     def get(self, kind: str, namespace: str, name: str) -> KubeObject | None:
         """A cached read: misses where a fault says the cache has not caught up."""
-        if self.world.faults:
-            for f in self.world.faults:
+        world = self.world
+        if world.faults:
+            for f in world.faults:
                 if not f.cached and f.kind == kind and (f.name is None or f.name == name):
                     return None
-        return self._visible((kind, namespace, name))
+        key = (kind, namespace, name)
+        if self._overlay and key in self._overlay:  # ``_visible``, inlined: the hottest read
+            return self._overlay[key]
+        return world._objects.get(key)
 
     def owned_by_name(self, kind: str, namespace: str, owner_name: str) -> list[KubeObject]:
         """A cached list through the owner-name index (misses like ``get``)."""
@@ -328,14 +333,14 @@ class Txn:
         if self._visible(key) is not None:
             return None, already_exists(kind, name)
         meta = obj.metadata
-        meta = attrs.evolve(
+        meta = evolve(
             meta,
             uid=meta.uid or self.world.next_uid(self._uids),
             generation=meta.generation or 1,
             creation_timestamp=meta.creation_timestamp if meta.creation_timestamp is not None else self.now,
         )
         self._uids += 1
-        stored = attrs.evolve(obj, metadata=meta)
+        stored = evolve(obj, metadata=meta)
         self._overlay[key] = stored
         self.effects.append(Create(stored))
         return stored, None
@@ -380,6 +385,8 @@ class Txn:
 
 def truncate(message: str, limit: int) -> str:
     """Kueue's ``api.TruncateEventMessage`` / ``TruncateConditionMessage`` (byte limits)."""
+    if len(message) * 4 <= limit:  # no UTF-8 character takes more than 4 bytes
+        return message
     raw = message.encode()
     if len(raw) <= limit:
         return message

@@ -45,11 +45,24 @@ class WaitForPodsReady:
         return self.recovery_timeout or None
 
 
+#: ``Configuration.admission_check_semantics``: the admission check retry semantics since
+#: Kueue v0.15 (KEP-3258: per-check retryCount and requeueAfterSeconds), or the one before it
+#: (a single shared requeueState, eviction at first sight of Retry), kept to show KEP-3258's race.
+SEMANTICS_CURRENT = "current"
+SEMANTICS_PRE_KEP_3258 = "pre-kep-3258"
+
+
 @attrs.frozen(cache_hash=True)
 class Configuration:
     wait_for_pods_ready: WaitForPodsReady | None = WaitForPodsReady()
     feature_gates: FrozenMap[str, bool] = DEFAULT_FEATURE_GATES
     extra: FrozenMap[str, Json] = EMPTY
+    admission_check_semantics: str = SEMANTICS_CURRENT
+    """Not a Kueue field: which Kueue version's admission check semantics the model follows."""
+
+    @property
+    def pre_kep_3258(self) -> bool:
+        return self.admission_check_semantics == SEMANTICS_PRE_KEP_3258
 
     def gate(self, name: str) -> bool:
         return self.feature_gates.get(name, DEFAULT_FEATURE_GATES.get(name, False))

@@ -8,7 +8,7 @@ for arrays.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import ItemsView, Iterator, KeysView, Mapping, ValuesView
 from typing import Any, TypeVar, overload
 
 K = TypeVar("K")
@@ -37,12 +37,32 @@ class FrozenMap(Mapping[K, V]):
     def __contains__(self, key: object) -> bool:
         return key in self._d
 
+    # The Mapping mixins go through ``__getitem__`` and ``try/except`` in Python; every
+    # controller reads FrozenMaps on its hot path, so these delegate to the dict directly.
+    @overload
+    def get(self, key: K, /) -> V | None: ...
+    @overload
+    def get(self, key: K, default: V | T, /) -> V | T: ...
+    def get(self, key: K, default: Any = None, /) -> Any:
+        return self._d.get(key, default)
+
+    def keys(self) -> KeysView[K]:
+        return self._d.keys()
+
+    def values(self) -> ValuesView[V]:
+        return self._d.values()
+
+    def items(self) -> ItemsView[K, V]:
+        return self._d.items()
+
     def __hash__(self) -> int:
         if self._h is None:
             self._h = hash(frozenset(self._d.items()))
         return self._h
 
     def __eq__(self, other: object) -> bool:
+        if other is self:
+            return True
         if isinstance(other, FrozenMap):
             return self._d == other._d
         if isinstance(other, Mapping):

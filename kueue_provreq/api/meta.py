@@ -96,21 +96,21 @@ def set_condition(conditions: Conditions, new: Condition, now: Time) -> tuple[Co
             continue
         if old.status != new.status:
             ltt = new.last_transition_time if new.last_transition_time is not None else now
-            updated = attrs.evolve(old, status=new.status, reason=new.reason, message=new.message,
-                                   observed_generation=new.observed_generation,
-                                   last_transition_time=ltt)
+            # built directly (not evolved): metav1.Condition has exactly these six fields,
+            # and this is the hottest write of every controller
+            updated = Condition(old.type, new.status, new.reason, new.message, ltt, new.observed_generation)
         elif (old.reason == new.reason and old.message == new.message
               and old.observed_generation == new.observed_generation):
             return conditions, False  # the common no-op, without building a copy
         else:
-            updated = attrs.evolve(old, reason=new.reason, message=new.message,
-                                   observed_generation=new.observed_generation)
+            updated = Condition(old.type, old.status, new.reason, new.message, old.last_transition_time,
+                                new.observed_generation)
         if updated == old:
             return conditions, False
         out[i] = updated
         return tuple(out), True
     if new.last_transition_time is None:
-        new = attrs.evolve(new, last_transition_time=now)
+        new = Condition(new.type, new.status, new.reason, new.message, now, new.observed_generation)
     out.append(new)
     return tuple(out), True
 

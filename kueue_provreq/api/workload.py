@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import attrs
 
 from kueue_provreq.api import constants as c
+from kueue_provreq.api.evolve import evolve
 from kueue_provreq.api.frozen import EMPTY, FrozenMap
-from kueue_provreq.api.meta import Condition, Conditions, Json, ObjectMeta, Time, find_condition, is_true
+from kueue_provreq.api.meta import Condition, Conditions, Json, ObjectMeta, Time
 from kueue_provreq.api.quantity import Quantity
 
 
@@ -81,6 +84,22 @@ class WorkloadStatus:
     requeue_state: RequeueState | None = None
     extra: FrozenMap[str, Json] = EMPTY
 
+    @functools.cached_property
+    def conditions_by_type(self) -> Mapping[str, Condition]:
+        """The first condition of each type (``find_condition``'s answer), built once per status:
+        every controller asks a workload several condition questions on every reconcile.
+        Read-only by contract; not wrapped in a proxy, which would be one more object per
+        status for the garbage collector to walk."""
+        by_type: dict[str, Condition] = {}
+        for cond in self.conditions:
+            by_type.setdefault(cond.type, cond)
+        return by_type
+
+    def is_true(self, type_: str) -> bool:
+        """``meta.is_true`` over ``conditions``, through the per-status index."""
+        cond = self.conditions_by_type.get(type_)
+        return cond is not None and cond.status == c.TRUE
+
 
 @attrs.frozen(cache_hash=True)
 class Workload:
@@ -98,19 +117,19 @@ class Workload:
         return self.spec.active is not False
 
     def condition(self, type_: str) -> Condition | None:
-        return find_condition(self.status.conditions, type_)
+        return self.status.conditions_by_type.get(type_)
 
     def has_quota_reservation(self) -> bool:
-        return is_true(self.status.conditions, c.WORKLOAD_QUOTA_RESERVED)
+        return self.status.is_true(c.WORKLOAD_QUOTA_RESERVED)
 
     def is_admitted(self) -> bool:
-        return is_true(self.status.conditions, c.WORKLOAD_ADMITTED)
+        return self.status.is_true(c.WORKLOAD_ADMITTED)
 
     def is_evicted(self) -> bool:
-        return is_true(self.status.conditions, c.WORKLOAD_EVICTED)
+        return self.status.is_true(c.WORKLOAD_EVICTED)
 
     def is_finished(self) -> bool:
-        return is_true(self.status.conditions, c.WORKLOAD_FINISHED)
+        return self.status.is_true(c.WORKLOAD_FINISHED)
 
     def check_state(self, name: str) -> AdmissionCheckState | None:
         for s in self.status.admission_checks:
@@ -119,4 +138,4 @@ class Workload:
         return None
 
     def with_status(self, **changes: Any) -> Workload:
-        return attrs.evolve(self, status=attrs.evolve(self.status, **changes))
+        return Workload(self.metadata, self.spec, evolve(self.status, **changes), self.extra)

@@ -10,9 +10,8 @@ that quirk.
 
 from __future__ import annotations
 
-import attrs
-
 from kueue_provreq.api import constants as c
+from kueue_provreq.api.evolve import evolve
 from kueue_provreq.api.meta import Condition, find_condition, set_condition
 from kueue_provreq.api.objects import Key, not_found
 from kueue_provreq.api.queues import AdmissionCheck, ParametersReference
@@ -51,5 +50,5 @@ def reconcile(world: World, key: Key, ctx: Context) -> Result:
     if current is not None and current.status == new.status:
         return NOTHING
     conditions, _ = set_condition(ac.status.conditions, new, ctx.now)
-    failed = txn.update(attrs.evolve(ac, status=attrs.evolve(ac.status, conditions=conditions)))
+    failed = txn.update(evolve(ac, status=evolve(ac.status, conditions=conditions)))
     return txn.result(error=failed)

@@ -11,9 +11,8 @@ reads :func:`inactive_reason` too, so the condition and the scheduler's
 
 from __future__ import annotations
 
-import attrs
-
 from kueue_provreq.api import constants as c
+from kueue_provreq.api.evolve import evolve
 from kueue_provreq.api.meta import Condition, is_true, set_condition
 from kueue_provreq.api.objects import Key
 from kueue_provreq.api.queues import AdmissionCheck, ClusterQueue
@@ -76,10 +75,10 @@ def reconcile(world: World, key: Key, ctx: Context) -> Result:
     found = queues.scan(world, ctx, only=cq.metadata.name)
     active, inadmissible = queues.pending_counts(found, cq)
     reserving = found.reserving.get(cq.metadata.name, [])
-    status = attrs.evolve(cq.status, conditions=conditions, pending_workloads=active + inadmissible,
+    status = evolve(cq.status, conditions=conditions, pending_workloads=active + inadmissible,
                           reserving_workloads=len(reserving),
                           admitted_workloads=sum(1 for wl in reserving if wl.is_admitted()))
     if status == cq.status:
         return NOTHING
-    error = txn.update(attrs.evolve(cq, status=status))
+    error = txn.update(evolve(cq, status=status))
     return txn.result(error=error)

@@ -32,9 +32,8 @@ of the integration the format defines and are not modelled.
 
 from __future__ import annotations
 
-import attrs
-
 from kueue_provreq.api import constants as c
+from kueue_provreq.api.evolve import evolve
 from kueue_provreq.api.job import Job
 from kueue_provreq.api.objects import Key
 from kueue_provreq.api.workload import Workload
@@ -60,7 +59,7 @@ def reconcile(world: World, key: Key, ctx: Context) -> Result:
     if evicted is not None and evicted.status == c.TRUE:
         job = _owner_job(txn, wl)
         if job is not None and job.spec.suspend is not True:
-            err = txn.update(attrs.evolve(job, spec=attrs.evolve(job.spec, suspend=True)))
+            err = txn.update(evolve(job, spec=evolve(job.spec, suspend=True)))
             if err is not None:
                 return txn.result(error=err)
             txn.event("Normal", c.EVENT_STOPPED, evicted.message, job)
@@ -84,8 +83,11 @@ def _release_quota(wl: Workload, reason: str, message: str, ctx: Context) -> Wor
 
 def _sync_pods_ready(txn: Txn, wl: Workload) -> Result:
     """No pod is ready while the workload is not admitted, nor while nothing says otherwise."""
-    if wl.is_admitted() and wl.condition(c.WORKLOAD_PODS_READY) is not None:
-        return NOTHING
+    ready = wl.condition(c.WORKLOAD_PODS_READY)
+    if ready is not None and (wl.is_admitted() or (
+            ready.status == c.FALSE and ready.reason == c.REASON_WAIT_FOR_START
+            and ready.message == c.MSG_PODS_NOT_READY and ready.observed_generation == wl.metadata.generation)):
+        return NOTHING  # the second test is ``set_condition``'s no-op, without building the condition
     new = ws.set_cond(wl, c.WORKLOAD_PODS_READY, c.FALSE, c.REASON_WAIT_FOR_START,
                       c.MSG_PODS_NOT_READY, txn.now)
     if new is wl:

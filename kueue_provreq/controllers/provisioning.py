@@ -32,6 +32,7 @@ from typing import Any
 import attrs
 
 from kueue_provreq.api import constants as c
+from kueue_provreq.api.evolve import evolve
 from kueue_provreq.api.frozen import EMPTY, FrozenMap, freeze, thaw
 from kueue_provreq.api.meta import Condition, ObjectMeta, OwnerReference, Time, is_true
 from kueue_provreq.api.objects import Key, already_exists, not_found
@@ -45,9 +46,16 @@ from kueue_provreq.api.provisioning import (
     Reference,
 )
 from kueue_provreq.api.quantity import QuantityError, parse_quantity
-from kueue_provreq.api.queues import AdmissionCheck, ParametersReference, ResourceFlavor
-from kueue_provreq.api.workload import AdmissionCheckState, PodSet, PodSetAssignment, PodSetUpdate, Workload
-from kueue_provreq.controllers.backoff import check_requeue_after_seconds, nominal_delay_seconds
+from kueue_provreq.api.queues import AdmissionCheck, ParametersReference, ResourceFlavor, ResourceFlavorSpec
+from kueue_provreq.api.workload import (
+    AdmissionCheckState,
+    PodSet,
+    PodSetAssignment,
+    PodSetUpdate,
+    RequeueState,
+    Workload,
+)
+from kueue_provreq.controllers.backoff import NS, check_requeue_after_seconds, nominal_delay_seconds, wait_time_ns
 from kueue_provreq.controllers.context import Context
 from kueue_provreq.controllers.workload_status import set_admission_check_state
 from kueue_provreq.machines import ADMISSION_CHECK_MACHINE
@@ -86,7 +94,9 @@ def pod_template_name(request: str, pod_set: str) -> str:
     return limit_object_name(f"{c.POD_TEMPLATE_PREFIX}-{request}-{pod_set}")
 
 
+@functools.lru_cache(maxsize=4096)
 def attempt_prefix(workload: str, check: str) -> str:
+    """Memoised: every reconcile of a workload with a request asks it several times."""
     return limit_object_name(f"{workload}-{check}-")
 
 
@@ -273,19 +283,40 @@ def _use_limits_as_missing_requests(resources: dict[str, Any]) -> None:
         requests.setdefault(name, q)
 
 
+_TEMPLATE_SPECS: dict[tuple[FrozenMap[str, Any], tuple[ResourceFlavorSpec, ...]], FrozenMap[str, Any]] = {}
+"""Memo of ``_merged_template`` by (podset template, flavor specs): a pure function of those,
+and workloads of one job kind share their template, so most requests re-derive the same one
+(a thaw and a freeze of the whole template).  Bounded; cleared when full."""
+_TEMPLATE_SPECS_LIMIT = 4096
+
+
 def pod_template_spec(txn: Txn, ps: PodSet, psa: PodSetAssignment) -> FrozenMap[str, Any]:
     """The podset's template with its flavors' node labels and tolerations applied
     (``podset.FromAssignment`` + ``podset.Merge``) and limits copied to missing requests."""
-    node_labels: dict[str, str] = {}
-    tolerations: list[Any] = []
+    specs: list[ResourceFlavorSpec] = []
     for flavor in sorted(set(psa.flavors.values())):
         rf = txn.get(c.RESOURCE_FLAVOR, "", flavor)
         if not isinstance(rf, ResourceFlavor):
             raise ReconcileError(not_found(c.RESOURCE_FLAVOR, flavor))
-        for k, v in rf.spec.node_labels.items():
+        specs.append(rf.spec)
+    memo_key = (ps.template, tuple(specs))
+    found = _TEMPLATE_SPECS.get(memo_key)
+    if found is None:
+        found = _merged_template(ps.template, specs)  # raises on a conflict: nothing is stored
+        if len(_TEMPLATE_SPECS) >= _TEMPLATE_SPECS_LIMIT:
+            _TEMPLATE_SPECS.clear()
+        _TEMPLATE_SPECS[memo_key] = found
+    return found
+
+
+def _merged_template(pod_template: FrozenMap[str, Any], flavors: list[ResourceFlavorSpec]) -> FrozenMap[str, Any]:
+    node_labels: dict[str, str] = {}
+    tolerations: list[Any] = []
+    for spec in flavors:
+        for k, v in spec.node_labels.items():
             node_labels.setdefault(k, v)  # the first flavor wins between flavors
-        tolerations.extend(rf.spec.tolerations)
-    template = thaw(ps.template)
+        tolerations.extend(spec.tolerations)
+    template = thaw(pod_template)
     spec = template.setdefault("spec", {})
     if node_labels:
         selector = spec.setdefault("nodeSelector", {})
@@ -331,7 +362,7 @@ def _transfer_templates(txn: Txn, wl: Workload, req: ProvisioningRequest) -> Non
             refs = (refs[:same[0]] + (req_ref,) + refs[same[0] + 1:]) if same else refs + (req_ref,)
         if refs == pt.metadata.owner_references:
             continue
-        err = txn.update(attrs.evolve(pt, metadata=attrs.evolve(pt.metadata, owner_references=refs)))
+        err = txn.update(evolve(pt, metadata=evolve(pt.metadata, owner_references=refs)))
         if err is not None:
             raise ReconcileError(err)
 
@@ -385,17 +416,20 @@ def _patch(old: AdmissionCheckState, state: str, message: str,
 
 
 def _after_failure(st: AdmissionCheckState, cond: Condition, retry_message: str, attempt: int,
-                   prc: ProvisioningRequestConfig, keep_quota: bool, ctx: Context) -> AdmissionCheckState | None:
+                   prc: ProvisioningRequestConfig, keep_quota: bool, ctx: Context,
+                   retried: int) -> AdmissionCheckState | None:
     """Failed, or BookingExpired before admission.  ``requeueAfterSeconds`` is recomputed on
-    every reconcile that (re)enters Retry for a newer attempt, from the unchanged retryCount."""
+    every reconcile that (re)enters Retry for a newer attempt, from the unchanged retryCount.
+    ``retried`` is what the attempt must exceed to be newer: the check's retryCount (pre-KEP-3258:
+    the workload's shared requeueState.count, and no requeueAfterSeconds)."""
     rs = prc.spec.retry_strategy
     within = attempt <= rs.backoff_limit_count
-    newer = attempt > (st.retry_count or 0)
+    newer = attempt > retried
     state = _next_state(st.state, "request_failed", within, keep_quota, newer)
     if not within:
         return _patch(st, state, cond.message)
     message = retry_message.format(message=cond.message)
-    if state == c.CHECK_RETRY and newer:
+    if state == c.CHECK_RETRY and newer and not ctx.config.pre_kep_3258:
         return _patch(st, state, message, requeue_after_seconds=check_requeue_after_seconds(
             st.retry_count, rs.backoff_base_seconds, rs.backoff_max_seconds, ctx.jitter))
     return _patch(st, state, message)
@@ -407,9 +441,10 @@ def _state_for_request(st: AdmissionCheckState, wl: Workload, pr: ProvisioningRe
     """The condition precedence is Failed > CapacityRevoked > BookingExpired > Provisioned >
     Accepted > none; a False or Unknown condition counts as absent."""
     true = {cd.type: cd for cd in pr.status.conditions if cd.status == c.TRUE}
+    retried = _pre_kep_3258_count(wl) if ctx.config.pre_kep_3258 else (st.retry_count or 0)
     if c.PR_FAILED in true:
         return _after_failure(st, true[c.PR_FAILED], c.MSG_RETRY_AFTER_FAILURE, get_attempt(pr, prefix),
-                              prc, keep_quota, ctx)
+                              prc, keep_quota, ctx, retried)
     if c.PR_CAPACITY_REVOKED in true:
         # Finished workloads never get here: their requests were deleted instead.
         if not wl.is_active:
@@ -419,7 +454,7 @@ def _state_for_request(st: AdmissionCheckState, wl: Workload, pr: ProvisioningRe
         if wl.is_admitted():
             return None
         return _after_failure(st, true[c.PR_BOOKING_EXPIRED], c.MSG_RETRY_AFTER_BOOKING_EXPIRED,
-                              get_attempt(pr, prefix), prc, keep_quota, ctx)
+                              get_attempt(pr, prefix), prc, keep_quota, ctx, retried)
     if c.PR_PROVISIONED in true:
         state = _next_state(st.state, "provisioned")
         if state == st.state:  # already Ready: late details and messages are not picked up
@@ -461,6 +496,8 @@ def _sync_check_states(txn: Txn, wl: Workload, configs: Mapping[str, Provisionin
     for _, new in changed:
         states = set_admission_check_state(states, new, ctx.now)
     wl = wl.with_status(admission_checks=states)
+    if ctx.config.pre_kep_3258:
+        wl = _pre_kep_3258_requeue_state(wl, changed, configs, ctx)
     err = txn.update(wl)
     if err is not None:
         raise ReconcileError(err)
@@ -484,7 +521,7 @@ def _handle_error(txn: Txn, wl: Workload, check: str, kind: str, name: str, msg:
     txn.event("Warning", c.EVENT_FAILED_CREATE, msg, wl)
     st = next(s for s in wl.status.admission_checks if s.name == check)
     states = set_admission_check_state(wl.status.admission_checks,
-                                       attrs.evolve(st, message=truncate(msg, c.CONDITION_MESSAGE_LIMIT)), txn.now)
+                                       evolve(st, message=truncate(msg, c.CONDITION_MESSAGE_LIMIT)), txn.now)
     if states != wl.status.admission_checks:
         patch_err = txn.update(wl.with_status(admission_checks=states))
         if patch_err is not None:
@@ -620,6 +657,12 @@ def _reconcile(txn: Txn, key: Key, ctx: Context) -> int | None:
     finished, evicted = wl.is_finished(), wl.is_evicted()
     if not finished and not evicted and not wl.has_quota_reservation():
         return None
+    if ctx.config.pre_kep_3258 and not finished and evicted:
+        # before KEP-3258 (and before CleanupProvisioningRequestsOnEviction) an evicted workload
+        # still holding quota was handled like any reserved one
+        evicted = False
+        if not wl.has_quota_reservation():
+            return None
     owned = [pr for pr in txn.owned_by_name(c.PROVISIONING_REQUEST, key[1], key[2])
              if isinstance(pr, ProvisioningRequest)]
     if finished or (evicted and ctx.config.gate(c.GATE_CLEANUP_ON_EVICTION)):
@@ -656,3 +699,26 @@ def reconcile(world: World, key: Key, ctx: Context) -> Result:
     except ReconcileError as e:
         return txn.result(error=str(e))
     return txn.result(requeue_after=wake)
+
+
+# --- pre-KEP-3258 semantics (Kueue v0.9 - v0.14), selected by Configuration.admission_check_semantics --
+
+
+def _pre_kep_3258_count(wl: Workload) -> int:
+    rs = wl.status.requeue_state
+    return (rs.count or 0) if rs is not None else 0
+
+
+def _pre_kep_3258_requeue_state(wl: Workload, changed: list[tuple[AdmissionCheckState, AdmissionCheckState]],
+                                configs: Mapping[str, ProvisioningRequestConfig | None], ctx: Context) -> Workload:
+    """Before KEP-3258 this controller wrote the workload's (shared) requeueState itself when a
+    check entered Retry: ``n = count + 1; count = n; requeueAt = now + backoff(n)``, with the
+    entering check's retryStrategy (``UpdateRequeueState`` at v0.9-v0.14; PC §5 v0.9)."""
+    entering = [new.name for old, new in changed if new.state == c.CHECK_RETRY != old.state]
+    prc = configs.get(entering[0]) if entering else None
+    if prc is None:
+        return wl
+    rs = prc.spec.retry_strategy
+    n = _pre_kep_3258_count(wl) + 1
+    wait = wait_time_ns(rs.backoff_base_seconds, rs.backoff_max_seconds, n, ctx.jitter) // NS
+    return wl.with_status(requeue_state=RequeueState(count=n, requeue_at=Time(ctx.now + wait)))

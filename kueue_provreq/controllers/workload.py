@@ -44,10 +44,9 @@ follow the write they report, as upstream emits them after a successful patch.
 
 from __future__ import annotations
 
-import attrs
-
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.config import WaitForPodsReady
+from kueue_provreq.api.evolve import evolve
 from kueue_provreq.api.meta import Condition, Time
 from kueue_provreq.api.objects import Key
 from kueue_provreq.api.queues import ClusterQueue, LocalQueue
@@ -84,7 +83,8 @@ def reconcile(world: World, key: Key, ctx: Context) -> Result:
     if until is not None:
         return _write(txn, ws.set_requeue_state(wl, until, increment=False))
 
-    early = _active_branch(txn, wl, conds) if wl.is_active else _inactive_branch(txn, wl, conds)
+    early = _active_branch(txn, wl, conds, ctx.config.pre_kep_3258) if wl.is_active \
+        else _inactive_branch(txn, wl, conds)
     if early is not None:
         return early
 
@@ -134,24 +134,29 @@ def _needs_requeue_at_update(wl: Workload, now: Time) -> Time | None:
 # --- step 3 ---------------------------------------------------------------------------
 
 
-def _active_branch(txn: Txn, wl: Workload, conds: Conds) -> Result | None:
-    """Deactivation request, the backoff gate and the ``Requeued`` condition of an active workload."""
+def _active_branch(txn: Txn, wl: Workload, conds: Conds, pre_kep_3258: bool = False) -> Result | None:
+    """Deactivation request, the backoff gate and the ``Requeued`` condition of an active workload.
+
+    ``pre_kep_3258`` (Kueue v0.9 - v0.14): the provisioning controller wrote ``requeueAt`` itself
+    when it set a check to Retry, and the workload was evicted at first sight of the Retry, so
+    the backoff gate held back only workloads without quota."""
     now = txn.now
     if _true(conds, c.WORKLOAD_DEACTIVATION_TARGET):
         meta = wl.metadata
         # a spec write: the API server bumps the generation
-        return _write(txn, attrs.evolve(
-            wl, spec=attrs.evolve(wl.spec, active=False),
-            metadata=attrs.evolve(meta, generation=(meta.generation or 0) + 1)))
+        return _write(txn, evolve(
+            wl, spec=evolve(wl.spec, active=False),
+            metadata=evolve(meta, generation=(meta.generation or 0) + 1)))
 
     rs = wl.status.requeue_state
-    if rs is not None and rs.requeue_at is not None:
+    if rs is not None and rs.requeue_at is not None and \
+            not (pre_kep_3258 and _true(conds, c.WORKLOAD_QUOTA_RESERVED)):
         wait = rs.requeue_at - now
         if wait > 0:
             return Result(requeue_after=wait)
         if not _true(conds, c.WORKLOAD_QUOTA_RESERVED) and not _true(conds, c.WORKLOAD_ADMITTED):
             # upstream Status(wl) == pending: the backoff is over, the queue takes it back
-            return _write(txn, wl.with_status(requeue_state=attrs.evolve(rs, requeue_at=None)))
+            return _write(txn, wl.with_status(requeue_state=evolve(rs, requeue_at=None)))
 
     requeued = conds.get(c.WORKLOAD_REQUEUED)
     if requeued is None or requeued.status != c.FALSE:
@@ -163,7 +168,7 @@ def _active_branch(txn: Txn, wl: Workload, conds: Conds) -> Result | None:
         # the gate above returned while requeueAt lay ahead, so it is unset or past here
         new = wl
         if rs is not None and rs.requeue_at is not None:
-            new = new.with_status(requeue_state=attrs.evolve(rs, requeue_at=None))
+            new = new.with_status(requeue_state=evolve(rs, requeue_at=None))
         return _write(txn, ws.set_cond(new, c.WORKLOAD_REQUEUED, c.TRUE, c.REASON_BACKOFF_FINISHED,
                                               c.MSG_BACKOFF_FINISHED, now))
     return None

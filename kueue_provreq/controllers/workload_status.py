@@ -9,10 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-import attrs
-
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.config import Configuration
+from kueue_provreq.api.evolve import evolve
 from kueue_provreq.api.frozen import FrozenMap, freeze
 from kueue_provreq.api.meta import Condition, Time, find_condition, is_true, remove_condition, set_condition
 from kueue_provreq.api.queues import ClusterQueue
@@ -102,12 +101,12 @@ def set_admission_check_state(states: tuple[AdmissionCheckState, ...], new: Admi
         ltt = old.last_transition_time
         if old.state != new.state:
             ltt = new.last_transition_time if new.last_transition_time is not None else now
-        out[i] = attrs.evolve(old, state=new.state, last_transition_time=ltt, message=new.message,
+        out[i] = evolve(old, state=new.state, last_transition_time=ltt, message=new.message,
                               pod_set_updates=new.pod_set_updates,
                               requeue_after_seconds=new.requeue_after_seconds)
         return tuple(out)
     if new.last_transition_time is None:
-        new = attrs.evolve(new, last_transition_time=now)
+        new = evolve(new, last_transition_time=now)
     out.append(new)
     return tuple(out)
 
@@ -212,7 +211,7 @@ def evict(txn: Txn, wl: Workload, reason: str, message: str, cause: str = "") ->
                         admission_checks=reset_checks_on_eviction(wl.status.admission_checks, now))
     gated = wl.condition(c.WORKLOAD_BLOCKED_ON_PREEMPTION_GATES)
     if gated is not None and gated.status == c.TRUE:
-        wl = _set(wl, attrs.evolve(gated, status=c.FALSE, last_transition_time=None), now)
+        wl = _set(wl, evolve(gated, status=c.FALSE, last_transition_time=None), now)
     if wl.status.admission is not None:
         labels = {"cluster_queue": wl.status.admission.cluster_queue, "reason": reason,
                   "underlying_cause": cause, "priority_class": priority_class(wl)}
@@ -237,9 +236,9 @@ def set_requeue_state(wl: Workload, until: Time | None, increment: bool) -> Work
     """``SetRequeueState``: requeueAt only moves forward; the count grows when asked."""
     rs = wl.status.requeue_state or RequeueState()
     if until is not None and (rs.requeue_at is None or rs.requeue_at < until):
-        rs = attrs.evolve(rs, requeue_at=until)
+        rs = evolve(rs, requeue_at=until)
     if increment:
-        rs = attrs.evolve(rs, count=(rs.count or 0) + 1)
+        rs = evolve(rs, count=(rs.count or 0) + 1)
     return wl.with_status(requeue_state=rs)
 
 

@@ -16,7 +16,7 @@ import yaml
 
 from kueue_provreq import invariants as inv
 from kueue_provreq.explore.scenario import to_scenario
-from kueue_provreq.explore.search import GRANULARITIES, Options, Report, explore
+from kueue_provreq.explore.search import AUTOSCALER, GRANULARITIES, Options, Report, explore
 
 
 def add_explore_command(subparsers: Any) -> None:
@@ -31,6 +31,8 @@ def add_explore_command(subparsers: Any) -> None:
                     "conformance scenario (exit status 1).")
     p.add_argument("--workloads", type=int, choices=(1, 2), default=1, help="identical workloads (default 1)")
     p.add_argument("--checks", type=int, choices=(1, 2), default=1, help="provisioning checks (default 1)")
+    p.add_argument("--quota", type=int, default=None,
+                   help="the ClusterQueue's quota in pods (default: one per workload; less makes them compete)")
     p.add_argument("--depth", type=int, default=12, help="steps after the initial settle (default 12)")
     p.add_argument("--backoff-limit", type=int, choices=range(4), default=1,
                    help="retryStrategy.backoffLimitCount of every check (0-3, default 1)")
@@ -42,10 +44,21 @@ def add_explore_command(subparsers: Any) -> None:
                         "reconcile: every single reconcile is an interleaving point")
     p.add_argument("--no-symmetry", action="store_true", help="do not identify states that differ "
                                                                "only by which identical workload is which")
+    p.add_argument("--outcomes", type=_outcomes, default=tuple(AUTOSCALER), metavar="TRIGGER,...",
+                   help="the ProvisioningRequest triggers Cluster Autoscaler may fire (default: all of "
+                        + ", ".join(AUTOSCALER) + ")")
     p.add_argument("--max-states", type=int, default=None, help="stop after this many states")
     p.add_argument("--scenario-out", type=Path, default=None,
                    help="write the counterexample scenario there instead of to stdout")
     p.set_defaults(func=run_explore)
+
+
+def _outcomes(text: str) -> tuple[str, ...]:
+    chosen = tuple(t.strip() for t in text.split(",") if t.strip())
+    unknown = [t for t in chosen if t not in AUTOSCALER]
+    if unknown or not chosen:
+        raise argparse.ArgumentTypeError(f"unknown trigger(s) {', '.join(unknown)} (known: {', '.join(AUTOSCALER)})")
+    return chosen
 
 
 def summary(report: Report, seconds: float) -> str:
@@ -56,7 +69,8 @@ def summary(report: Report, seconds: float) -> str:
 def run_explore(args: argparse.Namespace) -> int:
     opts = Options(workloads=args.workloads, checks=args.checks, depth=args.depth,
                    backoff_limit=args.backoff_limit, keep_quota=args.keep_quota, semantics=args.semantics,
-                   granularity=args.granularity, symmetry=not args.no_symmetry, max_states=args.max_states)
+                   granularity=args.granularity, symmetry=not args.no_symmetry, max_states=args.max_states,
+                   quota=args.quota, outcomes=args.outcomes)
     start = time.perf_counter()
 
     def progress(depth: int, states: int) -> None:

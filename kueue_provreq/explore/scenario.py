@@ -40,7 +40,7 @@ def _workload_expectation(wl: Workload) -> dict[str, Any]:
     checks = [{"name": s.name, "state": s.state} for s in wl.status.admission_checks]
     return {"apiVersion": c.KUEUE_V1BETA2, "kind": c.WORKLOAD,
             "metadata": {"namespace": wl.metadata.namespace, "name": wl.metadata.name},
-            "spec": {"active": wl.is_active},
+            **({"spec": {"active": wl.spec.active}} if wl.spec.active is not None else {}),
             "status": {"conditions": conds, "admissionChecks": checks}}
 
 

@@ -94,6 +94,11 @@ class Options:
     symmetry: bool = True
     max_states: int | None = None
     """Stop (without a verdict on the rest) after this many distinct states."""
+    quota: int | None = None
+    """The ClusterQueue's cpu quota in pods (each workload is one pod); default: one per workload.
+    Less makes the workloads compete; one per workload lets symmetric states arise."""
+    outcomes: tuple[str, ...] = tuple(AUTOSCALER)
+    """The ProvisioningRequest machine's triggers Cluster Autoscaler may fire (default: all)."""
 
 
 @attrs.frozen
@@ -150,10 +155,10 @@ def build_config(opts: Options) -> Configuration:
 
 
 def build_objects(opts: Options) -> list[KubeObject]:
-    """One ClusterQueue with quota for one workload, ``checks`` provisioning checks, and
-    ``workloads`` identical one-pod workloads (the only difference is the name)."""
+    """One ClusterQueue with ``quota`` cpus, ``checks`` provisioning checks, and ``workloads``
+    identical one-pod, one-cpu workloads (the only difference is the name)."""
     checks = [f"check{i + 1}" for i in range(opts.checks)]
-    cpu = Quantity.parse(1)
+    cpu = Quantity.parse(opts.workloads if opts.quota is None else opts.quota)
     objs: list[KubeObject] = [
         ResourceFlavor(ObjectMeta(name="default-flavor")),
         ClusterQueue(ObjectMeta(name="cq"), ClusterQueueSpec(
@@ -289,7 +294,8 @@ class Explorer:
                 yield Action("reconcile", name, "" if name == SCHEDULER else f"{key[1]}/{key[2]}")
         for pr in newest_requests(node.world):
             for trigger in autoscaler_triggers(pr):
-                yield Action("autoscaler", request=pr.metadata.name, trigger=trigger)
+                if trigger in self.opts.outcomes:
+                    yield Action("autoscaler", request=pr.metadata.name, trigger=trigger)
         if node.settled and node.wake is not None:
             yield Action("advance", seconds=math.ceil(node.wake))
 

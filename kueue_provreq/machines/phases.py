@@ -7,26 +7,27 @@ the one place that says which combination of conditions is which state.
 from __future__ import annotations
 
 from kueue_provreq.api import constants as c
-from kueue_provreq.api.meta import is_false, is_true
+from kueue_provreq.api.meta import is_true
 from kueue_provreq.api.provisioning import ProvisioningRequest
 from kueue_provreq.api.workload import Workload
 from kueue_provreq.machines import declarations as d
 
 
 def workload_phase(wl: Workload) -> str:
-    conds = wl.status.conditions
-    if is_true(conds, c.WORKLOAD_FINISHED):
+    status = wl.status
+    if status.is_true(c.WORKLOAD_FINISHED):
         return d.FINISHED
-    if is_true(conds, c.WORKLOAD_QUOTA_RESERVED):
-        if is_true(conds, c.WORKLOAD_EVICTED):
+    if status.is_true(c.WORKLOAD_QUOTA_RESERVED):
+        if status.is_true(c.WORKLOAD_EVICTED):
             return d.EVICTED
-        if is_true(conds, c.WORKLOAD_ADMITTED):
+        if status.is_true(c.WORKLOAD_ADMITTED):
             return d.ADMITTED
         return d.QUOTA_RESERVED
     if wl.spec.active is False:
         return d.INACTIVE
-    rs = wl.status.requeue_state
-    if is_false(conds, c.WORKLOAD_REQUEUED) or (rs is not None and rs.requeue_at is not None):
+    rs = status.requeue_state
+    requeued = status.conditions_by_type.get(c.WORKLOAD_REQUEUED)
+    if (requeued is not None and requeued.status == c.FALSE) or (rs is not None and rs.requeue_at is not None):
         return d.BACKOFF
     return d.PENDING
 

@@ -13,6 +13,7 @@ from kueue_provreq.api.objects import KINDS, KubeObject
 from kueue_provreq.manifests.codec import decode, describe, encode
 from kueue_provreq.manifests.errors import ManifestError
 from kueue_provreq.manifests.schema import apply_defaults
+from kueue_provreq.manifests.validation import check_limits, validate
 from kueue_provreq.manifests.versions import from_v1beta1, to_v1beta1
 from kueue_provreq.manifests.yamlio import locate
 
@@ -65,18 +66,22 @@ def _check_version(kind: Any, api_version: Any) -> str:
 def load_object(data: Mapping[str, Any]) -> KubeObject:
     """A model from a manifest in any served version, with the CRD defaults applied.
 
-    Raises :class:`ManifestError` naming the object, the field and, for YAML read
-    by :func:`load_yaml_documents`, the file and line.
+    The manifest must be one the API server would accept on create
+    (:mod:`~kueue_provreq.manifests.validation`).  Raises :class:`ManifestError`
+    naming the object, the field and, for YAML read by :func:`load_yaml_documents`,
+    the file and line.
     """
     if not isinstance(data, Mapping):
         raise ManifestError(f"expected an object, got {describe(data)}")
     api_version = data.get("apiVersion")
     try:
+        check_limits(data)
         kind = _check_version(data.get("kind"), api_version)
         body = {k: _copy(v) for k, v in data.items() if k not in ("apiVersion", "kind")}
         if api_version == c.KUEUE_V1BETA1:
             from_v1beta1(kind, body)
         apply_defaults(kind, body)
+        validate(kind, body)
         obj = decode(KINDS[kind], body)
         meta = obj.metadata
         if not meta.name and not meta.extra.get("generateName"):

@@ -26,7 +26,7 @@ from kueue_provreq.api.queues import (
     ParametersReference,
     ResourceGroup,
 )
-from kueue_provreq.api.workload import PodSet
+from kueue_provreq.api.workload import AdmissionCheckState, PodSet
 
 #: JSON keys the CRD requires where the model has a default.  A required string
 #: or list must also be non-empty (for these, a minLength, minItems or name
@@ -45,9 +45,10 @@ REQUIRED: Final[dict[type, tuple[str, ...]]] = {
 }
 
 #: Keys without ``omitempty`` that the schema requires even when empty
-#: (``metav1.Condition.message`` may be "" but must be present).
+#: (``metav1.Condition.message`` and ``AdmissionCheckState.message`` may be "" but must be present).
 ALWAYS_WRITTEN: Final[dict[type, tuple[str, ...]]] = {
     Condition: ("message",),
+    AdmissionCheckState: ("message",),
 }
 
 #: ``default:`` values of the v1beta2 CRDs, parents before children; ``[]`` walks

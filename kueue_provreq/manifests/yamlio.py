@@ -81,11 +81,19 @@ _Loader.add_constructor("tag:yaml.org,2002:map", _construct_mapping)
 _Loader.add_constructor("tag:yaml.org,2002:seq", _construct_sequence)
 
 
+#: The largest YAML text read at once: ten documents of the API server's 3 MiB request limit.
+MAX_TEXT_BYTES = 30 * 1024 * 1024
+
+
 def load_yaml_documents(text: str, source: str) -> list[dict[str, Any]]:
     """Every non-empty document of ``text``; each must be a mapping.
 
-    ``source`` (a file name) prefixes error messages as ``source:line``.
+    ``source`` (a file name) prefixes error messages as ``source:line``.  Text beyond
+    :data:`MAX_TEXT_BYTES`, or nested deeper than PyYAML's recursive composer can go,
+    is refused with a :class:`ManifestError` rather than exhausting the process.
     """
+    if len(text) > MAX_TEXT_BYTES:
+        raise ManifestError(f"larger than {MAX_TEXT_BYTES // (1024 * 1024)} MiB", source=source)
     loader = _Loader(text)
     loader.source = source
     docs: list[dict[str, Any]] = []
@@ -108,6 +116,8 @@ def load_yaml_documents(text: str, source: str) -> list[dict[str, Any]]:
         raise ManifestError(reason or "invalid YAML", source=where) from None
     except yaml.YAMLError as e:
         raise ManifestError(str(e), source=source) from None
+    except RecursionError:
+        raise ManifestError("nested too deeply", source=source) from None
     finally:
         loader.dispose()
     return docs
