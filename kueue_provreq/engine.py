@@ -96,10 +96,12 @@ class Manager:
     """Runs controllers to a fixed point at one instant."""
 
     def __init__(self, world: World, record: Recorder | None = None, verify: bool = True,
-                 max_reconciles: int = 1_000_000) -> None:
+                 max_reconciles: int | None = None) -> None:
         self.world = world
         self.record = record or Recorder()
         self.verify = verify
+        #: reconciles one settle may take before it is declared non-terminating; by default
+        #: proportional to the world, since every object may legitimately need many passes
         self.max_reconciles = max_reconciles
         self.reconciles = 0
         #: owner Workload of each ProvisioningRequest deleted by a reconcile, so that the
@@ -178,6 +180,8 @@ class Manager:
                     enqueue_all()
 
         errors: dict[tuple[str, Key], str] = {}
+        started = self.reconciles
+        budget = self.max_reconciles or 10_000 + 200 * len(self.world)
         enqueue_all()
         retried = False
         while True:
@@ -197,8 +201,8 @@ class Manager:
                 if changed:
                     changed_any = True
                     on_change(name, changed)
-                if self.reconciles > self.max_reconciles:
-                    raise SettleError(f"controllers did not settle after {self.max_reconciles} reconciles")
+                if self.reconciles - started > budget:
+                    raise SettleError(f"controllers did not settle after {budget} reconciles")
             if run_scheduler:
                 _, changed = self.reconcile(SCHEDULER, (SCHEDULER, "", ""), ctx)
                 if changed:

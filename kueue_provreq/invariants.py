@@ -336,16 +336,18 @@ def pods_ready_count_within_limit(world: World, ctx: CheckContext) -> list[str]:
 def retry_delay_is_exponential(world: World, ctx: CheckContext) -> list[str]:
     """A check in Retry asks for ``requeueAfterSeconds = min(base*2^(n-1), max)`` with
     ``n = retryCount+1``, the first step uncapped, to the second (the jitter is below 1e-4 and is
-    truncated away below 10000 s) -- PC §1.13, KEP-3258.  Recomputed on every reconcile, so it
-    holds once the provisioning controller has seen the current config."""
+    truncated away below 10000 s) -- PC §1.13, KEP-3258.  Recomputed on every reconcile while the
+    failed request exists, so it holds once the provisioning controller has seen the current config."""
     if ctx.semantics != CURRENT:
         return []
     out = []
     for wl in _workloads(world):
         for s in wl.status.admission_checks:
             rs = _retry_strategy(world, s.name)
-            if s.state != c.CHECK_RETRY or rs is None or s.requeue_after_seconds is None:
-                continue
+            prs = requests_of(world, wl, s.name)
+            if s.state != c.CHECK_RETRY or rs is None or s.requeue_after_seconds is None or not prs or \
+                    provisioning_request_phase(prs[-1][1]) not in _DEAD:
+                continue  # without its failed request the check is not re-evaluated (PC §1.14)
             want = nominal_retry_delay((s.retry_count or 0) + 1, rs.backoff_base_seconds, rs.backoff_max_seconds)
             if want < 10_000 and s.requeue_after_seconds != want:
                 out.append(f"{_name(wl)} check {s.name}: requeueAfterSeconds {s.requeue_after_seconds}, "
@@ -364,6 +366,9 @@ def retry_not_overdue(world: World, ctx: CheckContext) -> list[str]:
     for wl in _workloads(world):
         if not wl.has_quota_reservation() or wl.is_evicted() or wl.is_finished():
             continue
+        rs = wl.status.requeue_state
+        if rs is not None and rs.requeue_at is not None and rs.requeue_at > ctx.now:
+            continue  # requeueAt only moves forward: a delay shortened by a config change still waits
         for s in wl.status.admission_checks:
             due = _retry_deadline(s)
             if s.state == c.CHECK_RETRY and (due is None or due <= ctx.now):
@@ -600,7 +605,10 @@ def attempts_never_decrease(before: Snapshot, after: World, ctx: CheckContext) -
     (``resetChecksOnEviction``, AR A.6), so a check that was Ready when another check's Retry
     or a PodsReady timeout evicted the workload starts again at attempt 1 -- the explorer found
     this in the two-check world.  Such a check is exempt from the comparison with older attempts
-    in the step that resets it."""
+    in the step that resets it.  Likewise a request replaced because the config's class or
+    parameters changed is named ``retryCount+1`` again, which under KeepQuotaForProvReqRetry
+    (retryCount never grows) restarts the numbering and the backoff budget -- found by the
+    stateful tests; only requests of the same class and parameters are compared."""
     old_wls = {o.metadata.uid: o for o in _workloads(before)}
     out = []
     for pr in _created(before, after):
@@ -615,7 +623,8 @@ def attempts_never_decrease(before: Snapshot, after: World, ctx: CheckContext) -
             was = prev.check_state(s.name) if prev is not None else None
             reset = was is not None and was.state in (c.CHECK_READY, c.CHECK_REJECTED)
             older = [m for m, old in requests_of(before, wl, s.name)
-                     if old.metadata.uid != pr.metadata.uid and not reset]
+                     if old.metadata.uid != pr.metadata.uid and not reset and old.spec.provisioning_class_name
+                     == pr.spec.provisioning_class_name and old.spec.parameters == pr.spec.parameters]
             floor = (s.retry_count or 0) + 1 if ctx.semantics == CURRENT else 1
             if (older and n < max(older)) or n < floor:
                 out.append(f"{_name(wl)} check {s.name}: created attempt {n} after {older}, retryCount {s.retry_count}")
@@ -626,10 +635,11 @@ def attempts_never_decrease(before: Snapshot, after: World, ctx: CheckContext) -
 def retry_moves_the_quota(before: Snapshot, after: World, ctx: CheckContext) -> list[str]:
     """Under the default semantics a retried attempt (n >= 2) is made only after the workload lost
     its quota and got it back: the failed attempt's check went Retry, the workload was evicted and
-    requeued (AR A.6-A.7, KEP-3258).  Under KeepQuotaForProvReqRetry the next attempt is made with
-    the quota held since before the failure, and no eviction (PC §5 v0.9)."""
+    requeued (AR A.6-A.7, KEP-3258).  Under KeepQuotaForProvReqRetry the next attempt is made in a
+    step the workload enters and leaves with the same, unbroken reservation (PC §5 v0.9)."""
     if ctx.semantics != CURRENT:
         return []
+    old_wls = {o.metadata.uid: o for o in _workloads(before)}
     out = []
     for pr in _created(before, after):
         wl = _owner(after, pr)
@@ -650,8 +660,9 @@ def retry_moves_the_quota(before: Snapshot, after: World, ctx: CheckContext) -> 
             reserved_at = qr.last_transition_time if qr is not None else None
             ev = wl.condition(c.WORKLOAD_EVICTED)
             if ctx.keep_quota:
-                if failed_at is None or reserved_at is None or reserved_at > failed_at or \
-                        not is_true(wl.status.conditions, c.WORKLOAD_QUOTA_RESERVED):
+                held = old_wls.get(wl.metadata.uid)
+                qr_before = held.condition(c.WORKLOAD_QUOTA_RESERVED) if held is not None else None
+                if qr_before is None or qr_before.status != c.TRUE or qr != qr_before:
                     out.append(f"{_name(wl)} check {s.name}: attempt {n} without keeping the quota")
             elif ev is None or ev.status != c.FALSE or (failed_at is not None and
                                                          (reserved_at is None or reserved_at < failed_at)):
@@ -661,9 +672,10 @@ def retry_moves_the_quota(before: Snapshot, after: World, ctx: CheckContext) -> 
 
 @step_invariant()
 def no_request_after_rejection(before: Snapshot, after: World, ctx: CheckContext) -> list[str]:
-    """Once a check is Rejected, or the workload deactivated, no further ProvisioningRequest is
-    made for it (PC §1.7 never creates for a Rejected/Ready check; a deactivated workload is
-    evicted and its requests deleted, AR A.8); and no attempt beyond ``backoffLimitCount + 1``
+    """Once a check is Rejected, or the workload deactivated, no further attempt is made for it
+    (a deactivated workload is evicted and its requests deleted, AR A.8; PC §1.7 skips only Ready
+    checks, so a Rejected check whose request a config change replaced during the requeueAt wait
+    gets the same attempt again -- found by the stateful tests); and no attempt beyond ``backoffLimitCount + 1``
     is ever made, since the failure of that one rejects (PC §1.13).  The bound is the larger of
     the current limit and the check's ``retryCount``, which counts retries made under an older,
     larger limit."""
@@ -683,7 +695,9 @@ def no_request_after_rejection(before: Snapshot, after: World, ctx: CheckContext
         if not prev.is_active:
             out.append(f"request {pr.metadata.name} created for deactivated {_name(prev)}")
         for s in prev.status.admission_checks:
-            if s.state == c.CHECK_REJECTED and attempt_of(pr, prev.metadata.name, s.name) is not None:
+            n = attempt_of(pr, prev.metadata.name, s.name)
+            older = [m for m, _ in requests_of(before, prev, s.name)]
+            if s.state == c.CHECK_REJECTED and n is not None and older and n > max(older):
                 out.append(f"request {pr.metadata.name} created for Rejected check {s.name}")
     return out
 

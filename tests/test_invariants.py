@@ -125,7 +125,8 @@ STATE_CASES: dict[str, Callable[[], tuple[World, inv.CheckContext]]] = {
     "requests_and_templates_owned": lambda: (world_with(request(1)), CTX),
     "keep_quota_never_evicts_for_retry": lambda: (world_with(workload(checks=(RETRY,))), KEEP),
     "pods_ready_count_within_limit": lambda: (world_with(workload(requeue_state=RequeueState(2))), LIMITED),
-    "retry_delay_is_exponential": lambda: (world_with(workload(checks=(attrs.evolve(RETRY, retry_count=1),))), CTX),
+    "retry_delay_is_exponential": lambda: (world_with(workload(checks=(attrs.evolve(RETRY, retry_count=1),)),
+                                                      request(2, cond(c.PR_FAILED))), CTX),
     "retry_not_overdue": lambda: (world_with(workload(checks=(attrs.evolve(RETRY, last_transition_time=Time(900)),
                                                               ))), inv.CheckContext(now=Time(960))),
     "single_request_per_check": lambda: (world_with(workload(), request(1, cond(c.PR_FAILED)), request(2)), CTX),
@@ -216,9 +217,11 @@ def test_quota_kept_under_keep_quota_and_released_by_default() -> None:
     held = workload("wl", "u-wl", cond(c.WORKLOAD_QUOTA_RESERVED, at=100), checks=PENDING)
     before, after = step([held, FAILED_1], [held, FAILED_1, request(2)])
     assert inv.retry_moves_the_quota(before, after, KEEP) == []
+    waiting = workload("wl", "u-wl", cond(c.WORKLOAD_QUOTA_RESERVED, c.FALSE, at=960),
+                       cond(c.WORKLOAD_EVICTED, reason=c.REASON_ADMISSION_CHECK, at=960), checks=PENDING)
     again = workload("wl", "u-wl", cond(c.WORKLOAD_QUOTA_RESERVED, at=980),
                      cond(c.WORKLOAD_EVICTED, c.FALSE, c.REASON_QUOTA_RESERVED, at=980), checks=PENDING)
-    before, after = step([again, FAILED_1], [again, FAILED_1, request(2)])
+    before, after = step([waiting, FAILED_1], [again, FAILED_1, request(2)])
     assert inv.retry_moves_the_quota(before, after, CTX) == []
     assert inv.retry_moves_the_quota(before, after, KEEP)
 
