@@ -634,8 +634,10 @@ def attempts_never_decrease(before: Snapshot, after: World, ctx: CheckContext) -
 @step_invariant()
 def retry_moves_the_quota(before: Snapshot, after: World, ctx: CheckContext) -> list[str]:
     """Under the default semantics a retried attempt (n >= 2) is made only after the workload lost
-    its quota and got it back: the failed attempt's check went Retry, the workload was evicted and
-    requeued (AR A.6-A.7, KEP-3258).  Under KeepQuotaForProvReqRetry the next attempt is made in a
+    its quota and got it back: normally the failed attempt's check went Retry, the workload was
+    evicted and requeued (AR A.6-A.7, KEP-3258); with several provisioning checks the check may
+    skip Retry (syncCheckStates returns early while another check has no request, PC §1.9) and the
+    next attempt follows the fresh reservation directly.  Under KeepQuotaForProvReqRetry the next attempt is made in a
     step the workload enters and leaves with the same, unbroken reservation (PC §5 v0.9)."""
     if ctx.semantics != CURRENT:
         return []
@@ -664,8 +666,11 @@ def retry_moves_the_quota(before: Snapshot, after: World, ctx: CheckContext) -> 
                 qr_before = held.condition(c.WORKLOAD_QUOTA_RESERVED) if held is not None else None
                 if qr_before is None or qr_before.status != c.TRUE or qr != qr_before:
                     out.append(f"{_name(wl)} check {s.name}: attempt {n} without keeping the quota")
-            elif ev is None or ev.status != c.FALSE or (failed_at is not None and
-                                                         (reserved_at is None or reserved_at < failed_at)):
+            elif not (failed_at is not None and reserved_at is not None and reserved_at >= failed_at) and \
+                    not (failed_at is None and ev is not None and ev.status == c.FALSE):
+                # the reservation must be newer than the failure (however the quota was lost: an
+                # eviction, or a test's UnsetQuotaReservation); without the failed request, the
+                # eviction's Evicted=False "Previously: ..." is the evidence
                 out.append(f"{_name(wl)} check {s.name}: attempt {n} created without releasing the quota")
     return out
 
