@@ -637,7 +637,7 @@ def retry_moves_the_quota(before: Snapshot, after: World, ctx: CheckContext) -> 
     its quota and got it back: normally the failed attempt's check went Retry, the workload was
     evicted and requeued (AR A.6-A.7, KEP-3258); with several provisioning checks the check may
     skip Retry (syncCheckStates returns early while another check has no request, PC §1.9) and the
-    next attempt follows the fresh reservation directly.  Under KeepQuotaForProvReqRetry the next attempt is made in a
+    next attempt is then made with the quota it holds (see ``_waits_for_another_request``).  Under KeepQuotaForProvReqRetry the next attempt is made in a
     step the workload enters and leaves with the same, unbroken reservation (PC §5 v0.9)."""
     if ctx.semantics != CURRENT:
         return []
@@ -667,12 +667,35 @@ def retry_moves_the_quota(before: Snapshot, after: World, ctx: CheckContext) -> 
                 if qr_before is None or qr_before.status != c.TRUE or qr != qr_before:
                     out.append(f"{_name(wl)} check {s.name}: attempt {n} without keeping the quota")
             elif not (failed_at is not None and reserved_at is not None and reserved_at >= failed_at) and \
-                    not (failed_at is None and ev is not None and ev.status == c.FALSE):
+                    not (failed_at is None and ev is not None and ev.status == c.FALSE) and \
+                    not _waits_for_another_request(before, old_wls.get(wl.metadata.uid), s.name):
                 # the reservation must be newer than the failure (however the quota was lost: an
                 # eviction, or a test's UnsetQuotaReservation); without the failed request, the
                 # eviction's Evicted=False "Previously: ..." is the evidence
                 out.append(f"{_name(wl)} check {s.name}: attempt {n} created without releasing the quota")
     return out
+
+
+def _waits_for_another_request(before: Snapshot, wl: Workload | None, check: str) -> bool:
+    """Whether another provisioning check of ``wl`` had no request in sync with its config, so
+    that upstream's syncCheckStates returned early and wrote no state for any check (PC §1.9,
+    §1.14: with several provisioning checks the outcome depends on this).  Over-approximates
+    "needs a request" (managedResources are not consulted), which only weakens the invariant."""
+    if wl is None:
+        return False
+    objs = list(before)
+    configs = {o.metadata.name: o for o in objs if isinstance(o, ProvisioningRequestConfig)}
+    checks = {o.metadata.name: o for o in objs if isinstance(o, AdmissionCheck)}
+    for s in wl.status.admission_checks:
+        ac = checks.get(s.name)
+        if s.name == check or ac is None or ac.spec.parameters is None or \
+                ac.spec.controller_name != c.PROVISIONING_REQUEST_CONTROLLER_NAME:
+            continue
+        prc = configs.get(ac.spec.parameters.name)
+        if prc is not None and not any(pr.spec.provisioning_class_name == prc.spec.provisioning_class_name
+                                       for _, pr in requests_of(objs, wl, s.name)):
+            return True
+    return False
 
 
 @step_invariant()
