@@ -166,6 +166,18 @@ def _retry_strategy(world: World, check: str) -> RetryStrategy | None:
     return prc.spec.retry_strategy if isinstance(prc, ProvisioningRequestConfig) else None
 
 
+def _checks_with_requests(world: World) -> Iterator[
+        tuple[Workload, AdmissionCheckState, RetryStrategy, list[tuple[int, ProvisioningRequest]]]]:
+    """Each provisioning check with a config and at least one request, with its retry strategy
+    and its requests by attempt (oldest first)."""
+    for wl in _workloads(world):
+        for s in wl.status.admission_checks:
+            rs = _retry_strategy(world, s.name)
+            prs = requests_of(world, wl, s.name)
+            if rs is not None and prs:
+                yield wl, s, rs, prs
+
+
 def nominal_retry_delay(attempt: int, base: int, cap: int) -> int:
     """``min(base * 2**(n-1), max)`` with the first step never capped and ``max == 0`` meaning
     no cap (PC §1.13) -- written independently of ``controllers.backoff`` to serve as its oracle.
@@ -341,17 +353,14 @@ def retry_delay_is_exponential(world: World, ctx: CheckContext) -> list[str]:
     if ctx.semantics != CURRENT:
         return []
     out = []
-    for wl in _workloads(world):
-        for s in wl.status.admission_checks:
-            rs = _retry_strategy(world, s.name)
-            prs = requests_of(world, wl, s.name)
-            if s.state != c.CHECK_RETRY or rs is None or s.requeue_after_seconds is None or not prs or \
-                    provisioning_request_phase(prs[-1][1]) not in _DEAD:
-                continue  # without its failed request the check is not re-evaluated (PC §1.14)
-            want = nominal_retry_delay((s.retry_count or 0) + 1, rs.backoff_base_seconds, rs.backoff_max_seconds)
-            if want < 10_000 and s.requeue_after_seconds != want:
-                out.append(f"{_name(wl)} check {s.name}: requeueAfterSeconds {s.requeue_after_seconds}, "
-                           f"want {want} (attempt {(s.retry_count or 0) + 1})")
+    for wl, s, rs, prs in _checks_with_requests(world):
+        if s.state != c.CHECK_RETRY or s.requeue_after_seconds is None or \
+                provisioning_request_phase(prs[-1][1]) not in _DEAD:
+            continue  # without its failed request the check is not re-evaluated (PC §1.14)
+        want = nominal_retry_delay((s.retry_count or 0) + 1, rs.backoff_base_seconds, rs.backoff_max_seconds)
+        if want < 10_000 and s.requeue_after_seconds != want:
+            out.append(f"{_name(wl)} check {s.name}: requeueAfterSeconds {s.requeue_after_seconds}, "
+                       f"want {want} (attempt {(s.retry_count or 0) + 1})")
     return out
 
 
@@ -411,18 +420,13 @@ def attempts_within_backoff_limit(world: World, ctx: CheckContext) -> list[str]:
     if ctx.semantics != CURRENT:
         return []
     out = []
-    for wl in _workloads(world):
-        for s in wl.status.admission_checks:
-            rs = _retry_strategy(world, s.name)
-            prs = requests_of(world, wl, s.name)
-            if rs is None or not prs:
-                continue
-            n, pr = prs[-1]
-            phase = provisioning_request_phase(pr)
-            if s.state == c.CHECK_RETRY and n > rs.backoff_limit_count:
-                out.append(f"{_name(wl)} check {s.name}: Retry for attempt {n} > limit {rs.backoff_limit_count}")
-            if s.state == c.CHECK_REJECTED and phase in _DEAD and n <= rs.backoff_limit_count:
-                out.append(f"{_name(wl)} check {s.name}: Rejected at attempt {n} <= limit {rs.backoff_limit_count}")
+    for wl, s, rs, prs in _checks_with_requests(world):
+        n, pr = prs[-1]
+        phase = provisioning_request_phase(pr)
+        if s.state == c.CHECK_RETRY and n > rs.backoff_limit_count:
+            out.append(f"{_name(wl)} check {s.name}: Retry for attempt {n} > limit {rs.backoff_limit_count}")
+        if s.state == c.CHECK_REJECTED and phase in _DEAD and n <= rs.backoff_limit_count:
+            out.append(f"{_name(wl)} check {s.name}: Rejected at attempt {n} <= limit {rs.backoff_limit_count}")
     return out
 
 
