@@ -200,22 +200,22 @@ def _dec_json(v: Any, path: str) -> Any:
     return freeze(v)
 
 
-def _dec_time(v: Any, path: str) -> int:
+def _parsed(parse: Callable[[str], T], what: str, v: Any, path: str) -> T:
+    """A string field with its own syntax: a type error or a parse error, both at ``path``."""
     if not isinstance(v, str):
-        raise _expected("an RFC 3339 time string", v, path)
+        raise _expected(what, v, path)
     try:
-        return parse_time(v)
+        return parse(v)
     except ValueError as e:
         raise ManifestError(str(e), path=path) from None
+
+
+def _dec_time(v: Any, path: str) -> int:
+    return _parsed(parse_time, "an RFC 3339 time string", v, path)
 
 
 def _dec_duration(v: Any, path: str) -> float:
-    if not isinstance(v, str):
-        raise _expected("a duration string like 1m30s", v, path)
-    try:
-        return parse_duration(v)
-    except ValueError as e:
-        raise ManifestError(str(e), path=path) from None
+    return _parsed(parse_duration, "a duration string like 1m30s", v, path)
 
 
 def _dec_quantity(v: Any, path: str) -> Quantity:
