@@ -9,20 +9,24 @@ is checked against the declared machines (``verify``).
 
 from __future__ import annotations
 
+import gc
+import heapq
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Set as AbstractSet
+from itertools import count
 
 import attrs
 
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.evolve import same
-from kueue_provreq.api.objects import Key, KubeObject
+from kueue_provreq.api.objects import Key, KubeObject, key_of
 from kueue_provreq.api.workload import Workload
 from kueue_provreq.controllers import admissioncheck, clusterqueue, job, provisioning, scheduler, workload
 from kueue_provreq.controllers.context import Context
 from kueue_provreq.machines import ADMISSION_CHECK_MACHINE, WORKLOAD_MACHINE, IllegalTransition
 from kueue_provreq.machines.phases import workload_phase
-from kueue_provreq.world import Delete, Effect, Event, MetricInc, Result, Update, World
+from kueue_provreq.world import Create, Delete, Effect, Event, MetricInc, Result, Update, World
 
 Reconcile = Callable[[World, Key, Context], Result]
 
@@ -33,6 +37,12 @@ RECONCILERS: dict[str, tuple[str, Reconcile]] = {
     "job": (c.WORKLOAD, job.reconcile),
     "admissioncheck": (c.ADMISSION_CHECK, admissioncheck.reconcile),
     "clusterqueue": (c.CLUSTER_QUEUE, clusterqueue.reconcile),
+}
+#: The watch predicates of the Workload controllers that have one (``watched(wl)``: what a
+#: reconcile reads of its Workload); the workload controller reads all of it.
+WATCHED: dict[str, Callable[[Workload], Hashable]] = {
+    "provisioning": provisioning.watched,
+    "job": job.watched,
 }
 SCHEDULER = "scheduler"
 ALL_CONTROLLERS: tuple[str, ...] = ("scheduler", "workload", "provisioning", "job", "admissioncheck",
@@ -93,7 +103,18 @@ def apply_result(world: World, result: Result, controller: str, key: Key, record
 
 
 class Manager:
-    """Runs controllers to a fixed point at one instant."""
+    """Runs controllers to a fixed point at one instant.
+
+    Like a controller manager, it reconciles only what has reason to change: objects some write
+    touched (its own reconciles' writes through the watches below, and writes made to the world
+    by anybody else, which the world's journal records), reconciles whose wake-up time has come
+    (``Result.requeue_after``), and reconciles that failed.  The first settle reconciles
+    everything.  The ClusterQueue and AdmissionCheck reconcilers, one per queue or check and
+    time-dependent through the queue counts, run at every settle.
+
+    With ``verify`` (the default) it also proves that nothing was missed: before a settle every
+    reconcile it does not schedule, and after it every reconcile, must change nothing.
+    """
 
     def __init__(self, world: World, record: Recorder | None = None, verify: bool = True,
                  max_reconciles: int | None = None) -> None:
@@ -107,114 +128,244 @@ class Manager:
         #: owner Workload of each ProvisioningRequest deleted by a reconcile, so that the
         #: deletion can still be routed to the owner's provisioning reconcile
         self.deleted_owners: dict[Key, str] = {}
+        #: (controller, key) pairs due for a reconcile, in the order they became due; kept
+        #: across settles (a settle restricted to some controllers leaves the others' work)
+        self._queue: deque[tuple[str, Key]] = deque()
+        self._queued: set[tuple[str, Key]] = set()
+        #: wake-ups asked for: (time, sequence, controller, key)
+        self._timers: list[tuple[float, int, str, Key]] = []
+        self._timer_seq = count()
+        self._journal: dict[Key, None] = {}
+        self._swept = False
+        #: per watched controller, Workload key -> what its last reconcile read, when that
+        #: reconcile changed nothing (so a change elsewhere in the Workload need not wake it)
+        self._quiet: dict[str, dict[Key, Hashable]] = {name: {} for name in WATCHED}
+        world.journal = self._journal
+
+    # --- what is due --------------------------------------------------------------------
+    def _enqueue(self, name: str, key: Key) -> None:
+        item = (name, key)
+        if item not in self._queued:
+            self._queued.add(item)
+            self._queue.append(item)
+
+    def _enqueue_all(self) -> None:
+        for name, (kind, _) in RECONCILERS.items():
+            for key in self.world.keys(kind):
+                self._enqueue(name, key)
+
+    def _on_change(self, writer: str, keys: Iterable[Key], ctx: Context) -> None:
+        """The watches: which reconciles a change made by ``writer`` triggers."""
+        world = self.world
+        for key in keys:
+            kind = key[0]
+            if kind == c.WORKLOAD:
+                self._enqueue("workload", key)
+                wl = world.get(*key)
+                for name, view in WATCHED.items():
+                    quiet = self._quiet[name].get(key)
+                    if quiet is None or not isinstance(wl, Workload) or quiet != view(wl):
+                        self._enqueue(name, key)
+                    elif self.verify and (name, key) not in self._queued:
+                        self._check_quiet_one(name, key, f"its watch ignored a change by {writer or 'a client'}", ctx)
+                for cq in world.keys(c.CLUSTER_QUEUE):
+                    self._enqueue("clusterqueue", cq)
+            elif kind == c.PROVISIONING_REQUEST:
+                obj = world.get(*key)
+                owner = obj.metadata.controller_ref() if obj is not None else None
+                if owner is not None and owner.kind == c.WORKLOAD:
+                    self._enqueue("provisioning", (c.WORKLOAD, key[1], owner.name))
+                elif obj is None:
+                    owner_name = self.deleted_owners.pop(key, None)
+                    if owner_name is None:
+                        self._enqueue_all()
+                    else:
+                        self._enqueue("provisioning", (c.WORKLOAD, key[1], owner_name))
+            elif kind in (c.POD_TEMPLATE, c.JOB):
+                # outputs of the provisioning controller and of the job integration; a change
+                # made by anybody else is news to the workloads they belong to
+                if writer != ("provisioning" if kind == c.POD_TEMPLATE else "job"):
+                    self._route_owned(kind, key)
+            elif kind == c.CLUSTER_QUEUE and writer == "clusterqueue":
+                continue  # its own status: read again by the scheduler's next cycle only
+            elif kind == c.ADMISSION_CHECK and writer == "admissioncheck":
+                for cq in world.keys(c.CLUSTER_QUEUE):
+                    self._enqueue("clusterqueue", cq)
+            else:
+                self._enqueue_all()
+
+    def _route_owned(self, kind: str, key: Key) -> None:
+        """A PodTemplate or Job changed from outside: reconcile the Workloads it belongs to
+        (a template through its owners, a request's through the request's owner)."""
+        world, ns = self.world, key[1]
+        obj = world.get(*key)
+        if obj is None:
+            self._enqueue_all()  # deleted: its owners are no longer known
+            return
+        if kind == c.JOB:
+            for wl in world.owned_by_name(c.WORKLOAD, ns, key[2]):
+                for name in ("workload", "provisioning", "job"):
+                    self._enqueue(name, key_of(wl))
+            return
+        for ref in obj.metadata.owner_references:
+            owner = world.get(c.PROVISIONING_REQUEST, ns, ref.name) if ref.kind == c.PROVISIONING_REQUEST else None
+            ctrl = owner.metadata.controller_ref() if owner is not None else ref
+            if ctrl is not None and ctrl.kind == c.WORKLOAD:
+                self._enqueue("provisioning", (c.WORKLOAD, ns, ctrl.name))
+
+    def _collect_due(self, ctx: Context) -> None:
+        """Make due what became due since the last settle: outside writes, ended wake-ups."""
+        world = self.world
+        if not self._swept or world.journal is not self._journal:
+            # first settle, or another Manager took over the journal: nothing is known
+            self._swept = True
+            self._journal.clear()
+            world.journal = self._journal
+            self._enqueue_all()
+        elif self._journal:
+            changed = list(self._journal)
+            self._journal.clear()
+            self._on_change("", changed, ctx)
+        timers = self._timers
+        while timers and timers[0][0] <= ctx.now:
+            _, _, name, key = heapq.heappop(timers)
+            self._enqueue(name, key)
+        for name in ("admissioncheck", "clusterqueue"):
+            for key in world.keys(RECONCILERS[name][0]):
+                self._enqueue(name, key)
 
     # --- one reconcile (the conformance `reconcile` step) ----------------------------
     def reconcile(self, controller: str, key: Key, ctx: Context) -> tuple[Result, list[Key]]:
+        world = self.world
         if controller == SCHEDULER:
-            result = scheduler.schedule(self.world, ctx, None if key[0] == SCHEDULER else key)
+            result = scheduler.schedule(world, ctx, None if key[0] == SCHEDULER else key)
         else:
-            result = RECONCILERS[controller][1](self.world, key, ctx)
+            result = RECONCILERS[controller][1](world, key, ctx)
+            if result.requeue_after is not None or result.error is not None:
+                wake = ctx.now + (result.requeue_after or 0.0)
+                heapq.heappush(self._timers, (wake, next(self._timer_seq), controller, key))
+            quiet = self._quiet.get(controller)
+            if quiet is not None:
+                wl = world.get(*key)
+                if result.effects or result.error is not None or not isinstance(wl, Workload):
+                    quiet.pop(key, None)
+                else:
+                    quiet[key] = WATCHED[controller](wl)
         self.reconciles += 1
         if not result.effects:  # most reconciles change nothing
             return result, []
         for effect in result.effects:
             if isinstance(effect, Delete) and effect.kind == c.PROVISIONING_REQUEST:
-                gone = self.world.get(c.PROVISIONING_REQUEST, effect.namespace, effect.name)
+                gone = world.get(c.PROVISIONING_REQUEST, effect.namespace, effect.name)
                 ref = gone.metadata.controller_ref() if gone is not None else None
                 if ref is not None and ref.kind == c.WORKLOAD:
                     self.deleted_owners[(c.PROVISIONING_REQUEST, effect.namespace, effect.name)] = ref.name
-        return result, apply_result(self.world, result, controller, key, self.record, self.verify)
+        journal, world.journal = world.journal, None  # routed here, not as an outside write
+        try:
+            changed = apply_result(world, result, controller, key, self.record, self.verify)
+        finally:
+            world.journal = journal
+        if changed:
+            self._on_change(controller, changed, ctx)
+        return result, changed
 
     # --- settle -------------------------------------------------------------------
     def settle(self, ctx: Context, controllers: Iterable[str] = ALL_CONTROLLERS) -> None:
-        names = [n for n in ALL_CONTROLLERS if n in set(controllers)]
-        run_scheduler = SCHEDULER in names
-        names = [n for n in names if n != SCHEDULER]
-        queue: deque[tuple[str, Key]] = deque()
-        queued: set[tuple[str, Key]] = set()
+        """Reconcile what is due until nothing changes at ``ctx.now``."""
+        # The models hold no reference cycles (a test checks that), so reference counting frees
+        # every object a settle drops; the cyclic collector would only walk the whole world
+        # again and again, which makes large settles superlinear.  It is paused meanwhile.
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            self._settle(ctx, controllers)
+        finally:
+            if collecting:
+                gc.enable()
 
-        def enqueue(name: str, key: Key) -> None:
-            item = (name, key)
-            if item not in queued:
-                queued.add(item)
-                queue.append(item)
+    def _settle(self, ctx: Context, controllers: Iterable[str]) -> None:
+        wanted = set(controllers)
+        run_scheduler = SCHEDULER in wanted
+        names = [n for n in RECONCILERS if n in wanted]
+        self._collect_due(ctx)
+        if self.verify:
+            self._check_quiet(ctx, names, skip=self._queued)
 
-        def enqueue_all() -> None:
-            for name in names:
-                for key in self.world.keys(RECONCILERS[name][0]):
-                    enqueue(name, key)
-
-        workload_controllers = [n for n in names if RECONCILERS[n][0] == c.WORKLOAD]
-
-        def on_change(writer: str, keys: list[Key]) -> None:
-            """The watches: which reconciles a change made by ``writer`` triggers."""
-            for key in keys:
-                kind = key[0]
-                if kind == c.WORKLOAD:
-                    for name in workload_controllers:
-                        enqueue(name, key)
-                    if "clusterqueue" in names:
-                        for cq in self.world.keys(c.CLUSTER_QUEUE):
-                            enqueue("clusterqueue", cq)
-                elif kind == c.PROVISIONING_REQUEST:
-                    obj = self.world.get(*key)
-                    owner = obj.metadata.controller_ref() if obj is not None else None
-                    if owner is not None and owner.kind == c.WORKLOAD:
-                        if "provisioning" in names:
-                            enqueue("provisioning", (c.WORKLOAD, key[1], owner.name))
-                    elif obj is None:
-                        owner_name = self.deleted_owners.pop(key, None)
-                        if owner_name is None:
-                            enqueue_all()
-                        elif "provisioning" in names:
-                            enqueue("provisioning", (c.WORKLOAD, key[1], owner_name))
-                elif kind in (c.POD_TEMPLATE, c.JOB) or (kind == c.CLUSTER_QUEUE and writer == "clusterqueue"):
-                    # templates are not watched; a Job's suspend and a ClusterQueue's own status
-                    # are outputs, read again by the scheduler's next cycle only
-                    continue
-                elif kind == c.ADMISSION_CHECK and writer == "admissioncheck":
-                    if "clusterqueue" in names:
-                        for cq in self.world.keys(c.CLUSTER_QUEUE):
-                            enqueue("clusterqueue", cq)
-                else:
-                    enqueue_all()
-
+        queue, queued = self._queue, self._queued
+        later: list[tuple[str, Key]] = []  # due for controllers this settle does not run
         errors: dict[tuple[str, Key], str] = {}
         started = self.reconciles
         budget = self.max_reconciles or 10_000 + 200 * len(self.world)
-        enqueue_all()
         retried = False
-        while True:
-            changed_any = False
-            while queue:
-                item = queue.popleft()
-                queued.discard(item)
-                name, key = item
-                if key not in self.world:
-                    errors.pop(item, None)
+        world, reconcile = self.world, self.reconcile
+        try:
+            while True:
+                changed_any = False
+                while queue:
+                    item = queue.popleft()
+                    name, key = item
+                    if name not in wanted:
+                        later.append(item)
+                        continue
+                    queued.discard(item)
+                    if key not in world:
+                        if errors:
+                            errors.pop(item, None)
+                        continue
+                    result, changed = reconcile(name, key, ctx)
+                    if result.error is not None:
+                        errors[item] = result.error
+                    elif errors:
+                        errors.pop(item, None)
+                    if changed:
+                        changed_any = True
+                        if self.reconciles - started > budget:
+                            raise SettleError(f"controllers did not settle after {budget} reconciles")
+                if run_scheduler:
+                    _, changed = self.reconcile(SCHEDULER, (SCHEDULER, "", ""), ctx)
+                    if changed:
+                        retried = False
+                        continue
+                if errors:
+                    if retried and not changed_any:
+                        (name, key), error = next(iter(errors.items()))
+                        raise SettleError(f"{name} reconcile of {key[1]}/{key[2]} keeps failing: {error}")
+                    retried = True
+                    for item in list(errors):
+                        self._enqueue(*item)
                     continue
-                result, changed = self.reconcile(name, key, ctx)
-                if result.error is not None:
-                    errors[item] = result.error
-                else:
-                    errors.pop(item, None)
-                if changed:
-                    changed_any = True
-                    on_change(name, changed)
-                if self.reconciles - started > budget:
-                    raise SettleError(f"controllers did not settle after {budget} reconciles")
-            if run_scheduler:
-                _, changed = self.reconcile(SCHEDULER, (SCHEDULER, "", ""), ctx)
-                if changed:
-                    on_change(SCHEDULER, changed)
-                    retried = False
-                    continue
-            if errors:
-                if retried and not changed_any:
-                    (name, key), error = next(iter(errors.items()))
-                    raise SettleError(f"{name} reconcile of {key[1]}/{key[2]} keeps failing: {error}")
-                retried = True
-                for item in list(errors):
-                    enqueue(*item)
-                continue
-            return
+                break
+        finally:
+            queue.extendleft(reversed(later))
+        if self.verify:
+            self._check_quiet(ctx, names)
+
+    def _check_quiet(self, ctx: Context, names: list[str], skip: AbstractSet[tuple[str, Key]] = frozenset()) -> None:
+        """Every reconcile of ``names`` not in ``skip`` would change nothing: what the engine
+        does not schedule needs no scheduling, and a settle ends at a real fixed point."""
+        for name in names:
+            for key in self.world.keys(RECONCILERS[name][0]):
+                if (name, key) not in skip:
+                    self._check_quiet_one(name, key, "it was not scheduled", ctx)
+
+    def _check_quiet_one(self, name: str, key: Key, why: str, ctx: Context) -> None:
+        result = RECONCILERS[name][1](self.world, key, ctx)
+        if changes_world(self.world, result):
+            raise SettleError(f"{name} reconcile of {key[1]}/{key[2]} would still change the world "
+                              f"but {why}: {describe(result)}")
+
+
+def changes_world(world: World, result: Result) -> bool:
+    """Whether applying ``result`` would create, delete or change an object."""
+    for e in result.effects:
+        if isinstance(e, (Create, Delete)):
+            return True
+        if isinstance(e, Update) and not same(world.get(e.obj.KIND, e.obj.metadata.namespace,
+                                                        e.obj.metadata.name), e.obj):
+            return True
+    return False
+
+
+def describe(result: Result) -> str:
+    return ", ".join(f"{type(e).__name__} {e.obj.KIND} {e.obj.metadata.name}" if isinstance(e, (Create, Update))
+                     else f"{type(e).__name__}" for e in result.effects)

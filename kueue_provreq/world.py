@@ -103,7 +103,7 @@ class Fault:
 class World:
     """Every object of a scenario, indexed by key, by kind and by owner."""
 
-    __slots__ = ("_objects", "_by_kind", "_owned_by_name", "_dependents", "uid_counter", "faults")
+    __slots__ = ("_objects", "_by_kind", "_owned_by_name", "_dependents", "uid_counter", "faults", "journal")
 
     def __init__(self, objects: Iterable[KubeObject] = (), faults: tuple[Fault, ...] = ()) -> None:
         self._objects: dict[Key, KubeObject] = {}
@@ -112,6 +112,9 @@ class World:
         self._dependents: dict[str, dict[Key, None]] = {}
         self.uid_counter = 0
         self.faults = faults
+        #: where ``apply`` and ``put`` record the keys they touch, for the one Manager that
+        #: drives this world (it learns of changes made outside its reconciles from it)
+        self.journal: dict[Key, None] | None = None
         for obj in objects:
             self._put(obj)
 
@@ -155,6 +158,12 @@ class World:
     # --- writes (drivers only) ------------------------------------------------------
     def apply(self, effect: Effect) -> list[Key]:
         """Apply one effect; returns the keys of every object it created, changed or deleted."""
+        keys = self._apply(effect)
+        if self.journal is not None:
+            self.journal.update(dict.fromkeys(keys))
+        return keys
+
+    def _apply(self, effect: Effect) -> list[Key]:
         if isinstance(effect, Create):
             key = key_of(effect.obj)
             if key in self._objects:
@@ -167,8 +176,14 @@ class World:
             old = self._objects.get(key)
             if old is None:
                 raise ValueError(not_found(key[0], key[2]))
-            self._drop(old)
-            self._put(effect.obj)
+            new = effect.obj
+            if old.metadata.owner_references == new.metadata.owner_references:
+                # the indexes hold keys, not objects: only the two maps of objects change
+                self._objects[key] = new
+                self._by_kind[key[0]][key] = new
+            else:
+                self._drop(old)
+                self._put(new)
             return [key]
         if isinstance(effect, Delete):
             return self._delete_cascading((effect.kind, effect.namespace, effect.name))
@@ -181,7 +196,10 @@ class World:
             self._drop(old)
         self._put(obj)
         self._bump_uid(obj)
-        return [key_of(obj)]
+        key = key_of(obj)
+        if self.journal is not None:
+            self.journal[key] = None
+        return [key]
 
     def copy(self) -> World:
         w = World(faults=self.faults)

@@ -32,6 +32,8 @@ of the integration the format defines and are not modelled.
 
 from __future__ import annotations
 
+from collections.abc import Hashable
+
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.evolve import evolve
 from kueue_provreq.api.job import Job
@@ -45,6 +47,14 @@ from kueue_provreq.world import NOTHING, Result, Txn, World
 
 _REQUEUED_AT_ONCE = (c.REASON_PREEMPTED, c.REASON_NODE_FAILURES)
 """Eviction reasons after which the workload goes straight back to the queue (``Requeued=True``)."""
+
+
+def watched(wl: Workload) -> Hashable:
+    """What a reconcile that changes nothing reads of its Workload (its watch predicate):
+    when none of it changed, reconciling again changes nothing either.  The release of
+    quota reads more (the admission, the checks), but it is a write, never remembered."""
+    return (wl.status.conditions, wl.metadata.generation, wl.metadata.owner_references, wl.spec.active,
+            wl.status.requeue_state)
 
 
 def reconcile(world: World, key: Key, ctx: Context) -> Result:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Hashable, Iterator, Mapping
 from itertools import chain
 from typing import Any
 
@@ -164,11 +164,11 @@ def _pod_uses(template: Mapping[str, Any], managed: frozenset[str]) -> bool:
     return False
 
 
-def _pod_sets_of_interest(wl: Workload, spec: ProvisioningRequestConfigSpec) -> Iterator[PodSet]:
+def _pod_sets_of_interest(wl: Workload, spec: ProvisioningRequestConfigSpec) -> list[PodSet]:
+    if not spec.managed_resources:
+        return [ps for ps in wl.spec.pod_sets if ps.count > 0]
     managed = frozenset(spec.managed_resources)
-    for ps in wl.spec.pod_sets:
-        if ps.count > 0 and (not managed or _pod_uses(ps.template, managed)):
-            yield ps
+    return [ps for ps in wl.spec.pod_sets if ps.count > 0 and _pod_uses(ps.template, managed)]
 
 
 def _admitted_count(ps: PodSet, psa: PodSetAssignment) -> int:
@@ -435,15 +435,16 @@ def _after_failure(st: AdmissionCheckState, cond: Condition, retry_message: str,
     return _patch(st, state, message)
 
 
-def _state_for_request(st: AdmissionCheckState, wl: Workload, pr: ProvisioningRequest, prefix: str,
+def _state_for_request(st: AdmissionCheckState, wl: Workload, pr: ProvisioningRequest, attempt: int,
                        prc: ProvisioningRequestConfig, keep_quota: bool, ctx: Context
                        ) -> AdmissionCheckState | None:
     """The condition precedence is Failed > CapacityRevoked > BookingExpired > Provisioned >
-    Accepted > none; a False or Unknown condition counts as absent."""
+    Accepted > none; a False or Unknown condition counts as absent.  ``attempt`` is the
+    request's, read off its name."""
     true = {cd.type: cd for cd in pr.status.conditions if cd.status == c.TRUE}
     retried = _pre_kep_3258_count(wl) if ctx.config.pre_kep_3258 else (st.retry_count or 0)
     if c.PR_FAILED in true:
-        return _after_failure(st, true[c.PR_FAILED], c.MSG_RETRY_AFTER_FAILURE, get_attempt(pr, prefix),
+        return _after_failure(st, true[c.PR_FAILED], c.MSG_RETRY_AFTER_FAILURE, attempt,
                               prc, keep_quota, ctx, retried)
     if c.PR_CAPACITY_REVOKED in true:
         # Finished workloads never get here: their requests were deleted instead.
@@ -454,7 +455,7 @@ def _state_for_request(st: AdmissionCheckState, wl: Workload, pr: ProvisioningRe
         if wl.is_admitted():
             return None
         return _after_failure(st, true[c.PR_BOOKING_EXPIRED], c.MSG_RETRY_AFTER_BOOKING_EXPIRED,
-                              get_attempt(pr, prefix), prc, keep_quota, ctx, retried)
+                              attempt, prc, keep_quota, ctx, retried)
     if c.PR_PROVISIONED in true:
         state = _next_state(st.state, "provisioned")
         if state == st.state:  # already Ready: late details and messages are not picked up
@@ -469,7 +470,7 @@ def _state_for_request(st: AdmissionCheckState, wl: Workload, pr: ProvisioningRe
 
 
 def _sync_check_states(txn: Txn, wl: Workload, configs: Mapping[str, ProvisioningRequestConfig | None],
-                       needed: Mapping[str, bool], active: Mapping[str, ProvisioningRequest],
+                       needed: Mapping[str, bool], active: Mapping[str, tuple[ProvisioningRequest, int]],
                        keep_quota: bool, ctx: Context) -> Workload:
     """One status write for every check, then one event per check whose state moved.  A check
     that needs a request but has none yet aborts the whole write (upstream's early return)."""
@@ -485,10 +486,10 @@ def _sync_check_states(txn: Txn, wl: Workload, configs: Mapping[str, Provisionin
             state = _next_state(old.state, "request_not_needed")
             new = None if state == old.state else _patch(old, state, c.MSG_NO_REQUEST_NEEDED, ())
         else:
-            pr = active.get(check)
-            if pr is None:
+            found = active.get(check)
+            if found is None:
                 return wl
-            new = _state_for_request(old, wl, pr, attempt_prefix(wl.metadata.name, check), prc, keep_quota, ctx)
+            new = _state_for_request(old, wl, found[0], found[1], prc, keep_quota, ctx)
         if new is not None:
             changed.append((old, new))
     if not changed:
@@ -585,7 +586,7 @@ def _create_request(txn: Txn, wl: Workload, check: str, prc: ProvisioningRequest
 
 
 def _sync_owned_requests(txn: Txn, wl: Workload, configs: Mapping[str, ProvisioningRequestConfig | None],
-                         needed: Mapping[str, bool], active: dict[str, ProvisioningRequest],
+                         needed: Mapping[str, bool], active: dict[str, tuple[ProvisioningRequest, int]],
                          assignments: Mapping[str, PodSetAssignment], keep_quota: bool) -> int | None:
     """Never (re)creates for a Ready check.  Without a request the attempt is
     ``retryCount + 1``, so naming survives the cleanup of failed requests on eviction; after a
@@ -598,28 +599,33 @@ def _sync_owned_requests(txn: Txn, wl: Workload, configs: Mapping[str, Provision
         ac = states[check]
         if ac.state == c.CHECK_READY:
             continue
-        req = active.get(check)
+        found = active.get(check)
+        req = found[0] if found is not None else None
         attempt = (ac.retry_count or 0) + 1
-        create = req is None
-        if req is not None and ac.state == c.CHECK_PENDING and (
-                is_true(req.status.conditions, c.PR_FAILED)
-                or (is_true(req.status.conditions, c.PR_BOOKING_EXPIRED) and not wl.is_admitted())):
-            failed = get_attempt(req, attempt_prefix(wl.metadata.name, check))
+        create = found is None
+        if found is not None and ac.state == c.CHECK_PENDING and (
+                is_true(found[0].status.conditions, c.PR_FAILED)
+                or (is_true(found[0].status.conditions, c.PR_BOOKING_EXPIRED) and not wl.is_admitted())):
+            failed = found[1]
             attempt, create = failed + 1, True
             if keep_quota:
-                left = _retry_wait(req, failed, prc, txn.now)
+                left = _retry_wait(found[0], failed, prc, txn.now)
                 if left > 0:
                     create = False
                     wake = left if wake is None else min(wake, left)
         if create:
             name = provisioning_request_name(wl.metadata.name, check, attempt)
-            req = active[check] = _create_request(txn, wl, check, prc, name, assignments)
+            req = _create_request(txn, wl, check, prc, name, assignments)
         if req is not None:
             _transfer_templates(txn, wl, req)
     return wake
 
 
 # --- reconcile -----------------------------------------------------------------------------
+
+
+def _true(cond: Condition | None) -> bool:
+    return cond is not None and cond.status == c.TRUE
 
 
 def _delete(txn: Txn, pr: ProvisioningRequest) -> None:
@@ -631,9 +637,10 @@ def _delete(txn: Txn, pr: ProvisioningRequest) -> None:
 
 def _active_requests(wl: Workload, configs: Mapping[str, ProvisioningRequestConfig | None],
                      needed: Mapping[str, bool], owned: list[ProvisioningRequest]
-                     ) -> dict[str, ProvisioningRequest]:
-    """Per check, the synced request with the highest attempt (the first one seen on a tie)."""
-    active: dict[str, ProvisioningRequest] = {}
+                     ) -> dict[str, tuple[ProvisioningRequest, int]]:
+    """Per check, the synced request with the highest attempt (the first one seen on a tie),
+    with that attempt."""
+    active: dict[str, tuple[ProvisioningRequest, int]] = {}
     for check, prc in configs.items():
         if prc is None or not needed[check]:
             continue
@@ -643,10 +650,11 @@ def _active_requests(wl: Workload, configs: Mapping[str, ProvisioningRequestConf
             digits = _attempt_digits(pr.metadata.name, prefix)
             if digits is None or not _synced_with_config(pr, prc):
                 continue
-            if best is None or int(digits) > best_attempt:
-                best, best_attempt = pr, int(digits)
+            attempt = int(digits)
+            if best is None or attempt > best_attempt:
+                best, best_attempt = pr, attempt
         if best is not None:
-            active[check] = best
+            active[check] = (best, best_attempt)
     return active
 
 
@@ -654,14 +662,18 @@ def _reconcile(txn: Txn, key: Key, ctx: Context) -> int | None:
     wl = txn.get(*key)
     if not isinstance(wl, Workload):
         return None
-    finished, evicted = wl.is_finished(), wl.is_evicted()
-    if not finished and not evicted and not wl.has_quota_reservation():
+    by_type = wl.status.conditions_by_type
+    finished = _true(by_type.get(c.WORKLOAD_FINISHED))
+    evicted = _true(by_type.get(c.WORKLOAD_EVICTED))
+    reserved = _true(by_type.get(c.WORKLOAD_QUOTA_RESERVED))
+    if not finished and not evicted and not reserved:
         return None
-    if ctx.config.pre_kep_3258 and not finished and evicted:
+    pre_kep_3258 = ctx.config.pre_kep_3258
+    if pre_kep_3258 and not finished and evicted:
         # before KEP-3258 (and before CleanupProvisioningRequestsOnEviction) an evicted workload
         # still holding quota was handled like any reserved one
         evicted = False
-        if not wl.has_quota_reservation():
+        if not reserved:
             return None
     owned = [pr for pr in txn.owned_by_name(c.PROVISIONING_REQUEST, key[1], key[2])
              if isinstance(pr, ProvisioningRequest)]
@@ -685,11 +697,22 @@ def _reconcile(txn: Txn, key: Key, ctx: Context) -> int | None:
     keep_quota = ctx.config.gate(c.GATE_KEEP_QUOTA_FOR_PROVREQ_RETRY)
 
     wl = _sync_check_states(txn, wl, configs, needed, active, keep_quota, ctx)
-    in_use = {pr.metadata.name for pr in active.values()}
+    in_use = {pr.metadata.name for pr, _ in active.values()}
     for pr in owned:
         if pr.metadata.name not in in_use:
             _delete(txn, pr)
     return _sync_owned_requests(txn, wl, configs, needed, active, assignments, keep_quota)
+
+
+def watched(wl: Workload) -> Hashable:
+    """What a reconcile reads of its Workload (its watch predicate): when none of it changed,
+    a reconcile that changed nothing would change nothing again.  Other conditions (PodsReady,
+    Requeued, ...) and ``status.extra`` are not read."""
+    status = wl.status
+    by_type = status.conditions_by_type
+    return (wl.metadata, wl.spec, status.admission, status.admission_checks, status.requeue_state,
+            by_type.get(c.WORKLOAD_FINISHED), by_type.get(c.WORKLOAD_EVICTED),
+            by_type.get(c.WORKLOAD_QUOTA_RESERVED), by_type.get(c.WORKLOAD_ADMITTED))
 
 
 def reconcile(world: World, key: Key, ctx: Context) -> Result:

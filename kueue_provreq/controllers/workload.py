@@ -44,6 +44,8 @@ follow the write they report, as upstream emits them after a successful patch.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.config import WaitForPodsReady
 from kueue_provreq.api.evolve import evolve
@@ -56,8 +58,9 @@ from kueue_provreq.controllers.backoff import NS, wait_time_ns
 from kueue_provreq.controllers.context import Context
 from kueue_provreq.world import NOTHING, Effect, Event, Result, Txn, World, truncate
 
-Conds = dict[str, Condition]
-"""A workload's conditions by type, read once per pass (most passes change nothing)."""
+Conds = Mapping[str, Condition]
+"""A workload's conditions by type (``WorkloadStatus.conditions_by_type``, built once per status
+and shared by every controller that reads it)."""
 
 _BACKOFF_REASONS = (c.REASON_PODS_READY_TIMEOUT, c.REASON_ADMISSION_CHECK)
 """``Requeued=False`` reasons that end in ``BackoffFinished`` once ``requeueAt`` has passed."""
@@ -356,7 +359,7 @@ def _event(wl: Workload, type_: str, reason: str, message: str) -> Effect:
 
 
 def _by_type(wl: Workload) -> Conds:
-    return {x.type: x for x in wl.status.conditions}
+    return wl.status.conditions_by_type
 
 
 def _true(conds: Conds, type_: str) -> bool:

@@ -101,9 +101,10 @@ def set_admission_check_state(states: tuple[AdmissionCheckState, ...], new: Admi
         ltt = old.last_transition_time
         if old.state != new.state:
             ltt = new.last_transition_time if new.last_transition_time is not None else now
-        out[i] = evolve(old, state=new.state, last_transition_time=ltt, message=new.message,
-                              pod_set_updates=new.pod_set_updates,
-                              requeue_after_seconds=new.requeue_after_seconds)
+        out[i] = AdmissionCheckState(name=old.name, state=new.state, last_transition_time=ltt,
+                                     message=new.message, pod_set_updates=new.pod_set_updates,
+                                     retry_count=old.retry_count,
+                                     requeue_after_seconds=new.requeue_after_seconds)
         return tuple(out)
     if new.last_transition_time is None:
         new = evolve(new, last_transition_time=now)
