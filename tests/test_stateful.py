@@ -111,13 +111,16 @@ class AdmissionMachine(RuleBasedStateMachine):
         self.config = Configuration()
         self.serial = 0
         self.wake: float | None = None
+        #: one Manager for the whole history, as an operator keeps one: every settle after the
+        #: first reconciles only what is due, and (verify mode) proves it missed nothing
+        self.manager = Manager(self.world, max_reconciles=1_000)
 
     # --- the step every rule takes -------------------------------------------------------
     def ctx(self) -> Context:
         return Context(now=self.now, config=self.config)
 
     def settle_and_check(self, before: frozenset[KubeObject]) -> None:
-        Manager(self.world, max_reconciles=1_000).settle(self.ctx())
+        self.manager.settle(self.ctx())
         changing, self.wake = probe(self.world, self.ctx())
         assert changing == [], f"settle left work undone: {changing}"
         ctx = inv.CheckContext(now=self.now, config=self.config, settled=True, quiescent=self.wake is None)
@@ -142,6 +145,7 @@ class AdmissionMachine(RuleBasedStateMachine):
                 backoff_limit_count=pods_ready_limit, backoff_base_seconds=10, backoff_max_seconds=100)),
             feature_gates=Configuration().feature_gates.set(c.GATE_KEEP_QUOTA_FOR_PROVREQ_RETRY, keep_quota))
         self.world = initial_world(cluster_objects(), self.now)
+        self.manager = Manager(self.world, max_reconciles=1_000)
         self.settle_and_check(self.world.snapshot())
 
     # --- users -----------------------------------------------------------------------------
@@ -237,7 +241,7 @@ class AdmissionMachine(RuleBasedStateMachine):
         """Everything but the job integration catches up (so an evicted workload keeps its quota
         for now), then a user deactivates or finishes a workload; then everything settles."""
         before = self.world.snapshot()
-        Manager(self.world, max_reconciles=1_000).settle(self.ctx(), [n for n in ALL_CONTROLLERS if n != "job"])
+        self.manager.settle(self.ctx(), [n for n in ALL_CONTROLLERS if n != "job"])
         if self.world.objects(c.WORKLOAD):
             wl = data.draw(st.sampled_from(self.workloads()))
             if data.draw(st.booleans()):

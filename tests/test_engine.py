@@ -1,0 +1,186 @@
+"""The controller manager reconciles only what is due, and in verify mode proves it missed nothing.
+
+What is due: objects a write touched (its own reconciles' writes through the watches, writes
+made by anybody else through the world's journal), wake-ups whose time has come, and
+reconciles that failed.  These tests drive one Manager over a small world (the explorer's:
+one ClusterQueue, one provisioning check, one workload) and count what it reconciles.
+"""
+
+from __future__ import annotations
+
+import gc
+from collections import Counter
+
+import attrs
+import pytest
+
+from kueue_provreq.api import constants as c
+from kueue_provreq.api.meta import Time
+from kueue_provreq.api.provisioning import ProvisioningRequest
+from kueue_provreq.api.workload import Workload
+from kueue_provreq.controllers.context import Context
+from kueue_provreq.engine import RECONCILERS, WATCHED, Manager, SettleError
+from kueue_provreq.explore.search import Options, autoscaler_step, build_config, build_objects
+from kueue_provreq.world import World
+
+T0 = Time(1_704_067_200)
+OPTS = Options(backoff_limit=2)
+CONFIG = build_config(OPTS)
+
+
+def ctx(at: int = 0) -> Context:
+    return Context(Time(T0 + at), CONFIG)
+
+
+def fresh() -> tuple[World, Manager, Counter[str]]:
+    """A settled world and its Manager; the counter counts reconciles per controller from now on."""
+    world = World(build_objects(OPTS))
+    manager = Manager(world)
+    manager.settle(ctx())
+    counts: Counter[str] = Counter()
+    inner = manager.reconcile
+
+    def counting(controller: str, key: tuple[str, str, str], context: Context):  # type: ignore[no-untyped-def]
+        counts[controller] += 1
+        return inner(controller, key, context)
+
+    manager.reconcile = counting  # type: ignore[method-assign]
+    return world, manager, counts
+
+
+def request(world: World) -> ProvisioningRequest:
+    (pr,) = world.objects(c.PROVISIONING_REQUEST)
+    assert isinstance(pr, ProvisioningRequest)
+    return pr
+
+
+def workload(world: World) -> Workload:
+    (wl,) = world.objects(c.WORKLOAD)
+    assert isinstance(wl, Workload)
+    return wl
+
+
+def test_a_settle_with_nothing_new_reconciles_no_workload() -> None:
+    world, manager, counts = fresh()
+    manager.settle(ctx())
+    assert not any(counts[n] for n, (kind, _) in RECONCILERS.items() if kind == c.WORKLOAD)
+    # the per-queue and per-check reconcilers and one scheduler cycle run at every settle
+    assert counts["clusterqueue"] == 1 and counts["admissioncheck"] == 1 and counts["scheduler"] == 1
+
+
+def test_an_outside_write_is_picked_up_through_the_journal() -> None:
+    world, manager, counts = fresh()
+    autoscaler_step(world, request(world), "fail", T0)  # a write the Manager did not make
+    manager.settle(ctx())
+    assert counts["provisioning"] >= 1
+    assert workload(world).check_state("check1").state == c.CHECK_RETRY  # type: ignore[union-attr]
+
+
+def test_a_wake_up_runs_when_its_time_has_come_and_not_before() -> None:
+    world, manager, counts = fresh()
+    autoscaler_step(world, request(world), "fail", T0)
+    manager.settle(ctx())
+    assert workload(world).has_quota_reservation()  # the Retry eviction waits requeueAfterSeconds (60 s)
+    counts.clear()
+    manager.settle(ctx(59))
+    assert counts["workload"] == 0 and workload(world).has_quota_reservation()
+    manager.settle(ctx(60))
+    assert counts["workload"] >= 1
+    assert workload(world).check_state("check1").retry_count == 1  # type: ignore[union-attr]
+
+
+def test_a_watch_skips_changes_its_controller_does_not_read() -> None:
+    """A change to a field the job integration does not read (a check's message) wakes the
+    workload controller and the provisioning controller (which puts the message back), never
+    the job integration."""
+    world, manager, counts = fresh()
+    wl = workload(world)
+    state = wl.status.admission_checks[0]
+    manager.world.put(wl.with_status(admission_checks=(attrs.evolve(state, message="seen by provisioning"),)))
+    manager.settle(ctx())
+    assert counts["workload"] >= 1 and counts["provisioning"] >= 1 and counts["job"] == 0
+    assert workload(world).status.admission_checks[0].message == ""
+
+
+def test_verify_catches_a_watch_that_ignores_what_its_controller_reads(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(WATCHED, "provisioning", lambda wl: ())  # pretends to read nothing
+    manager = Manager(World(build_objects(OPTS)))
+    # the scheduler reserves quota, which the provisioning controller must answer with a request
+    with pytest.raises(SettleError, match="provisioning reconcile of default/wla would still change the "
+                                          "world but its watch ignored a change by scheduler: Create PodTemplate"):
+        manager.settle(ctx())
+
+
+def test_verify_catches_a_change_made_behind_the_managers_back() -> None:
+    world, manager, _ = fresh()
+    journal, world.journal = world.journal, None  # a write the journal does not see
+    autoscaler_step(world, request(world), "fail", T0)
+    world.journal = journal
+    with pytest.raises(SettleError, match="provisioning reconcile of default/wla would still change the "
+                                          "world but it was not scheduled"):
+        manager.settle(ctx())
+
+
+def test_a_restricted_settle_leaves_the_other_controllers_work_for_later() -> None:
+    world, manager, counts = fresh()
+    autoscaler_step(world, request(world), "fail", T0)
+    manager.settle(ctx(), ["provisioning"])
+    assert workload(world).check_state("check1").state == c.CHECK_RETRY  # type: ignore[union-attr]
+    assert counts["workload"] == 0 and workload(world).status.requeue_state is None
+    manager.settle(ctx())
+    assert counts["workload"] >= 1
+    assert workload(world).status.requeue_state.requeue_at == T0 + 60  # type: ignore[union-attr]
+
+
+def test_a_second_manager_takes_the_journal_and_the_first_then_sweeps() -> None:
+    world, first, counts = fresh()
+    second = Manager(world)
+    assert world.journal is not None
+    autoscaler_step(world, request(world), "fail", T0)
+    second.settle(ctx())
+    assert workload(world).check_state("check1").state == c.CHECK_RETRY  # type: ignore[union-attr]
+    first.settle(ctx())  # knows nothing of what happened: reconciles everything, changes nothing
+    assert counts["provisioning"] == 1 and counts["workload"] == 1 and counts["job"] == 1
+
+
+def test_settle_pauses_the_cyclic_collector_and_restores_it() -> None:
+    world, manager, _ = fresh()
+    seen: list[bool] = []
+    inner = manager.reconcile
+
+    def spying(*args):  # type: ignore[no-untyped-def]
+        seen.append(gc.isenabled())
+        return inner(*args)
+
+    manager.reconcile = spying  # type: ignore[method-assign]
+    assert gc.isenabled()
+    autoscaler_step(world, request(world), "fail", T0)
+    manager.settle(ctx())
+    assert seen and not any(seen)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        manager.settle(ctx())
+        assert not gc.isenabled()  # a caller's own choice is kept
+    finally:
+        gc.enable()
+
+
+def test_a_whole_story_creates_no_reference_cycles() -> None:
+    """Why pausing the collector is safe: reference counting alone frees what a settle drops."""
+    gc.collect()
+    gc.disable()
+    try:
+        world = World(build_objects(OPTS))
+        manager = Manager(world)
+        manager.settle(ctx())
+        for at, trigger in ((0, "fail"), (60, None), (60, "provision")):
+            if trigger:
+                autoscaler_step(world, max(world.objects(c.PROVISIONING_REQUEST),  # type: ignore[arg-type]
+                                           key=lambda p: p.metadata.creation_timestamp or 0), trigger, Time(T0 + at))
+            manager.settle(ctx(at))
+        assert workload(world).is_admitted()
+        del world, manager
+        assert gc.collect() == 0
+    finally:
+        gc.enable()
