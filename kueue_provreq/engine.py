@@ -26,7 +26,7 @@ from kueue_provreq.controllers import admissioncheck, clusterqueue, job, provisi
 from kueue_provreq.controllers.context import Context
 from kueue_provreq.machines import ADMISSION_CHECK_MACHINE, WORKLOAD_MACHINE, IllegalTransition
 from kueue_provreq.machines.phases import workload_phase
-from kueue_provreq.world import Create, Delete, Effect, Event, MetricInc, Result, Update, World
+from kueue_provreq.world import Create, Delete, Effect, Result, Update, World
 
 Reconcile = Callable[[World, Key, Context], Result]
 
@@ -82,26 +82,6 @@ def verify_change(old: KubeObject | None, new: KubeObject) -> None:
                                     f"{s.name} {prev} -> {s.state} is not a declared transition")
 
 
-def apply_result(world: World, result: Result, controller: str, key: Key, record: Recorder,
-                 verify: bool = True) -> list[Key]:
-    """Apply a Result's effects in order; returns the keys of objects that really changed."""
-    changed: list[Key] = []
-    for effect in result.effects:
-        if isinstance(effect, (Event, MetricInc)):
-            record(controller, key, effect)
-            continue
-        if isinstance(effect, Update):
-            obj = effect.obj
-            old = world.get(obj.KIND, obj.metadata.namespace, obj.metadata.name)
-            if same(old, obj):
-                continue
-            if verify:
-                verify_change(old, obj)
-        changed.extend(world.apply(effect))
-        record(controller, key, effect)
-    return changed
-
-
 class Manager:
     """Runs controllers to a fixed point at one instant.
 
@@ -140,6 +120,7 @@ class Manager:
         #: per watched controller, Workload key -> what its last reconcile read, when that
         #: reconcile changed nothing (so a change elsewhere in the Workload need not wake it)
         self._quiet: dict[str, dict[Key, Hashable]] = {name: {} for name in WATCHED}
+        self._cq_keys: list[Key] | None = None
         world.journal = self._journal
 
     # --- what is due --------------------------------------------------------------------
@@ -150,6 +131,7 @@ class Manager:
             self._queue.append(item)
 
     def _enqueue_all(self) -> None:
+        self._cq_keys = None
         for name, (kind, _) in RECONCILERS.items():
             for key in self.world.keys(kind):
                 self._enqueue(name, key)
@@ -168,7 +150,7 @@ class Manager:
                         self._enqueue(name, key)
                     elif self.verify and (name, key) not in self._queued:
                         self._check_quiet_one(name, key, f"its watch ignored a change by {writer or 'a client'}", ctx)
-                for cq in world.keys(c.CLUSTER_QUEUE):
+                for cq in self._cluster_queues():
                     self._enqueue("clusterqueue", cq)
             elif kind == c.PROVISIONING_REQUEST:
                 obj = world.get(*key)
@@ -189,10 +171,17 @@ class Manager:
             elif kind == c.CLUSTER_QUEUE and writer == "clusterqueue":
                 continue  # its own status: read again by the scheduler's next cycle only
             elif kind == c.ADMISSION_CHECK and writer == "admissioncheck":
-                for cq in world.keys(c.CLUSTER_QUEUE):
+                for cq in self._cluster_queues():
                     self._enqueue("clusterqueue", cq)
             else:
                 self._enqueue_all()
+
+    def _cluster_queues(self) -> list[Key]:
+        """The ClusterQueues' keys, kept between calls: queues come and go only by writes made
+        outside the controllers, which make everything due and drop this list."""
+        if self._cq_keys is None:
+            self._cq_keys = self.world.keys(c.CLUSTER_QUEUE)
+        return self._cq_keys
 
     def _route_owned(self, kind: str, key: Key) -> None:
         """A PodTemplate or Job changed from outside: reconcile the Workloads it belongs to
@@ -236,6 +225,7 @@ class Manager:
 
     # --- one reconcile (the conformance `reconcile` step) ----------------------------
     def reconcile(self, controller: str, key: Key, ctx: Context) -> tuple[Result, list[Key]]:
+        """One reconcile, its effects applied; returns its Result and the keys it changed."""
         world = self.world
         if controller == SCHEDULER:
             result = scheduler.schedule(world, ctx, None if key[0] == SCHEDULER else key)
@@ -246,28 +236,55 @@ class Manager:
                 heapq.heappush(self._timers, (wake, next(self._timer_seq), controller, key))
             quiet = self._quiet.get(controller)
             if quiet is not None:
-                wl = world.get(*key)
-                if result.effects or result.error is not None or not isinstance(wl, Workload):
-                    quiet.pop(key, None)
-                else:
+                wl = world.get(*key) if not result.effects and result.error is None else None
+                if isinstance(wl, Workload):
                     quiet[key] = WATCHED[controller](wl)
+                else:
+                    quiet.pop(key, None)
         self.reconciles += 1
         if not result.effects:  # most reconciles change nothing
             return result, []
-        for effect in result.effects:
-            if isinstance(effect, Delete) and effect.kind == c.PROVISIONING_REQUEST:
-                gone = world.get(c.PROVISIONING_REQUEST, effect.namespace, effect.name)
-                ref = gone.metadata.controller_ref() if gone is not None else None
-                if ref is not None and ref.kind == c.WORKLOAD:
-                    self.deleted_owners[(c.PROVISIONING_REQUEST, effect.namespace, effect.name)] = ref.name
-        journal, world.journal = world.journal, None  # routed here, not as an outside write
-        try:
-            changed = apply_result(world, result, controller, key, self.record, self.verify)
-        finally:
-            world.journal = journal
+        changed = self._apply(controller, key, result.effects)
         if changed:
             self._on_change(controller, changed, ctx)
         return result, changed
+
+    def _apply(self, controller: str, key: Key, effects: tuple[Effect, ...]) -> list[Key]:
+        """Apply effects in order; returns the keys of the objects that really changed.
+        Updates that change nothing are dropped; with ``verify``, a Workload change no
+        declared transition allows raises."""
+        world, verify, on_effect = self.world, self.verify, self.record.on_effect
+        changed: list[Key] = []
+        journal, world.journal = world.journal, None  # routed by the caller, not as an outside write
+        try:
+            for effect in effects:
+                if isinstance(effect, Update):
+                    obj = effect.obj
+                    old = world.get(obj.KIND, obj.metadata.namespace, obj.metadata.name)
+                    if same(old, obj):
+                        continue
+                    if verify:
+                        verify_change(old, obj)
+                elif isinstance(effect, Delete):
+                    if effect.kind == c.PROVISIONING_REQUEST:
+                        self._remember_owner(effect)
+                elif not isinstance(effect, Create):  # an event or a metric
+                    if on_effect is not None:
+                        on_effect(controller, key, effect)
+                    continue
+                changed.extend(world.apply(effect))
+                if on_effect is not None:
+                    on_effect(controller, key, effect)
+        finally:
+            world.journal = journal
+        return changed
+
+    def _remember_owner(self, effect: Delete) -> None:
+        """A deleted request's owning Workload, to route the deletion to its reconcile."""
+        gone = self.world.get(c.PROVISIONING_REQUEST, effect.namespace, effect.name)
+        ref = gone.metadata.controller_ref() if gone is not None else None
+        if ref is not None and ref.kind == c.WORKLOAD:
+            self.deleted_owners[(c.PROVISIONING_REQUEST, effect.namespace, effect.name)] = ref.name
 
     # --- settle -------------------------------------------------------------------
     def settle(self, ctx: Context, controllers: Iterable[str] = ALL_CONTROLLERS) -> None:
