@@ -365,10 +365,11 @@ class Txn:
 
     def update(self, obj: KubeObject) -> str | None:
         kind, ns, name = key = key_of(obj)
-        fault = self._fault("update", kind, name)
-        if fault is not None:
-            return fault.message(kind, name)
-        if self._visible(key) is None:
+        if self.world.faults:
+            fault = self._fault("update", kind, name)
+            if fault is not None:
+                return fault.message(kind, name)
+        if (self._overlay[key] if key in self._overlay else self.world._objects.get(key)) is None:
             return not_found(kind, name)
         self._overlay[key] = obj
         self.effects.append(Update(obj))

@@ -7,6 +7,8 @@ and the requeuing strategy Eviction / no limit / 60 s / 3600 s.
 
 from __future__ import annotations
 
+import functools
+
 import attrs
 
 from kueue_provreq.api import constants as c
@@ -60,12 +62,17 @@ class Configuration:
     admission_check_semantics: str = SEMANTICS_CURRENT
     """Not a Kueue field: which Kueue version's admission check semantics the model follows."""
 
-    @property
+    @functools.cached_property
     def pre_kep_3258(self) -> bool:
         return self.admission_check_semantics == SEMANTICS_PRE_KEP_3258
 
+    @functools.cached_property
+    def _gates(self) -> dict[str, bool]:
+        """Every modelled gate's value, defaults filled in: every reconcile asks some."""
+        return {**DEFAULT_FEATURE_GATES, **self.feature_gates}
+
     def gate(self, name: str) -> bool:
-        return self.feature_gates.get(name, DEFAULT_FEATURE_GATES.get(name, False))
+        return self._gates.get(name, False)
 
     @property
     def requeuing_timestamp(self) -> str:
