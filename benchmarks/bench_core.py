@@ -10,7 +10,7 @@ on a noisy machine.
 (c) settling N workloads through a full provision -> fail -> retry -> provision cycle,
     for N in 1k, 10k, 100k (``--sizes`` to change).
 
-Usage: python benchmarks/bench_core.py [--sizes 1000,10000,100000] [--seconds 1]
+Usage: python benchmarks/bench_core.py [--sizes 1000,10000,100000] [--seconds 1] [--repeat 3]
 """
 
 from __future__ import annotations
@@ -219,19 +219,27 @@ def set_condition_on_latest(world: World, attempt: int, type_: str, reason: str,
 
 
 def settle_cycle(n: int) -> tuple[float, int, int]:
-    """Returns (seconds, reconciles, admitted) for n workloads through fail -> retry -> provision."""
+    """Returns (seconds, reconciles, admitted) for n workloads through fail -> retry -> provision.
+    Only the four settles are timed; Cluster Autoscaler's condition writes between them are
+    the world outside the library."""
     world = World([*setup_objects(n + 10), *(workload(i) for i in range(n))])
     manager = Manager(world, verify=False)
     now = T0
-    t = time.perf_counter()
-    manager.settle(Context(now))
+    elapsed = 0.0
+
+    def settle() -> None:
+        nonlocal elapsed
+        t = time.perf_counter()
+        manager.settle(Context(now))
+        elapsed += time.perf_counter() - t
+
+    settle()
     assert set_condition_on_latest(world, 1, c.PR_FAILED, "CapacityIsNotFound", now) == n
-    manager.settle(Context(now))
+    settle()
     now = Time(now + 60)
-    manager.settle(Context(now))
+    settle()
     assert set_condition_on_latest(world, 2, c.PR_PROVISIONED, "CapacityIsFound", now) == n
-    manager.settle(Context(now))
-    elapsed = time.perf_counter() - t
+    settle()
     admitted = sum(1 for w in world.objects(c.WORKLOAD) if isinstance(w, Workload) and w.is_admitted())
     return elapsed, manager.reconciles, admitted
 
@@ -240,6 +248,8 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--sizes", default="1000,10000,100000")
     p.add_argument("--seconds", type=float, default=1.0, help="time per micro-benchmark")
+    p.add_argument("--repeat", type=int, default=3,
+                   help="settles of each size below 100k, the fastest counts (the machine is noisy)")
     args = p.parse_args(argv)
 
     world, key = decision_world()
@@ -256,7 +266,8 @@ def main(argv: list[str] | None = None) -> int:
     sizes = [int(s) for s in args.sizes.split(",") if s]
     results = []
     for n in sizes:
-        secs, reconciles, admitted = settle_cycle(n)
+        runs = [settle_cycle(n) for _ in range(args.repeat if n < 100_000 else 1)]
+        secs, reconciles, admitted = min(runs)
         if admitted != n:
             print(f"ERROR: {admitted} of {n} workloads admitted after the cycle", file=sys.stderr)
             return 1

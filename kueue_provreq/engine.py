@@ -223,6 +223,12 @@ class Manager:
             for key in world.keys(RECONCILERS[name][0]):
                 self._enqueue(name, key)
 
+    @property
+    def next_wake_up(self) -> float | None:
+        """The earliest time a reconcile asked to be woken at (``requeue_after``), if any: when
+        a driver should settle next, if nothing else happens first."""
+        return self._timers[0][0] if self._timers else None
+
     # --- one reconcile (the conformance `reconcile` step) ----------------------------
     def reconcile(self, controller: str, key: Key, ctx: Context) -> tuple[Result, list[Key]]:
         """One reconcile, its effects applied; returns its Result and the keys it changed."""

@@ -81,6 +81,7 @@ def test_a_wake_up_runs_when_its_time_has_come_and_not_before() -> None:
     autoscaler_step(world, request(world), "fail", T0)
     manager.settle(ctx())
     assert workload(world).has_quota_reservation()  # the Retry eviction waits requeueAfterSeconds (60 s)
+    assert manager.next_wake_up == T0 + 60
     counts.clear()
     manager.settle(ctx(59))
     assert counts["workload"] == 0 and workload(world).has_quota_reservation()
