@@ -115,6 +115,7 @@ class Manager:
         #: wake-ups asked for: (time, sequence, controller, key)
         self._timers: list[tuple[float, int, str, Key]] = []
         self._timer_seq = count()
+        self._wake_at: dict[tuple[str, Key], float] = {}  # the earliest wake-up of each pair
         self._journal: dict[Key, None] = {}
         self._swept = False
         #: per watched controller, Workload key -> what its last reconcile read, when that
@@ -145,10 +146,12 @@ class Manager:
                 self._enqueue("workload", key)
                 wl = world.get(*key)
                 for name, view in WATCHED.items():
+                    if (name, key) in self._queued:
+                        continue
                     quiet = self._quiet[name].get(key)
                     if quiet is None or not isinstance(wl, Workload) or quiet != view(wl):
                         self._enqueue(name, key)
-                    elif self.verify and (name, key) not in self._queued:
+                    elif self.verify:
                         self._check_quiet_one(name, key, f"its watch ignored a change by {writer or 'a client'}", ctx)
                 for cq in self._cluster_queues():
                     self._enqueue("clusterqueue", cq)
@@ -215,13 +218,24 @@ class Manager:
             changed = list(self._journal)
             self._journal.clear()
             self._on_change("", changed, ctx)
-        timers = self._timers
+        timers, wake_at = self._timers, self._wake_at
         while timers and timers[0][0] <= ctx.now:
-            _, _, name, key = heapq.heappop(timers)
+            at, _, name, key = heapq.heappop(timers)
+            if wake_at.get((name, key)) == at:
+                del wake_at[(name, key)]
             self._enqueue(name, key)
         for name in ("admissioncheck", "clusterqueue"):
             for key in world.keys(RECONCILERS[name][0]):
                 self._enqueue(name, key)
+
+    def _wake_up(self, at: float, controller: str, key: Key) -> None:
+        """Ask for a reconcile at ``at``.  A wake-up already asked for no later is enough: the
+        reconcile it brings asks again for what it still needs, so each pair keeps one."""
+        item = (controller, key)
+        asked = self._wake_at.get(item)
+        if asked is None or at < asked:
+            self._wake_at[item] = at
+            heapq.heappush(self._timers, (at, next(self._timer_seq), controller, key))
 
     @property
     def next_wake_up(self) -> float | None:
@@ -238,8 +252,7 @@ class Manager:
         else:
             result = RECONCILERS[controller][1](world, key, ctx)
             if result.requeue_after is not None or result.error is not None:
-                wake = ctx.now + (result.requeue_after or 0.0)
-                heapq.heappush(self._timers, (wake, next(self._timer_seq), controller, key))
+                self._wake_up(ctx.now + (result.requeue_after or 0.0), controller, key)
             quiet = self._quiet.get(controller)
             if quiet is not None:
                 wl = world.get(*key) if not result.effects and result.error is None else None
