@@ -16,6 +16,7 @@ Usage: python benchmarks/bench_core.py [--sizes 1000,10000,100000] [--seconds 1]
 from __future__ import annotations
 
 import argparse
+import gc
 import statistics
 import sys
 import time
@@ -241,7 +242,15 @@ def settle_cycle(n: int) -> tuple[float, int, int]:
     assert set_condition_on_latest(world, 2, c.PR_PROVISIONED, "CapacityIsFound", now) == n
     settle()
     admitted = sum(1 for w in world.objects(c.WORKLOAD) if isinstance(w, Workload) and w.is_admitted())
-    return elapsed, manager.reconciles, admitted
+    return elapsed, manager.reconciles, admitted, world
+
+
+def full_collection_seconds() -> float:
+    """What the cyclic collector costs once over what is alive (the Manager pauses it during a
+    settle; afterwards it runs as usual, at most once per 25% growth of the heap)."""
+    t = time.perf_counter()
+    gc.collect()
+    return time.perf_counter() - t
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -266,14 +275,22 @@ def main(argv: list[str] | None = None) -> int:
     sizes = [int(s) for s in args.sizes.split(",") if s]
     results = []
     for n in sizes:
-        runs = [settle_cycle(n) for _ in range(args.repeat if n < 100_000 else 1)]
-        secs, reconciles, admitted = min(runs)
-        if admitted != n:
-            print(f"ERROR: {admitted} of {n} workloads admitted after the cycle", file=sys.stderr)
-            return 1
+        best: tuple[float, int, int] | None = None
+        for _ in range(args.repeat if n < 100_000 else 1):
+            secs, reconciles, admitted, world = settle_cycle(n)
+            if admitted != n:
+                print(f"ERROR: {admitted} of {n} workloads admitted after the cycle", file=sys.stderr)
+                return 1
+            collect = full_collection_seconds()
+            del world
+            if best is None or secs < best[0]:
+                best = (secs, reconciles, admitted)
+        assert best is not None
+        secs, reconciles, _ = best
         results.append((n, secs))
         print(f"(c) settle {n:>7} workloads (provision-fail-retry-provision): {secs:8.2f} s"
-              f"  {secs / n * 1e6:7.1f} us/workload  {reconciles / n:5.1f} reconciles/workload", flush=True)
+              f"  {secs / n * 1e6:7.1f} us/workload  {reconciles / n:5.1f} reconciles/workload"
+              f"  (one full GC of the settled world: {collect:.2f} s)", flush=True)
     for (n1, s1), (n2, s2) in zip(results, results[1:]):
         print(f"    scaling {n1} -> {n2} ({n2 // n1}x workloads): {s2 / s1:5.2f}x time"
               f"   (target <= {1.1 * n2 / n1:.0f}x)")
