@@ -3,8 +3,9 @@
 This is the one driver loop shared by the conformance runner, the simulator,
 the benchmarks and the explorer.  It is deterministic: a FIFO queue of dirty
 (controller, key) pairs, drained before each scheduler cycle, as the
-conformance format's ``settle`` step specifies.  Every state change it applies
-is checked against the declared machines (``verify``).
+conformance format's ``settle`` step specifies.  With ``verify`` every state
+change it applies is checked against the declared machines, and every reconcile
+it leaves out is checked to be one that would change nothing.
 """
 
 from __future__ import annotations
