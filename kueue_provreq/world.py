@@ -369,7 +369,7 @@ class Txn:
             fault = self._fault("update", kind, name)
             if fault is not None:
                 return fault.message(kind, name)
-        if (self._overlay[key] if key in self._overlay else self.world._objects.get(key)) is None:
+        if self._visible(key) is None:
             return not_found(kind, name)
         self._overlay[key] = obj
         self.effects.append(Update(obj))

@@ -668,8 +668,7 @@ def _reconcile(txn: Txn, key: Key, ctx: Context) -> int | None:
     reserved = _true(by_type.get(c.WORKLOAD_QUOTA_RESERVED))
     if not finished and not evicted and not reserved:
         return None
-    pre_kep_3258 = ctx.config.pre_kep_3258
-    if pre_kep_3258 and not finished and evicted:
+    if ctx.config.pre_kep_3258 and not finished and evicted:
         # before KEP-3258 (and before CleanupProvisioningRequestsOnEviction) an evicted workload
         # still holding quota was handled like any reserved one
         evicted = False
