@@ -34,11 +34,13 @@ def condition(wl: Workload, type_: str, status: str, reason: str, message: str) 
 
 def set_quota_reservation(wl: Workload, admission: Admission, now: Time) -> Workload:
     """``workload.SetQuotaReservation``."""
+    # read off the workload as given: the writes below touch no other of these conditions
+    previous = [(type_, wl.condition(type_)) for type_ in
+                (c.WORKLOAD_EVICTED, c.WORKLOAD_PREEMPTED, c.WORKLOAD_BLOCKED_ON_PREEMPTION_GATES)]
     wl = wl.with_status(admission=admission)
     wl = _set(wl, condition(wl, c.WORKLOAD_QUOTA_RESERVED, c.TRUE, c.REASON_QUOTA_RESERVED,
                             c.MSG_QUOTA_RESERVED.format(cq=admission.cluster_queue)), now)
-    for type_ in (c.WORKLOAD_EVICTED, c.WORKLOAD_PREEMPTED, c.WORKLOAD_BLOCKED_ON_PREEMPTION_GATES):
-        old = wl.condition(type_)
+    for type_, old in previous:
         if old is not None and old.status == c.TRUE:
             wl = _set(wl, condition(wl, type_, c.FALSE, c.REASON_QUOTA_RESERVED,
                                     c.MSG_PREVIOUSLY.format(message=old.message)), now)
