@@ -25,6 +25,7 @@ import attrs
 
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.config import SEMANTICS_CURRENT, SEMANTICS_PRE_KEP_3258, Configuration
+from kueue_provreq.api.frozen import FrozenMap
 from kueue_provreq.api.meta import Time, find_condition, is_true
 from kueue_provreq.api.objects import KubeObject
 from kueue_provreq.api.provisioning import (
@@ -612,7 +613,18 @@ def attempts_never_decrease(before: Snapshot, after: World, ctx: CheckContext) -
     in the step that resets it.  Likewise a request replaced because the config's class or
     parameters changed is named ``retryCount+1`` again, which under KeepQuotaForProvReqRetry
     (retryCount never grows) restarts the numbering and the backoff budget -- found by the
-    stateful tests; only requests of the same class and parameters are compared."""
+    stateful tests; only requests of the same class and parameters are compared.
+
+    Third exemption, for a check whose attempts ran ahead of its ``retryCount``: with several
+    provisioning checks, syncCheckStates returns early while another check has no request
+    (PC §1.9, C:602-605), so a failed attempt leaves its check Pending and PC §1.7 (C:290-298)
+    makes the next one at once, without Retry and so without ``retryCount`` growing
+    (KeepQuotaForProvReqRetry does the same by design).  An eviction then deletes the requests
+    (CleanupProvisioningRequestsOnEviction, PC §1.12), ``resetChecksOnEviction`` leaves the
+    Pending check's ``retryCount`` as it was (AR A.6), and on the next reservation PC §1.7
+    (C:284-288) names the attempt ``retryCount+1`` again: "created attempt 1 after [2],
+    retryCount None", found by the 10,000-example run.  See ``_numbering_restarted`` for the
+    exact conditions; any other decrease is still reported."""
     old_wls = {o.metadata.uid: o for o in _workloads(before)}
     out = []
     for pr in _created(before, after):
@@ -626,13 +638,51 @@ def attempts_never_decrease(before: Snapshot, after: World, ctx: CheckContext) -
                 continue
             was = prev.check_state(s.name) if prev is not None else None
             reset = was is not None and was.state in (c.CHECK_READY, c.CHECK_REJECTED)
-            older = [m for m, old in requests_of(before, wl, s.name)
-                     if old.metadata.uid != pr.metadata.uid and not reset and old.spec.provisioning_class_name
-                     == pr.spec.provisioning_class_name and old.spec.parameters == pr.spec.parameters]
+            same = [(m, old) for m, old in requests_of(before, wl, s.name)
+                    if old.metadata.uid != pr.metadata.uid and old.spec.provisioning_class_name
+                    == pr.spec.provisioning_class_name and old.spec.parameters == pr.spec.parameters]
+            older = [] if reset else [m for m, _ in same]
             floor = (s.retry_count or 0) + 1 if ctx.semantics == CURRENT else 1
+            if older and n < max(older) and _numbering_restarted(prev, was, wl, s, n, same, after):
+                older = []
             if (older and n < max(older)) or n < floor:
                 out.append(f"{_name(wl)} check {s.name}: created attempt {n} after {older}, retryCount {s.retry_count}")
     return out
+
+
+def _eviction_count(wl: Workload) -> int:
+    """How many times ``wl`` was evicted: the sum of ``status.schedulingStats.evictions[*].count``,
+    which ``Evict`` increments on every eviction (AR A.6 step 4)."""
+    stats = wl.status.extra.get("schedulingStats")
+    evictions = stats.get("evictions", ()) if isinstance(stats, FrozenMap) else ()
+    return sum(int(e.get("count", 0)) for e in evictions if isinstance(e, FrozenMap))
+
+
+def _numbering_restarted(prev: Workload | None, was: AdmissionCheckState | None, wl: Workload,
+                         s: AdmissionCheckState, n: int, same: list[tuple[int, ProvisioningRequest]],
+                         after: World) -> bool:
+    """Whether attempt ``n`` of check ``s`` restarts the numbering the way upstream does after
+    attempts made without Retry (``attempts_never_decrease``, third exemption): all of
+
+    * before the step the check's attempts had already run ahead of its ``retryCount`` (an
+      attempt of the same class and parameters above ``retryCount+1``) -- the trace of attempts
+      made while the check stayed Pending; without it a decrease has no upstream explanation;
+    * the workload was evicted in this step (its eviction count grew), which is what deletes
+      the requests and leaves a Pending check's ``retryCount`` untouched;
+    * none of those older requests is left: a surviving one would be the active request and
+      the next attempt would be named after it;
+    * the new attempt is exactly ``retryCount+1``, the name PC §1.7 gives without a request."""
+    if prev is None or not same:
+        return False
+    ran_ahead = max(m for m, _ in same) > ((was.retry_count if was is not None else None) or 0) + 1
+    evicted = _eviction_count(wl) > _eviction_count(prev)
+    left = any(_still_there(after, old) for _, old in same)
+    return ran_ahead and evicted and not left and n == (s.retry_count or 0) + 1
+
+
+def _still_there(after: World, pr: ProvisioningRequest) -> bool:
+    now = after.get(c.PROVISIONING_REQUEST, pr.metadata.namespace, pr.metadata.name)
+    return now is not None and now.metadata.uid == pr.metadata.uid
 
 
 @step_invariant()
@@ -641,8 +691,9 @@ def retry_moves_the_quota(before: Snapshot, after: World, ctx: CheckContext) -> 
     its quota and got it back: normally the failed attempt's check went Retry, the workload was
     evicted and requeued (AR A.6-A.7, KEP-3258); with several provisioning checks the check may
     skip Retry (syncCheckStates returns early while another check has no request, PC §1.9) and the
-    next attempt is then made with the quota it holds (see ``_waits_for_another_request``).  Under KeepQuotaForProvReqRetry the next attempt is made in a
-    step the workload enters and leaves with the same, unbroken reservation (PC §5 v0.9)."""
+    next attempt is then made with the quota it holds (see ``_waits_for_another_request``).  Under
+    KeepQuotaForProvReqRetry the next attempt is made in a step the workload enters and leaves
+    with the same, unbroken reservation (PC §5 v0.9)."""
     if ctx.semantics != CURRENT:
         return []
     old_wls = {o.metadata.uid: o for o in _workloads(before)}

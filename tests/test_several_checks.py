@@ -1,0 +1,215 @@
+"""Findings of the 10,000-example stateful run with two provisioning checks on one workload,
+replayed deterministically through the real engine.
+
+The world is the stateful tests' (``tests/test_stateful.py``): check ``capacity`` applies to
+every flavor, ``gpu-capacity`` to the GPU flavor only.  Upstream's syncCheckStates returns early,
+writing no state for any check, while a check that needs a request has none (PC §1.9,
+C:602-605); a failed request of the other check then stays Pending and PC §1.7 makes its next
+attempt at once, without Retry, so its ``retryCount`` does not count that attempt.  Each test
+shows that the invariant's exemption applies in the scenario and that the invariant still fires
+when the same step is changed into a real violation.
+"""
+
+from __future__ import annotations
+
+import attrs
+import pytest
+
+import test_stateful as sm
+from kueue_provreq import invariants as inv
+from kueue_provreq.api import constants as c
+from kueue_provreq.api.frozen import FrozenMap
+from kueue_provreq.api.meta import ObjectMeta
+from kueue_provreq.api.objects import KubeObject
+from kueue_provreq.api.provisioning import ProvisioningRequest, RetryStrategy
+from kueue_provreq.api.workload import Workload
+from kueue_provreq.explore.search import autoscaler_step
+from kueue_provreq.world import World
+
+CAPACITY, GPU_CAPACITY = sm.CHECKS
+NS = sm.NS
+
+
+class Replay:
+    """The stateful test's machine driven by hand; every step settles and checks every invariant."""
+
+    def __init__(self) -> None:
+        self.m = sm.AdmissionMachine()
+        self.m.setup(keep_quota=False, pods_ready_limit=None, timeout=300)
+        self.before: frozenset[KubeObject] = frozenset()
+
+    def snapshot(self) -> None:
+        self.before = self.m.world.snapshot()
+
+    def autoscaler(self, name: str, trigger: str) -> None:
+        pr = self.request(name)
+        assert pr is not None
+        self.snapshot()
+        autoscaler_step(self.m.world, pr, trigger, self.m.now)
+        self.m.settle_and_check(self.before)
+
+    def request(self, name: str) -> ProvisioningRequest | None:
+        pr = self.m.world.get(c.PROVISIONING_REQUEST, NS, name)
+        assert pr is None or isinstance(pr, ProvisioningRequest)
+        return pr
+
+    def workload(self) -> Workload:
+        (wl,) = self.m.workloads()
+        return wl
+
+    def ctx(self) -> inv.CheckContext:
+        return inv.CheckContext(now=self.m.now, config=self.m.config)
+
+
+def lagging_check() -> Replay:
+    """Up to the point where ``capacity`` made attempt 2 without going Retry.
+
+    1. wl1 (one pod, 1 cpu, 1 gpu) holds quota in both flavors: wl1-capacity-1, wl1-gpu-capacity-1.
+    2. wl1-gpu-capacity-1 is Provisioned: gpu-capacity is Ready.
+    3. gpu-capacity's class changes: its request is out of sync and deleted, and a Ready check
+       never gets a new one (PC §1.7), so from now on every syncCheckStates returns early.
+    4. wl1-capacity-1 fails: capacity stays Pending, retryCount None, and wl1-capacity-2 is made
+       at once, with the quota held (retry_moves_the_quota's exemption)."""
+    r = Replay()
+    r.m.create_workload([(1, 1, 1)], {}, None)
+    r.autoscaler("wl1-gpu-capacity-1", "provision")
+    r.m.change_config(GPU_CAPACITY, c.CLASS_BEST_EFFORT_ATOMIC, {}, RetryStrategy(2, 0, 0), ())
+    r.autoscaler("wl1-capacity-1", "fail")
+    return r
+
+
+def with_gpu_request(before: frozenset[KubeObject]) -> frozenset[KubeObject]:
+    """``before`` plus a request for gpu-capacity in sync with its (changed) config: then
+    syncCheckStates does not return early and capacity's failure is decided as usual."""
+    failed = next(o for o in before if isinstance(o, ProvisioningRequest))
+    assert failed.metadata.name == f"wl1-{CAPACITY}-1"
+    gpu = attrs.evolve(failed, metadata=attrs.evolve(failed.metadata, name=f"wl1-{GPU_CAPACITY}-1", uid="u-gpu"),
+                       spec=attrs.evolve(failed.spec, provisioning_class_name=c.CLASS_BEST_EFFORT_ATOMIC),
+                       status=attrs.evolve(failed.status, conditions=()))
+    return frozenset({*before, gpu})
+
+
+def test_attempt_made_without_retry_while_another_check_waits_for_its_request() -> None:
+    r = lagging_check()
+    state = r.workload().check_state(CAPACITY)
+    assert state is not None and (state.state, state.retry_count) == (c.CHECK_PENDING, None)
+    assert r.workload().check_state(GPU_CAPACITY).state == c.CHECK_READY  # type: ignore[union-attr]
+    assert r.request("wl1-capacity-1") is None and r.request("wl1-capacity-2") is not None
+    assert r.workload().has_quota_reservation()
+    assert inv.retry_moves_the_quota(r.before, r.m.world, r.ctx()) == []
+    # the same step with a request for gpu-capacity in sync with its config is a real violation:
+    # syncCheckStates would have moved capacity to Retry, and attempt 2 needs the quota released
+    found = inv.retry_moves_the_quota(with_gpu_request(r.before), r.m.world, r.ctx())
+    assert found and "without releasing the quota" in found[0], found
+
+
+def test_attempt_beyond_the_limit_while_another_check_waits_for_its_request() -> None:
+    """The same early return ignores ``backoffLimitCount``: with a limit of 0 the failure of
+    attempt 1 should reject capacity, but it stays Pending and attempt 2 is made
+    (no_request_after_rejection's exemption); with gpu-capacity's request there it is reported."""
+    r = Replay()
+    r.m.create_workload([(1, 1, 1)], {}, None)
+    r.m.change_config(CAPACITY, c.CLASS_CHECK_CAPACITY, {}, RetryStrategy(0, 60, 1800), ())
+    r.autoscaler("wl1-gpu-capacity-1", "provision")
+    r.m.change_config(GPU_CAPACITY, c.CLASS_BEST_EFFORT_ATOMIC, {}, RetryStrategy(2, 0, 0), ())
+    r.autoscaler("wl1-capacity-1", "fail")
+    state = r.workload().check_state(CAPACITY)
+    assert state is not None and state.state == c.CHECK_PENDING and r.request("wl1-capacity-2") is not None
+    assert inv.no_request_after_rejection(r.before, r.m.world, r.ctx()) == []
+    found = inv.no_request_after_rejection(with_gpu_request(r.before), r.m.world, r.ctx())
+    assert found and "beyond limit 0" in found[0], found
+
+
+def restarted() -> tuple[Replay, frozenset[KubeObject]]:
+    """:func:`lagging_check`, then the step the 10,000-example run shrank to
+    "attempts_never_decrease: created attempt 1 after [2], retryCount None":
+
+    5. gpu-capacity's config is deleted (its check becomes Pending, "not active": no more early
+       return) and created again with ``backoffBaseSeconds: 0``; wl1-gpu-capacity-1 is made.
+    6. wl1-gpu-capacity-1 fails: gpu-capacity goes Retry with requeueAfterSeconds 0, the workload
+       is evicted at once (capacity is Pending, so resetChecksOnEviction leaves its retryCount
+       None, AR A.6), both requests are deleted (PC §1.12), the quota is released and reserved
+       again, and PC §1.7 names capacity's next attempt retryCount+1 = 1 (C:284-288)."""
+    r = lagging_check()
+    r.m.config_presence(GPU_CAPACITY, False)
+    r.m.change_config(GPU_CAPACITY, c.CLASS_CHECK_CAPACITY, {}, RetryStrategy(2, 0, 0), ())
+    assert r.request("wl1-capacity-2") is not None and r.request("wl1-gpu-capacity-1") is not None
+    r.autoscaler("wl1-gpu-capacity-1", "fail")  # settles and checks every invariant
+    return r, r.before
+
+
+def test_numbering_restarts_after_an_attempt_made_without_retry() -> None:
+    r, before = restarted()
+    wl = r.workload()
+    state = wl.check_state(CAPACITY)
+    assert state is not None and (state.state, state.retry_count) == (c.CHECK_PENDING, None)
+    new = r.request("wl1-capacity-1")
+    assert new is not None and new.metadata.uid not in {o.metadata.uid for o in before}
+    assert r.request("wl1-capacity-2") is None
+    assert [m for m, _ in inv.requests_of(before, wl, CAPACITY)] == [2]  # a decrease from 2 to 1
+    assert inv.attempts_never_decrease(before, r.m.world, r.ctx()) == []
+    assert inv.check_step(before, r.m.world, r.ctx()) == inv.check_state(r.m.world, r.ctx()) == []
+
+
+def _without_the_eviction(r: Replay, before: frozenset[KubeObject]) -> World:
+    """The same step, but the workload was not evicted in it (its eviction count unchanged)."""
+    prev = next(o for o in before if isinstance(o, Workload))
+    after = r.m.world.copy()
+    after.put(r.workload().with_status(extra=prev.status.extra))
+    return after
+
+
+def _renumbered(before: frozenset[KubeObject], old: int, new: int) -> frozenset[KubeObject]:
+    """``before`` with capacity's request ``wl1-capacity-{old}`` renamed to ``-{new}``."""
+    out: list[KubeObject] = []
+    for o in before:
+        if isinstance(o, ProvisioningRequest) and o.metadata.name == f"wl1-{CAPACITY}-{old}":
+            o = attrs.evolve(o, metadata=attrs.evolve(o.metadata, name=f"wl1-{CAPACITY}-{new}"))
+        out.append(o)
+    return frozenset(out)
+
+
+def _with_retry_count(objs: frozenset[KubeObject], count: int | None) -> frozenset[KubeObject]:
+    out: list[KubeObject] = []
+    for o in objs:
+        if isinstance(o, Workload):
+            o = o.with_status(admission_checks=tuple(
+                attrs.evolve(s, retry_count=count) if s.name == CAPACITY else s for s in o.status.admission_checks))
+        out.append(o)
+    return frozenset(out)
+
+
+@pytest.mark.parametrize("violation", ["no eviction", "older request kept", "not retryCount+1",
+                                       "retryCount dropped"])
+def test_a_real_decrease_is_still_reported(violation: str) -> None:
+    """Each condition of the exemption, broken on its own in the replayed step, is a decrease
+    upstream cannot produce, and the invariant reports it."""
+    r, before = restarted()
+    ctx = r.ctx()
+    after = r.m.world
+    if violation == "no eviction":
+        # e.g. a controller that restarts at retryCount+1 instead of naming the failed attempt + 1
+        after = _without_the_eviction(r, before)
+    elif violation == "older request kept":
+        # wl1-capacity-2 survives: it would be the active request, the next name would follow it
+        after = r.m.world.copy()
+        after.put(next(o for o in before if isinstance(o, ProvisioningRequest)
+                       and o.metadata.name == f"wl1-{CAPACITY}-2"))
+    elif violation == "not retryCount+1":
+        # attempt 2 after [3] with retryCount None: upstream would name it 1
+        before = _renumbered(before, 2, 3)
+        after = World(_renumbered(r.m.world.snapshot(), 1, 2))
+    else:
+        # before the step retryCount was 1, so attempt 2 did not run ahead of it; a decrease to 1
+        # needs retryCount to drop, which resetChecksOnEviction never does to a Pending check
+        before = _with_retry_count(before, 1)
+    found = inv.attempts_never_decrease(before, after, ctx)
+    assert found and "created attempt" in found[0], found
+
+
+def test_eviction_count_reads_scheduling_stats() -> None:
+    wl = Workload(ObjectMeta(name="w", namespace=NS))
+    assert inv._eviction_count(wl) == 0
+    stats = FrozenMap({"evictions": (FrozenMap({"reason": "Preempted", "underlyingCause": "", "count": 2}),
+                                     FrozenMap({"reason": "AdmissionCheck", "underlyingCause": "", "count": 1}))})
+    assert inv._eviction_count(wl.with_status(extra=FrozenMap({"schedulingStats": stats}))) == 3
