@@ -12,6 +12,8 @@ when the same step is changed into a real violation.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import attrs
 import pytest
 
@@ -19,7 +21,7 @@ import test_stateful as sm
 from kueue_provreq import invariants as inv
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.frozen import FrozenMap
-from kueue_provreq.api.meta import ObjectMeta
+from kueue_provreq.api.meta import Condition, ObjectMeta, Time, set_condition
 from kueue_provreq.api.objects import KubeObject
 from kueue_provreq.api.provisioning import ProvisioningRequest, RetryStrategy
 from kueue_provreq.api.workload import Workload
@@ -30,16 +32,31 @@ CAPACITY, GPU_CAPACITY = sm.CHECKS
 NS = sm.NS
 
 
+class Pick:
+    """Stands in for hypothesis' ``data`` argument: ``draw`` returns the given values in order."""
+
+    def __init__(self, *values: object) -> None:
+        self.values = list(values)
+
+    def draw(self, strategy: object) -> object:
+        return self.values.pop(0)
+
+
 class Replay:
     """The stateful test's machine driven by hand; every step settles and checks every invariant."""
 
-    def __init__(self) -> None:
+    def __init__(self, keep_quota: bool = False) -> None:
         self.m = sm.AdmissionMachine()
-        self.m.setup(keep_quota=False, pods_ready_limit=None, timeout=300)
+        self.m.setup(keep_quota=keep_quota, pods_ready_limit=None, timeout=300)
         self.before: frozenset[KubeObject] = frozenset()
 
     def snapshot(self) -> None:
         self.before = self.m.world.snapshot()
+
+    def step(self, rule: Callable[..., None], *args: object) -> None:
+        """A rule of the machine, remembering the world before it."""
+        self.snapshot()
+        rule(*args)
 
     def autoscaler(self, name: str, trigger: str) -> None:
         pr = self.request(name)
@@ -205,6 +222,61 @@ def test_a_real_decrease_is_still_reported(violation: str) -> None:
         before = _with_retry_count(before, 1)
     found = inv.attempts_never_decrease(before, after, ctx)
     assert found and "created attempt" in found[0], found
+
+
+def keep_quota_reserved_again() -> Replay:
+    """Under KeepQuotaForProvReqRetry, the shrunk trace of "retry_moves_the_quota: default/wl1
+    check capacity: attempt 2 without keeping the quota":
+
+    1. capacity's retryStrategy becomes ``{backoffLimitCount: 1, backoffBaseSeconds: 0}``.
+    2. wl1 (one pod, 1 gpu) holds quota; wl1-capacity-1 is Provisioned: capacity is Ready.
+    3. gpu-capacity's config is deleted: its AdmissionCheck turns inactive and so does the
+       ClusterQueue, so nothing gets quota any more.
+    4. The quota is taken away without an eviction (UnsetQuotaReservation, as upstream's tests
+       emulate preemption): the requests stay (PC §1.12) and the workload cannot get quota back.
+    5. wl1-capacity-1 fails; the controller ignores a workload without quota (PC §1.2).
+    6. gpu-capacity's config comes back: the workload gets quota, the controller sees the
+       failure, capacity goes Pending (keep quota) and, the backoff of 0 s having passed, PC §1.7
+       makes wl1-capacity-2 in this same step."""
+    r = Replay(keep_quota=True)
+    r.m.change_config(CAPACITY, c.CLASS_CHECK_CAPACITY, {}, RetryStrategy(1, 0, 0), ())
+    r.m.create_workload([(1, 0, 1)], {}, None)
+    r.autoscaler("wl1-capacity-1", "provision")
+    r.m.config_presence(GPU_CAPACITY, False)
+    r.m.unset_quota(Pick(r.workload()))  # type: ignore[arg-type]
+    r.autoscaler("wl1-capacity-1", "fail")
+    r.step(r.m.config_presence, GPU_CAPACITY, True)  # settles and checks every invariant
+    return r
+
+
+def test_keep_quota_acts_on_a_failure_with_the_next_reservation() -> None:
+    r = keep_quota_reserved_again()
+    prev = next(o for o in r.before if isinstance(o, Workload))
+    assert not prev.has_quota_reservation() and r.workload().has_quota_reservation()
+    state = r.workload().check_state(CAPACITY)
+    assert state is not None and state.state == c.CHECK_PENDING
+    assert r.request("wl1-capacity-2") is not None
+    assert inv.retry_moves_the_quota(r.before, r.m.world, r.ctx()) == []
+    assert inv.check_step(r.before, r.m.world, r.ctx()) == inv.check_state(r.m.world, r.ctx()) == []
+
+
+@pytest.mark.parametrize("violation", ["quota held and reserved anew", "evicted for an admission check"])
+def test_keep_quota_still_reports_an_attempt_after_losing_the_quota(violation: str) -> None:
+    """The same step, started with a reservation that the step replaced, or without quota after
+    an eviction for an admission check (the default strategy's retry), is reported."""
+    r = keep_quota_reserved_again()
+    prev = next(o for o in r.before if isinstance(o, Workload))
+    if violation == "quota held and reserved anew":
+        held = Condition(c.WORKLOAD_QUOTA_RESERVED, c.TRUE, "QuotaReserved", "earlier", Time(r.m.now - 1))
+        conds, _ = set_condition(prev.status.conditions, held, Time(r.m.now - 1))
+        changed = prev.with_status(conditions=conds)
+    else:
+        evicted = Condition(c.WORKLOAD_EVICTED, c.TRUE, c.REASON_ADMISSION_CHECK, "Evicted due to AdmissionCheck")
+        conds, _ = set_condition(prev.status.conditions, evicted, r.m.now)
+        changed = prev.with_status(conditions=conds)
+    before = frozenset({*(o for o in r.before if o is not prev), changed})
+    found = inv.retry_moves_the_quota(before, r.m.world, r.ctx())
+    assert found and "without keeping the quota" in found[0], found
 
 
 def test_eviction_count_reads_scheduling_stats() -> None:
