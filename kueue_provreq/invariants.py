@@ -747,14 +747,14 @@ def _no_quota_to_keep(held: Workload | None, wl: Workload) -> bool:
         _evicted_reason(held) != c.REASON_ADMISSION_CHECK and wl.has_quota_reservation()
 
 
-def _waits_for_another_request(before: Snapshot, wl: Workload | None, check: str) -> bool:
-    """Whether another provisioning check of ``wl`` had no request in sync with its config, so
-    that upstream's syncCheckStates returned early and wrote no state for any check (PC §1.9,
-    §1.14: with several provisioning checks the outcome depends on this).  Over-approximates
-    "needs a request" (managedResources are not consulted), which only weakens the invariant."""
+def _waits_for_another_request(objs: Iterable[KubeObject], wl: Workload | None, check: str) -> bool:
+    """Whether another provisioning check of ``wl`` needs a request and has none in sync with its
+    config, so that upstream's syncCheckStates returns early and writes no state for any check
+    (PC §1.9, §1.14: with several provisioning checks the outcome depends on this).  "Needs" and
+    "in sync" are decided as upstream does (``_needs_request``, ``_in_sync``)."""
     if wl is None:
         return False
-    objs = list(before)
+    objs = list(objs)
     configs = {o.metadata.name: o for o in objs if isinstance(o, ProvisioningRequestConfig)}
     checks = {o.metadata.name: o for o in objs if isinstance(o, AdmissionCheck)}
     for s in wl.status.admission_checks:
@@ -763,10 +763,49 @@ def _waits_for_another_request(before: Snapshot, wl: Workload | None, check: str
                 ac.spec.controller_name != c.PROVISIONING_REQUEST_CONTROLLER_NAME:
             continue
         prc = configs.get(ac.spec.parameters.name)
-        if prc is not None and not any(pr.spec.provisioning_class_name == prc.spec.provisioning_class_name
-                                       for _, pr in requests_of(objs, wl, s.name)):
+        if prc is not None and _needs_request(wl, prc) and \
+                not any(_in_sync(pr, prc) for _, pr in requests_of(objs, wl, s.name)):
             return True
     return False
+
+
+def _needs_request(wl: Workload, prc: ProvisioningRequestConfig) -> bool:
+    """``reqIsNeeded`` (PC §1.4): a pod set with a positive count (the admitted one if set) whose
+    containers or init containers request or limit one of the config's managedResources (any
+    resource when there are none).  A pod set without an assignment makes upstream's reconcile
+    fail before it writes anything, which counts as needing a request here."""
+    managed = frozenset(prc.spec.managed_resources)
+    admission = wl.status.admission
+    assigned = {psa.name: psa for psa in admission.pod_set_assignments} if admission else {}
+    for ps in wl.spec.pod_sets:
+        if ps.count <= 0 or (managed and not _uses(ps.template, managed)):
+            continue
+        psa = assigned.get(ps.name)
+        if psa is None or (psa.count if psa.count is not None else ps.count) > 0:
+            return True
+    return False
+
+
+def _uses(template: FrozenMap[str, object], managed: frozenset[str]) -> bool:
+    """``podUses`` (PC §1.4): requests or limits of any container or init container."""
+    spec = template.get("spec")
+    if not isinstance(spec, FrozenMap):
+        return False
+    for field in ("initContainers", "containers"):
+        for ctr in spec.get(field) or ():
+            res = ctr.get("resources") if isinstance(ctr, FrozenMap) else None
+            for kind in ("requests", "limits"):
+                named = res.get(kind) if isinstance(res, FrozenMap) else None
+                if isinstance(named, FrozenMap) and not managed.isdisjoint(named):
+                    return True
+    return False
+
+
+def _in_sync(pr: ProvisioningRequest, prc: ProvisioningRequestConfig) -> bool:
+    """``provReqSyncedWithConfig`` (PC §1.5): same class, and every config parameter has the same
+    value on the request (extra request parameters, from annotations, do not matter)."""
+    return pr.spec.provisioning_class_name == prc.spec.provisioning_class_name and \
+        all((pr.spec.parameters or FrozenMap()).get(k) == v for k, v in prc.spec.parameters.items())
 
 
 @step_invariant()
