@@ -350,7 +350,11 @@ def retry_delay_is_exponential(world: World, ctx: CheckContext) -> list[str]:
     """A check in Retry asks for ``requeueAfterSeconds = min(base*2^(n-1), max)`` with
     ``n = retryCount+1``, the first step uncapped, to the second (the jitter is below 1e-4 and is
     truncated away below 10000 s) -- PC §1.13, KEP-3258.  Recomputed on every reconcile while the
-    failed request exists, so it holds once the provisioning controller has seen the current config."""
+    failed request exists, so it holds once the provisioning controller has seen the current config
+    -- unless another provisioning check of the workload needs a request and has none: then
+    syncCheckStates returns before writing any state (PC §1.9, C:602-605) and the check keeps
+    the delay of the retryStrategy it entered Retry with (found by the 10,000-example run, after
+    a retryStrategy change; ``_waits_for_another_request``)."""
     if ctx.semantics != CURRENT:
         return []
     out = []
@@ -358,6 +362,8 @@ def retry_delay_is_exponential(world: World, ctx: CheckContext) -> list[str]:
         if s.state != c.CHECK_RETRY or s.requeue_after_seconds is None or \
                 provisioning_request_phase(prs[-1][1]) not in _DEAD:
             continue  # without its failed request the check is not re-evaluated (PC §1.14)
+        if _waits_for_another_request(world, wl, s.name):
+            continue
         want = nominal_retry_delay((s.retry_count or 0) + 1, rs.backoff_base_seconds, rs.backoff_max_seconds)
         if want < 10_000 and s.requeue_after_seconds != want:
             out.append(f"{_name(wl)} check {s.name}: requeueAfterSeconds {s.requeue_after_seconds}, "
@@ -417,14 +423,17 @@ def finished_has_no_requests(world: World, ctx: CheckContext) -> list[str]:
 def attempts_within_backoff_limit(world: World, ctx: CheckContext) -> list[str]:
     """A check is in Retry only for attempts up to ``backoffLimitCount`` and is Rejected for a
     failed or expired attempt only beyond it (PC §1.9, §1.13: the failure of attempt limit+1
-    rejects)."""
+    rejects).  A Retry decided under a larger limit stays while another provisioning check of the
+    workload needs a request and has none, since syncCheckStates then returns before writing any
+    state (PC §1.9, C:602-605; found by the 10,000-example run, ``_waits_for_another_request``)."""
     if ctx.semantics != CURRENT:
         return []
     out = []
     for wl, s, rs, prs in _checks_with_requests(world):
         n, pr = prs[-1]
         phase = provisioning_request_phase(pr)
-        if s.state == c.CHECK_RETRY and n > rs.backoff_limit_count:
+        if s.state == c.CHECK_RETRY and n > rs.backoff_limit_count and \
+                not _waits_for_another_request(world, wl, s.name):
             out.append(f"{_name(wl)} check {s.name}: Retry for attempt {n} > limit {rs.backoff_limit_count}")
         if s.state == c.CHECK_REJECTED and phase in _DEAD and n <= rs.backoff_limit_count:
             out.append(f"{_name(wl)} check {s.name}: Rejected at attempt {n} <= limit {rs.backoff_limit_count}")

@@ -23,7 +23,7 @@ from kueue_provreq.api import constants as c
 from kueue_provreq.api.frozen import FrozenMap
 from kueue_provreq.api.meta import Condition, ObjectMeta, Time, set_condition
 from kueue_provreq.api.objects import KubeObject
-from kueue_provreq.api.provisioning import ProvisioningRequest, RetryStrategy
+from kueue_provreq.api.provisioning import ProvisioningRequest, ProvisioningRequestConfig, RetryStrategy
 from kueue_provreq.api.workload import Workload
 from kueue_provreq.explore.search import autoscaler_step
 from kueue_provreq.world import World
@@ -222,6 +222,61 @@ def test_a_real_decrease_is_still_reported(violation: str) -> None:
         before = _with_retry_count(before, 1)
     found = inv.attempts_never_decrease(before, after, ctx)
     assert found and "created attempt" in found[0], found
+
+
+def stale_retry() -> Replay:
+    """gpu-capacity enters Retry, then capacity loses its request while Ready and gpu-capacity's
+    retryStrategy changes (the mechanism of the run's shrunk trace "retry_delay_is_exponential:
+    default/wl3 check gpu-capacity: requeueAfterSeconds 60, want 0 (attempt 1)", in fewer steps):
+
+    1. wl1 (one pod, 1 cpu, 1 gpu) holds quota in both flavors; wl1-capacity-1 is Provisioned.
+    2. wl1-gpu-capacity-1 fails: gpu-capacity goes Retry, requeueAfterSeconds 60 (limit 2);
+       the workload controller waits for requeueAt before evicting.
+    3. capacity's class changes: its request is deleted and, the check being Ready, never made
+       again (PC §1.7): from now on syncCheckStates returns before writing anything (PC §1.9).
+    4. gpu-capacity's retryStrategy becomes ``{backoffLimitCount: 0, backoffBaseSeconds: 0}``:
+       a reconcile that got to write would make the check Rejected; this one writes nothing."""
+    r = Replay()
+    r.m.create_workload([(1, 1, 1)], {}, None)
+    r.autoscaler("wl1-capacity-1", "provision")
+    r.autoscaler("wl1-gpu-capacity-1", "fail")
+    r.m.change_config(CAPACITY, c.CLASS_BEST_EFFORT_ATOMIC, {}, RetryStrategy(2, 60, 1800), ())
+    r.m.change_config(GPU_CAPACITY, c.CLASS_CHECK_CAPACITY, {}, RetryStrategy(0, 0, 0), ())  # settles, checks all
+    return r
+
+
+def test_a_retry_decided_under_the_old_strategy_stays_while_another_check_waits() -> None:
+    r = stale_retry()
+    state = r.workload().check_state(GPU_CAPACITY)
+    assert state is not None and (state.state, state.requeue_after_seconds) == (c.CHECK_RETRY, 60)
+    assert r.request("wl1-capacity-1") is None
+    ctx = inv.CheckContext(now=r.m.now, config=r.m.config, settled=True)
+    assert inv.retry_delay_is_exponential(r.m.world, ctx) == []
+    assert inv.attempts_within_backoff_limit(r.m.world, ctx) == []
+    assert inv.check_state(r.m.world, ctx) == []
+
+
+@pytest.mark.parametrize("change", ["capacity has its request", "capacity needs no request"])
+def test_a_stale_retry_is_reported_when_nothing_stops_the_write(change: str) -> None:
+    """With capacity's request in sync, or with a managedResources that none of the workload's
+    pod sets uses (PC §1.4: no request needed, so no early return), the state would have been
+    rewritten, and both invariants report the stale one."""
+    r = stale_retry()
+    world = r.m.world.copy()
+    if change == "capacity has its request":
+        gpu = r.request("wl1-gpu-capacity-1")
+        assert gpu is not None
+        world.put(attrs.evolve(gpu, metadata=attrs.evolve(gpu.metadata, name=f"wl1-{CAPACITY}-1", uid="u-cap"),
+                               spec=attrs.evolve(gpu.spec, provisioning_class_name=c.CLASS_BEST_EFFORT_ATOMIC),
+                               status=attrs.evolve(gpu.status, conditions=())))
+    else:
+        prc = world.get(c.PROVISIONING_REQUEST_CONFIG, "", CAPACITY)
+        assert isinstance(prc, ProvisioningRequestConfig)
+        world.put(attrs.evolve(prc, spec=attrs.evolve(prc.spec, managed_resources=("memory",))))
+    ctx = inv.CheckContext(now=r.m.now, config=r.m.config, settled=True)
+    assert inv.retry_delay_is_exponential(world, ctx) == [
+        "default/wl1 check gpu-capacity: requeueAfterSeconds 60, want 0 (attempt 1)"]
+    assert inv.attempts_within_backoff_limit(world, ctx) == ["default/wl1 check gpu-capacity: Retry for attempt 1 > limit 0"]
 
 
 def keep_quota_reserved_again() -> Replay:
