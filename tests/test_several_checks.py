@@ -7,7 +7,8 @@ writing no state for any check, while a check that needs a request has none (PC 
 C:602-605); a failed request of the other check then stays Pending and PC §1.7 makes its next
 attempt at once, without Retry, so its ``retryCount`` does not count that attempt.  Each test
 shows that the invariant's exemption applies in the scenario and that the invariant still fires
-when the same step is changed into a real violation.
+when the same step is changed into a real violation.  The last test pins a related consequence
+seen while replaying them: a check limited to some flavors loses its ``retryCount``.
 """
 
 from __future__ import annotations
@@ -340,3 +341,29 @@ def test_eviction_count_reads_scheduling_stats() -> None:
     stats = FrozenMap({"evictions": (FrozenMap({"reason": "Preempted", "underlyingCause": "", "count": 2}),
                                      FrozenMap({"reason": "AdmissionCheck", "underlyingCause": "", "count": 1}))})
     assert inv._eviction_count(wl.with_status(extra=FrozenMap({"schedulingStats": stats}))) == 3
+
+
+def test_a_check_for_some_flavors_forgets_its_retries_with_the_quota() -> None:
+    """Not a failing invariant but a consequence worth pinning (docs/differences.rst,
+    ``retryCount``): without an admission a workload carries only the checks for every flavor
+    (AR A.2), so gpu-capacity's entry, retryCount included, goes when the evicted workload's
+    quota is released.  With ``backoffLimitCount: 1`` it is never rejected and every retry is
+    attempt 1 again, while capacity (every flavor) counts its retry and is rejected."""
+    r = Replay()
+    r.m.change_config(GPU_CAPACITY, c.CLASS_CHECK_CAPACITY, {}, RetryStrategy(1, 0, 0), ())
+    r.m.change_config(CAPACITY, c.CLASS_CHECK_CAPACITY, {}, RetryStrategy(1, 0, 0), ())
+    r.m.create_workload([(1, 0, 1)], {}, None)
+    for evictions in range(1, 4):
+        old = r.request(f"wl1-{GPU_CAPACITY}-1")
+        assert old is not None
+        r.autoscaler(f"wl1-{GPU_CAPACITY}-1", "fail")  # Retry, evicted at once (delay 0), reserved again
+        new = r.request(f"wl1-{GPU_CAPACITY}-1")
+        state = r.workload().check_state(GPU_CAPACITY)
+        assert inv._eviction_count(r.workload()) == evictions
+        assert new is not None and new.metadata.uid != old.metadata.uid
+        assert state is not None and (state.state, state.retry_count) == (c.CHECK_PENDING, None)
+    r.autoscaler(f"wl1-{CAPACITY}-1", "fail")
+    state = r.workload().check_state(CAPACITY)
+    assert state is not None and state.retry_count == 1 and r.request(f"wl1-{CAPACITY}-2") is not None
+    r.autoscaler(f"wl1-{CAPACITY}-2", "fail")
+    assert not r.workload().is_active
