@@ -423,17 +423,19 @@ def finished_has_no_requests(world: World, ctx: CheckContext) -> list[str]:
 def attempts_within_backoff_limit(world: World, ctx: CheckContext) -> list[str]:
     """A check is in Retry only for attempts up to ``backoffLimitCount`` and is Rejected for a
     failed or expired attempt only beyond it (PC §1.9, §1.13: the failure of attempt limit+1
-    rejects).  A Retry decided under a larger limit stays while another provisioning check of the
-    workload needs a request and has none, since syncCheckStates then returns before writing any
-    state (PC §1.9, C:602-605; found by the 10,000-example run, ``_waits_for_another_request``)."""
+    rejects).  A Retry or Rejected decided under an earlier limit stays while another provisioning
+    check of the workload needs a request and has none, since syncCheckStates then returns before
+    writing any state (PC §1.9, C:602-605; found by the 10,000-example run, both ways, after
+    retryStrategy changes; ``_waits_for_another_request``)."""
     if ctx.semantics != CURRENT:
         return []
     out = []
     for wl, s, rs, prs in _checks_with_requests(world):
         n, pr = prs[-1]
         phase = provisioning_request_phase(pr)
-        if s.state == c.CHECK_RETRY and n > rs.backoff_limit_count and \
-                not _waits_for_another_request(world, wl, s.name):
+        if s.state in (c.CHECK_RETRY, c.CHECK_REJECTED) and _waits_for_another_request(world, wl, s.name):
+            continue
+        if s.state == c.CHECK_RETRY and n > rs.backoff_limit_count:
             out.append(f"{_name(wl)} check {s.name}: Retry for attempt {n} > limit {rs.backoff_limit_count}")
         if s.state == c.CHECK_REJECTED and phase in _DEAD and n <= rs.backoff_limit_count:
             out.append(f"{_name(wl)} check {s.name}: Rejected at attempt {n} <= limit {rs.backoff_limit_count}")

@@ -225,31 +225,45 @@ def test_a_real_decrease_is_still_reported(violation: str) -> None:
     assert found and "created attempt" in found[0], found
 
 
-def stale_retry() -> Replay:
-    """gpu-capacity enters Retry, then capacity loses its request while Ready and gpu-capacity's
-    retryStrategy changes (the mechanism of the run's shrunk trace "retry_delay_is_exponential:
-    default/wl3 check gpu-capacity: requeueAfterSeconds 60, want 0 (attempt 1)", in fewer steps):
+def stale_state(rejected: bool) -> Replay:
+    """gpu-capacity's state is decided, then capacity loses its request while Ready and
+    gpu-capacity's retryStrategy changes.  The run's shrunk traces: "retry_delay_is_exponential:
+    default/wl3 check gpu-capacity: requeueAfterSeconds 60, want 0 (attempt 1)" (with
+    "attempts_within_backoff_limit: ... Retry for attempt 1 > limit 0") and
+    "attempts_within_backoff_limit: default/wl1 check gpu-capacity: Rejected at attempt 1 <= limit
+    2"; the same mechanism in fewer steps:
 
     1. wl1 (one pod, 1 cpu, 1 gpu) holds quota in both flavors; wl1-capacity-1 is Provisioned.
     2. wl1-gpu-capacity-1 fails: gpu-capacity goes Retry, requeueAfterSeconds 60 (limit 2);
        the workload controller waits for requeueAt before evicting.
-    3. capacity's class changes: its request is deleted and, the check being Ready, never made
+    3. (``rejected``) gpu-capacity's limit becomes 0: the check is Rejected; the workload
+       controller still waits for requeueAt before deactivating (``rejected_check_deactivates``).
+    4. capacity's class changes: its request is deleted and, the check being Ready, never made
        again (PC §1.7): from now on syncCheckStates returns before writing anything (PC §1.9).
-    4. gpu-capacity's retryStrategy becomes ``{backoffLimitCount: 0, backoffBaseSeconds: 0}``:
-       a reconcile that got to write would make the check Rejected; this one writes nothing."""
+    5. gpu-capacity's retryStrategy changes again (Retry: to limit 0 and base 0, which would
+       reject; Rejected: back to limit 2, which would retry); nothing is written."""
     r = Replay()
     r.m.create_workload([(1, 1, 1)], {}, None)
     r.autoscaler("wl1-capacity-1", "provision")
     r.autoscaler("wl1-gpu-capacity-1", "fail")
+    if rejected:
+        r.m.change_config(GPU_CAPACITY, c.CLASS_CHECK_CAPACITY, {}, RetryStrategy(0, 60, 1800), ())
     r.m.change_config(CAPACITY, c.CLASS_BEST_EFFORT_ATOMIC, {}, RetryStrategy(2, 60, 1800), ())
-    r.m.change_config(GPU_CAPACITY, c.CLASS_CHECK_CAPACITY, {}, RetryStrategy(0, 0, 0), ())  # settles, checks all
+    later = RetryStrategy(2, 60, 1800) if rejected else RetryStrategy(0, 0, 0)
+    r.m.change_config(GPU_CAPACITY, c.CLASS_CHECK_CAPACITY, {}, later, ())  # settles, checks all
     return r
 
 
-def test_a_retry_decided_under_the_old_strategy_stays_while_another_check_waits() -> None:
-    r = stale_retry()
+STALE = {False: (c.CHECK_RETRY, ["default/wl1 check gpu-capacity: Retry for attempt 1 > limit 0"]),
+         True: (c.CHECK_REJECTED, ["default/wl1 check gpu-capacity: Rejected at attempt 1 <= limit 2"])}
+
+
+@pytest.mark.parametrize("rejected", [False, True])
+def test_a_state_decided_under_the_old_strategy_stays_while_another_check_waits(rejected: bool) -> None:
+    r = stale_state(rejected)
     state = r.workload().check_state(GPU_CAPACITY)
-    assert state is not None and (state.state, state.requeue_after_seconds) == (c.CHECK_RETRY, 60)
+    assert state is not None and state.state == STALE[rejected][0] and r.workload().is_active
+    assert state.requeue_after_seconds == 60
     assert r.request("wl1-capacity-1") is None
     ctx = inv.CheckContext(now=r.m.now, config=r.m.config, settled=True)
     assert inv.retry_delay_is_exponential(r.m.world, ctx) == []
@@ -257,12 +271,13 @@ def test_a_retry_decided_under_the_old_strategy_stays_while_another_check_waits(
     assert inv.check_state(r.m.world, ctx) == []
 
 
+@pytest.mark.parametrize("rejected", [False, True])
 @pytest.mark.parametrize("change", ["capacity has its request", "capacity needs no request"])
-def test_a_stale_retry_is_reported_when_nothing_stops_the_write(change: str) -> None:
+def test_a_stale_state_is_reported_when_nothing_stops_the_write(change: str, rejected: bool) -> None:
     """With capacity's request in sync, or with a managedResources that none of the workload's
     pod sets uses (PC §1.4: no request needed, so no early return), the state would have been
-    rewritten, and both invariants report the stale one."""
-    r = stale_retry()
+    rewritten, and the invariants report the stale one."""
+    r = stale_state(rejected)
     world = r.m.world.copy()
     if change == "capacity has its request":
         gpu = r.request("wl1-gpu-capacity-1")
@@ -275,9 +290,10 @@ def test_a_stale_retry_is_reported_when_nothing_stops_the_write(change: str) -> 
         assert isinstance(prc, ProvisioningRequestConfig)
         world.put(attrs.evolve(prc, spec=attrs.evolve(prc.spec, managed_resources=("memory",))))
     ctx = inv.CheckContext(now=r.m.now, config=r.m.config, settled=True)
-    assert inv.retry_delay_is_exponential(world, ctx) == [
-        "default/wl1 check gpu-capacity: requeueAfterSeconds 60, want 0 (attempt 1)"]
-    assert inv.attempts_within_backoff_limit(world, ctx) == ["default/wl1 check gpu-capacity: Retry for attempt 1 > limit 0"]
+    assert inv.attempts_within_backoff_limit(world, ctx) == STALE[rejected][1]
+    if not rejected:
+        assert inv.retry_delay_is_exponential(world, ctx) == [
+            "default/wl1 check gpu-capacity: requeueAfterSeconds 60, want 0 (attempt 1)"]
 
 
 def keep_quota_reserved_again() -> Replay:
