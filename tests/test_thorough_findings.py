@@ -1,14 +1,15 @@
-"""Findings of the 10,000-example stateful run with two provisioning checks on one workload,
-replayed deterministically through the real engine.
+"""Findings of the 10,000-example stateful run (``HYPOTHESIS_PROFILE=thorough``), replayed
+deterministically through the real engine.
 
 The world is the stateful tests' (``tests/test_stateful.py``): check ``capacity`` applies to
-every flavor, ``gpu-capacity`` to the GPU flavor only.  Upstream's syncCheckStates returns early,
-writing no state for any check, while a check that needs a request has none (PC §1.9,
-C:602-605); a failed request of the other check then stays Pending and PC §1.7 makes its next
-attempt at once, without Retry, so its ``retryCount`` does not count that attempt.  Each test
-shows that the invariant's exemption applies in the scenario and that the invariant still fires
-when the same step is changed into a real violation.  The last test pins a related consequence
-seen while replaying them: a check limited to some flavors loses its ``retryCount``.
+every flavor, ``gpu-capacity`` to the GPU flavor only.  Most findings come from two provisioning
+checks on one workload: upstream's syncCheckStates returns early, writing no state for any
+check, while a check that needs a request has none (PC §1.9, C:602-605); a failed request of
+the other check then stays Pending and PC §1.7 makes its next attempt at once, without Retry, so
+its ``retryCount`` does not count that attempt, and states written before stay as they are.
+Each test shows that the invariant's exemption applies in the scenario and that the invariant
+still fires when the same step is changed into a real violation.  The last test pins a related
+consequence seen while replaying them: a check limited to some flavors loses its ``retryCount``.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from kueue_provreq.api.meta import Condition, ObjectMeta, Time, set_condition
 from kueue_provreq.api.objects import KubeObject
 from kueue_provreq.api.provisioning import ProvisioningRequest, ProvisioningRequestConfig, RetryStrategy
 from kueue_provreq.api.workload import Workload
-from kueue_provreq.explore.search import autoscaler_step
+from kueue_provreq.explore.search import EPOCH, autoscaler_step
 from kueue_provreq.world import World
 
 CAPACITY, GPU_CAPACITY = sm.CHECKS
@@ -46,9 +47,9 @@ class Pick:
 class Replay:
     """The stateful test's machine driven by hand; every step settles and checks every invariant."""
 
-    def __init__(self, keep_quota: bool = False) -> None:
+    def __init__(self, keep_quota: bool = False, timeout: int = 300) -> None:
         self.m = sm.AdmissionMachine()
-        self.m.setup(keep_quota=keep_quota, pods_ready_limit=None, timeout=300)
+        self.m.setup(keep_quota=keep_quota, pods_ready_limit=None, timeout=timeout)
         self.before: frozenset[KubeObject] = frozenset()
 
     def snapshot(self) -> None:
@@ -349,6 +350,46 @@ def test_keep_quota_still_reports_an_attempt_after_losing_the_quota(violation: s
     before = frozenset({*(o for o in r.before if o is not prev), changed})
     found = inv.retry_moves_the_quota(before, r.m.world, r.ctx())
     assert found and "without keeping the quota" in found[0], found
+
+
+def timeout_behind_the_backoff_gate() -> Replay:
+    """The shrunk trace of "pods_ready_timeout_enforced: default/wl2: pods not ready 121s after
+    admission, timeout 120.0s", re-timed:
+
+    1. waitForPodsReady timeout 120 s; wl1 (one pod, 1 gpu) is admitted at 0 s (both checks Ready).
+    2. At 61 s wl1-capacity-1 fails: the admitted workload's check goes Retry with
+       requeueAfterSeconds 60, and the workload controller records requeueAt = 121 s (AR A.7).
+    3. At 120 s the pods are not ready 120 s after admission, but the workload controller's
+       backoff gate returns before the timeout is looked at (workload_controller.go:536-569,
+       then l.769-797): no eviction yet."""
+    r = Replay(timeout=120)
+    r.m.create_workload([(1, 0, 1)], {}, None)
+    r.autoscaler("wl1-capacity-1", "provision")
+    r.autoscaler("wl1-gpu-capacity-1", "provision")
+    r.m.advance(61)
+    r.autoscaler("wl1-capacity-1", "fail")
+    r.step(r.m.advance, 59)  # settles and checks every invariant
+    return r
+
+
+def test_the_pods_ready_timeout_waits_for_the_backoff_gate() -> None:
+    r = timeout_behind_the_backoff_gate()
+    wl = r.workload()
+    adm = wl.condition(c.WORKLOAD_ADMITTED)
+    assert wl.is_admitted() and not wl.is_evicted() and adm is not None and adm.last_transition_time == EPOCH
+    assert r.m.now == EPOCH + 120 and wl.status.requeue_state is not None
+    assert wl.status.requeue_state.requeue_at == EPOCH + 121
+    ctx = inv.CheckContext(now=r.m.now, config=r.m.config, settled=True)
+    assert inv.pods_ready_timeout_enforced(r.m.world, ctx) == []
+    # without the gate the same world is a missed timeout
+    world = r.m.world.copy()
+    world.put(wl.with_status(requeue_state=None))
+    assert inv.pods_ready_timeout_enforced(world, ctx) == [
+        "default/wl1: pods not ready 120s after admission, timeout 120.0s"]
+    # once requeueAt passes, the workload is evicted (for its Retry check, checked first)
+    r.m.advance(1)
+    ev = r.workload().condition(c.WORKLOAD_EVICTED)
+    assert ev is not None and ev.message.startswith("Previously: Evicted due to AdmissionCheck")
 
 
 def test_eviction_count_reads_scheduling_stats() -> None:
