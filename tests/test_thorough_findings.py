@@ -77,7 +77,8 @@ class Replay:
         return wl
 
     def ctx(self) -> inv.CheckContext:
-        return inv.CheckContext(now=self.m.now, config=self.m.config)
+        """What the stateful test checks with after a step (settled)."""
+        return inv.CheckContext(now=self.m.now, config=self.m.config, settled=True)
 
 
 def lagging_check() -> Replay:
@@ -112,7 +113,8 @@ def test_attempt_made_without_retry_while_another_check_waits_for_its_request() 
     r = lagging_check()
     state = r.workload().check_state(CAPACITY)
     assert state is not None and (state.state, state.retry_count) == (c.CHECK_PENDING, None)
-    assert r.workload().check_state(GPU_CAPACITY).state == c.CHECK_READY  # type: ignore[union-attr]
+    gpu = r.workload().check_state(GPU_CAPACITY)
+    assert gpu is not None and gpu.state == c.CHECK_READY
     assert r.request("wl1-capacity-1") is None and r.request("wl1-capacity-2") is not None
     assert r.workload().has_quota_reservation()
     assert inv.retry_moves_the_quota(r.before, r.m.world, r.ctx()) == []
@@ -266,7 +268,7 @@ def test_a_state_decided_under_the_old_strategy_stays_while_another_check_waits(
     assert state is not None and state.state == STALE[rejected][0] and r.workload().is_active
     assert state.requeue_after_seconds == 60
     assert r.request("wl1-capacity-1") is None
-    ctx = inv.CheckContext(now=r.m.now, config=r.m.config, settled=True)
+    ctx = r.ctx()
     assert inv.retry_delay_is_exponential(r.m.world, ctx) == []
     assert inv.attempts_within_backoff_limit(r.m.world, ctx) == []
     assert inv.check_state(r.m.world, ctx) == []
@@ -290,7 +292,7 @@ def test_a_stale_state_is_reported_when_nothing_stops_the_write(change: str, rej
         prc = world.get(c.PROVISIONING_REQUEST_CONFIG, "", CAPACITY)
         assert isinstance(prc, ProvisioningRequestConfig)
         world.put(attrs.evolve(prc, spec=attrs.evolve(prc.spec, managed_resources=("memory",))))
-    ctx = inv.CheckContext(now=r.m.now, config=r.m.config, settled=True)
+    ctx = r.ctx()
     assert inv.attempts_within_backoff_limit(world, ctx) == STALE[rejected][1]
     if not rejected:
         assert inv.retry_delay_is_exponential(world, ctx) == [
@@ -379,7 +381,7 @@ def test_the_pods_ready_timeout_waits_for_the_backoff_gate() -> None:
     assert wl.is_admitted() and not wl.is_evicted() and adm is not None and adm.last_transition_time == EPOCH
     assert r.m.now == EPOCH + 120 and wl.status.requeue_state is not None
     assert wl.status.requeue_state.requeue_at == EPOCH + 121
-    ctx = inv.CheckContext(now=r.m.now, config=r.m.config, settled=True)
+    ctx = r.ctx()
     assert inv.pods_ready_timeout_enforced(r.m.world, ctx) == []
     # without the gate the same world is a missed timeout
     world = r.m.world.copy()
