@@ -711,7 +711,7 @@ def retry_moves_the_quota(before: Snapshot, after: World, ctx: CheckContext) -> 
     its quota and got it back: normally the failed attempt's check went Retry, the workload was
     evicted and requeued (AR A.6-A.7, KEP-3258); with several provisioning checks the check may
     skip Retry (syncCheckStates returns early while another check has no request, PC §1.9) and the
-    next attempt is then made with the quota it holds (see ``_waits_for_another_request``).  Under
+    next attempt is then made with the quota it holds (see ``_waited_for_another_request``).  Under
     KeepQuotaForProvReqRetry the next attempt is made in a step the workload enters and leaves
     with the same, unbroken reservation (PC §5 v0.9) -- unless it entered the step without quota,
     not evicted for an admission check: the controller ignores a workload without quota (PC
@@ -749,7 +749,7 @@ def retry_moves_the_quota(before: Snapshot, after: World, ctx: CheckContext) -> 
                     out.append(f"{_name(wl)} check {s.name}: attempt {n} without keeping the quota")
             elif not (failed_at is not None and reserved_at is not None and reserved_at >= failed_at) and \
                     not (failed_at is None and ev is not None and ev.status == c.FALSE) and \
-                    not _waits_for_another_request(before, old_wls.get(wl.metadata.uid), s.name):
+                    not _waited_for_another_request(before, after, old_wls.get(wl.metadata.uid), wl, s.name):
                 # the reservation must be newer than the failure (however the quota was lost: an
                 # eviction, or a test's UnsetQuotaReservation); without the failed request, the
                 # eviction's Evicted=False "Previously: ..." is the evidence
@@ -787,6 +787,23 @@ def _waits_for_another_request(objs: Iterable[KubeObject], wl: Workload | None, 
                 not any(_in_sync(pr, prc) for _, pr in requests_of(objs, wl, s.name)):
             return True
     return False
+
+
+def _waited_for_another_request(before: Snapshot, after: World, prev: Workload | None, wl: Workload,
+                                check: str) -> bool:
+    """Whether a reconcile during the step found another provisioning check of the workload
+    needing a request without one in sync, so that syncCheckStates returned early: either at the
+    start of the step (``before`` as it was), or in the first reconcile that saw the step's
+    change -- the workload, its checks and the configs as the step left them, the requests as the
+    step found them.  The second view covers a check that the step added or whose config it
+    changed: a request is only made after syncCheckStates has run, so one made in this step was
+    missing from that reconcile (found by the 10,000-example run: a reservation adds a check for
+    the GPU flavor, which has no request yet)."""
+    if _waits_for_another_request(before, prev, check):
+        return True
+    first: list[KubeObject] = [o for o in before if isinstance(o, ProvisioningRequest)]
+    first += [o for o in after if not isinstance(o, ProvisioningRequest)]
+    return _waits_for_another_request(first, wl, check)
 
 
 def _needs_request(wl: Workload, prc: ProvisioningRequestConfig) -> bool:
@@ -838,7 +855,7 @@ def no_request_after_rejection(before: Snapshot, after: World, ctx: CheckContext
     the current limit and the check's ``retryCount``, which counts retries made under an older,
     larger limit.  Upstream's own exception: while another provisioning check has no request,
     syncCheckStates writes nothing, the failed check stays Pending and PC §1.7 creates the next
-    attempt whatever the limit (found by the 10,000-example run; ``_waits_for_another_request``)."""
+    attempt whatever the limit (found by the 10,000-example run; ``_waited_for_another_request``)."""
     old = {o.metadata.uid: o for o in _workloads(before)}
     out = []
     for pr in _created(before, after):
@@ -851,7 +868,7 @@ def no_request_after_rejection(before: Snapshot, after: World, ctx: CheckContext
             rs = _retry_strategy(after, s.name)
             if ctx.semantics == CURRENT and n is not None and rs is not None and \
                     n > max(rs.backoff_limit_count, s.retry_count or 0) + 1 and \
-                    not _waits_for_another_request(before, prev, s.name):
+                    not _waited_for_another_request(before, after, prev, wl, s.name):
                 out.append(f"request {pr.metadata.name}: attempt {n} beyond limit {rs.backoff_limit_count}")
         if not prev.is_active:
             out.append(f"request {pr.metadata.name} created for deactivated {_name(prev)}")

@@ -98,13 +98,13 @@ def lagging_check() -> Replay:
     return r
 
 
-def with_gpu_request(before: frozenset[KubeObject]) -> frozenset[KubeObject]:
-    """``before`` plus a request for gpu-capacity in sync with its (changed) config: then
-    syncCheckStates does not return early and capacity's failure is decided as usual."""
+def with_gpu_request(before: frozenset[KubeObject], klass: str = c.CLASS_BEST_EFFORT_ATOMIC) -> frozenset[KubeObject]:
+    """``before`` plus a request for gpu-capacity in sync with its config (of class ``klass``):
+    then syncCheckStates does not return early and capacity's failure is decided as usual."""
     failed = next(o for o in before if isinstance(o, ProvisioningRequest))
     assert failed.metadata.name == f"wl1-{CAPACITY}-1"
     gpu = attrs.evolve(failed, metadata=attrs.evolve(failed.metadata, name=f"wl1-{GPU_CAPACITY}-1", uid="u-gpu"),
-                       spec=attrs.evolve(failed.spec, provisioning_class_name=c.CLASS_BEST_EFFORT_ATOMIC),
+                       spec=attrs.evolve(failed.spec, provisioning_class_name=klass),
                        status=attrs.evolve(failed.status, conditions=()))
     return frozenset({*before, gpu})
 
@@ -139,6 +139,44 @@ def test_attempt_beyond_the_limit_while_another_check_waits_for_its_request() ->
     assert inv.no_request_after_rejection(r.before, r.m.world, r.ctx()) == []
     found = inv.no_request_after_rejection(with_gpu_request(r.before), r.m.world, r.ctx())
     assert found and "beyond limit 0" in found[0], found
+
+
+def reserved_with_a_new_check() -> Replay:
+    """The run's trace "no_request_after_rejection: request wl1-capacity-2: attempt 2 beyond
+    limit 0" (shrinking stopped at 20 steps), in fewer steps:
+
+    1. capacity's limit becomes 0; wl1 (one pod, 1 cpu, 1 gpu) holds quota: wl1-capacity-1 and
+       wl1-gpu-capacity-1.
+    2. gpu-capacity's config is deleted: that check turns inactive, its request goes, and the
+       ClusterQueue turns inactive (no more reservations).
+    3. The quota is taken away without an eviction: the request stays (PC §1.12); without an
+       admission wl1 carries only the check for every flavor, capacity (AR A.2).
+    4. wl1-capacity-1 fails; the controller ignores a workload without quota (PC §1.2).
+    5. gpu-capacity's config comes back: wl1 gets quota and gpu-capacity is added, Pending, with
+       no request.  The first reconcile's syncCheckStates returns early on it, so capacity is
+       not rejected, and PC §1.7 makes wl1-capacity-2 (and wl1-gpu-capacity-1).  Before the step
+       the workload did not even carry gpu-capacity."""
+    r = Replay()
+    r.m.change_config(CAPACITY, c.CLASS_CHECK_CAPACITY, {}, RetryStrategy(0, 60, 1800), ())
+    r.m.create_workload([(1, 1, 1)], {}, None)
+    r.m.config_presence(GPU_CAPACITY, False)
+    r.m.unset_quota(Pick(r.workload()))  # type: ignore[arg-type]
+    r.autoscaler("wl1-capacity-1", "fail")
+    r.step(r.m.config_presence, GPU_CAPACITY, True)  # settles and checks every invariant
+    return r
+
+
+def test_attempt_beyond_the_limit_when_the_reservation_adds_a_check() -> None:
+    r = reserved_with_a_new_check()
+    prev = next(o for o in r.before if isinstance(o, Workload))
+    assert [s.name for s in prev.status.admission_checks] == [CAPACITY] and not prev.has_quota_reservation()
+    state = r.workload().check_state(CAPACITY)
+    assert state is not None and state.state == c.CHECK_PENDING and r.workload().has_quota_reservation()
+    assert r.request("wl1-capacity-2") is not None and r.request("wl1-gpu-capacity-1") is not None
+    assert inv.no_request_after_rejection(r.before, r.m.world, r.ctx()) == []
+    # had gpu-capacity's request been there when the step began, capacity would be Rejected
+    found = inv.no_request_after_rejection(with_gpu_request(r.before, c.CLASS_CHECK_CAPACITY), r.m.world, r.ctx())
+    assert found == ["request wl1-capacity-2: attempt 2 beyond limit 0"]
 
 
 def restarted() -> tuple[Replay, frozenset[KubeObject]]:
