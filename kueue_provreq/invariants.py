@@ -888,7 +888,14 @@ def rejection_deactivates(before: Snapshot, after: World, ctx: CheckContext) -> 
     """When a step rejects a check of a workload holding quota, it ends deactivated
     (``spec.active=false``) with Evicted reason ``DeactivatedDueToAdmissionCheck``, without quota
     and without requests (AR A.8, PC §1.12).  The rejection shows in the settled world as the
-    check's "Reset to Pending after eviction. Previously: Rejected" message."""
+    check's "Reset to Pending after eviction. Previously: Rejected" message.
+
+    The Evicted reason is plain ``Deactivated`` when a user deactivates the workload after the
+    rejection but before the workload controller acted on it: the controller sets
+    DeactivationTarget only past its backoff gate, so a check rejected during a Retry's requeueAt
+    wait has none yet, and the inactive branch then evicts as for a manual deactivation (AR A.7,
+    A.8 step 3) -- found by the 10,000-example run.  Exempt exactly then: the check was already
+    Rejected on an active workload without DeactivationTarget when the step began."""
     old = {o.metadata.uid: o for o in _workloads(before)}
     out = []
     for wl in _workloads(after):
@@ -901,11 +908,27 @@ def rejection_deactivates(before: Snapshot, after: World, ctx: CheckContext) -> 
         reason = _evicted_reason(wl)
         prs = [pr.metadata.name for pr in after.owned_by_name(
             c.PROVISIONING_REQUEST, wl.metadata.namespace, wl.metadata.name)]
-        if wl.is_active or reason != c.REASON_DEACTIVATED_DUE_TO + c.REASON_ADMISSION_CHECK or \
+        want = c.REASON_DEACTIVATED_DUE_TO + c.REASON_ADMISSION_CHECK
+        if reason == c.REASON_DEACTIVATED and _rejected_before_the_user_deactivated(prev, fresh):
+            want = c.REASON_DEACTIVATED
+        if wl.is_active or reason != want or \
                 wl.has_quota_reservation() or (prs and _cleans_up(ctx)):
             out.append(f"{_name(wl)} rejected by {fresh} ended active={wl.is_active}, evicted={reason}, "
                        f"quota={wl.has_quota_reservation()}, requests={prs}")
     return out
+
+
+def _rejected_before_the_user_deactivated(prev: Workload | None, checks: list[str]) -> bool:
+    """Whether ``checks`` were all Rejected already, on an active workload the workload controller
+    had not yet marked with DeactivationTarget, when the step began: the deactivation in the step
+    is then the user's (``rejection_deactivates``)."""
+    if prev is None or not prev.is_active:
+        return False
+    target = prev.condition(c.WORKLOAD_DEACTIVATION_TARGET)
+    if target is not None and target.status == c.TRUE:
+        return False
+    states = [prev.check_state(n) for n in checks]
+    return all(st is not None and st.state == c.CHECK_REJECTED for st in states)
 
 
 def _cleans_up(ctx: CheckContext) -> bool:

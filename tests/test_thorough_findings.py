@@ -432,6 +432,57 @@ def test_the_pods_ready_timeout_waits_for_the_backoff_gate() -> None:
     assert ev is not None and ev.message.startswith("Previously: Evicted due to AdmissionCheck")
 
 
+def deactivated_by_the_user_after_a_rejection() -> Replay:
+    """The shrunk trace of "rejection_deactivates: default/wl3 rejected by ['capacity'] ended
+    active=False, evicted=Deactivated, quota=False, requests=[]", in fewer steps:
+
+    1. wl1 (one pod, 2 cpu, 1 gpu) holds quota; wl1-capacity-1 is Provisioned, then its booking
+       expires before admission: capacity goes Retry, and the workload controller records
+       requeueAt = now + 60 s (AR A.7).
+    2. The capacity is revoked: capacity is Rejected (PC §1.9), but the workload controller sets
+       DeactivationTarget only past its backoff gate, so nothing more happens for 60 s.
+    3. A user deactivates the workload: it is evicted as for a manual deactivation, reason
+       ``Deactivated`` (AR A.8 step 3), and the checks are reset ("Previously: Rejected")."""
+    r = Replay()
+    r.m.create_workload([(1, 2, 1)], {}, None)
+    r.autoscaler("wl1-capacity-1", "provision")
+    r.autoscaler("wl1-capacity-1", "expire_booking")
+    r.autoscaler("wl1-capacity-1", "revoke_capacity")
+    r.step(r.m.set_active, Pick(r.workload()), False)  # settles and checks every invariant
+    return r
+
+
+def test_a_user_deactivating_after_a_rejection_gives_the_manual_reason() -> None:
+    r = deactivated_by_the_user_after_a_rejection()
+    prev = next(o for o in r.before if isinstance(o, Workload))
+    was = prev.check_state(CAPACITY)
+    assert was is not None and was.state == c.CHECK_REJECTED and prev.is_active
+    assert prev.condition(c.WORKLOAD_DEACTIVATION_TARGET) is None
+    wl = r.workload()
+    ev = wl.condition(c.WORKLOAD_EVICTED)
+    assert not wl.is_active and ev is not None and (ev.status, ev.reason) == (c.TRUE, c.REASON_DEACTIVATED)
+    assert inv.rejection_deactivates(r.before, r.m.world, r.ctx()) == []
+
+
+@pytest.mark.parametrize("before_the_step", ["DeactivationTarget set", "check still in Retry"])
+def test_a_plain_deactivated_reason_is_still_reported_otherwise(before_the_step: str) -> None:
+    """Had the workload controller already marked the workload, or had the rejection come in this
+    very step, the eviction would have named the admission check; plain ``Deactivated`` is then
+    reported."""
+    r = deactivated_by_the_user_after_a_rejection()
+    prev = next(o for o in r.before if isinstance(o, Workload))
+    if before_the_step == "DeactivationTarget set":
+        target = Condition(c.WORKLOAD_DEACTIVATION_TARGET, c.TRUE, c.REASON_ADMISSION_CHECK, "rejected")
+        conds, _ = set_condition(prev.status.conditions, target, r.m.now)
+        changed = prev.with_status(conditions=conds)
+    else:
+        changed = prev.with_status(admission_checks=tuple(
+            attrs.evolve(s, state=c.CHECK_RETRY) if s.name == CAPACITY else s for s in prev.status.admission_checks))
+    before = frozenset({*(o for o in r.before if o is not prev), changed})
+    assert inv.rejection_deactivates(before, r.m.world, r.ctx()) == [
+        "default/wl1 rejected by ['capacity'] ended active=False, evicted=Deactivated, quota=False, requests=[]"]
+
+
 def test_eviction_count_reads_scheduling_stats() -> None:
     wl = Workload(ObjectMeta(name="w", namespace=NS))
     assert inv._eviction_count(wl) == 0
