@@ -25,6 +25,7 @@ import attrs
 
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.config import SEMANTICS_CURRENT, SEMANTICS_PRE_KEP_3258, Configuration
+from kueue_provreq.api.frozen import FrozenMap
 from kueue_provreq.api.meta import Time, find_condition, is_true
 from kueue_provreq.api.objects import KubeObject
 from kueue_provreq.api.provisioning import (
@@ -349,7 +350,11 @@ def retry_delay_is_exponential(world: World, ctx: CheckContext) -> list[str]:
     """A check in Retry asks for ``requeueAfterSeconds = min(base*2^(n-1), max)`` with
     ``n = retryCount+1``, the first step uncapped, to the second (the jitter is below 1e-4 and is
     truncated away below 10000 s) -- PC §1.13, KEP-3258.  Recomputed on every reconcile while the
-    failed request exists, so it holds once the provisioning controller has seen the current config."""
+    failed request exists, so it holds once the provisioning controller has seen the current config
+    -- unless another provisioning check of the workload needs a request and has none: then
+    syncCheckStates returns before writing any state (PC §1.9, C:602-605) and the check keeps
+    the delay of the retryStrategy it entered Retry with (found by the 10,000-example run, after
+    a retryStrategy change; ``_waits_for_another_request``)."""
     if ctx.semantics != CURRENT:
         return []
     out = []
@@ -357,6 +362,8 @@ def retry_delay_is_exponential(world: World, ctx: CheckContext) -> list[str]:
         if s.state != c.CHECK_RETRY or s.requeue_after_seconds is None or \
                 provisioning_request_phase(prs[-1][1]) not in _DEAD:
             continue  # without its failed request the check is not re-evaluated (PC §1.14)
+        if _waits_for_another_request(world, wl, s.name):
+            continue
         want = nominal_retry_delay((s.retry_count or 0) + 1, rs.backoff_base_seconds, rs.backoff_max_seconds)
         if want < 10_000 and s.requeue_after_seconds != want:
             out.append(f"{_name(wl)} check {s.name}: requeueAfterSeconds {s.requeue_after_seconds}, "
@@ -416,13 +423,18 @@ def finished_has_no_requests(world: World, ctx: CheckContext) -> list[str]:
 def attempts_within_backoff_limit(world: World, ctx: CheckContext) -> list[str]:
     """A check is in Retry only for attempts up to ``backoffLimitCount`` and is Rejected for a
     failed or expired attempt only beyond it (PC §1.9, §1.13: the failure of attempt limit+1
-    rejects)."""
+    rejects).  A Retry or Rejected decided under an earlier limit stays while another provisioning
+    check of the workload needs a request and has none, since syncCheckStates then returns before
+    writing any state (PC §1.9, C:602-605; found by the 10,000-example run, both ways, after
+    retryStrategy changes; ``_waits_for_another_request``)."""
     if ctx.semantics != CURRENT:
         return []
     out = []
     for wl, s, rs, prs in _checks_with_requests(world):
         n, pr = prs[-1]
         phase = provisioning_request_phase(pr)
+        if s.state in (c.CHECK_RETRY, c.CHECK_REJECTED) and _waits_for_another_request(world, wl, s.name):
+            continue
         if s.state == c.CHECK_RETRY and n > rs.backoff_limit_count:
             out.append(f"{_name(wl)} check {s.name}: Retry for attempt {n} > limit {rs.backoff_limit_count}")
         if s.state == c.CHECK_REJECTED and phase in _DEAD and n <= rs.backoff_limit_count:
@@ -456,7 +468,13 @@ def rejected_check_deactivates(world: World, ctx: CheckContext) -> list[str]:
 @state_invariant("settled")
 def pods_ready_timeout_enforced(world: World, ctx: CheckContext) -> list[str]:
     """An admitted, active workload whose pods are not ready ``waitForPodsReady.timeout`` after
-    admission is evicted (PodsReadyTimeout) or deactivated (RequeuingLimitExceeded) -- AR B.2-B.4."""
+    admission is evicted (PodsReadyTimeout) or deactivated (RequeuingLimitExceeded) -- AR B.2-B.4.
+    As coded, the workload controller checks the timeout after its backoff gate, which returns
+    while ``requeueState.requeueAt`` lies ahead (AR A.7, workload_controller.go:536-569, before
+    l.769-797); since KEP-3258 that holds back quota-holding workloads too, so an admitted
+    workload whose check went Retry (``requeueAt`` = the Retry deadline) is not evicted for the
+    timeout before ``requeueAt`` -- found by the 10,000-example run; the invariant allows exactly
+    that wait."""
     w = ctx.config.wait_for_pods_ready
     if w is None:
         return []
@@ -466,6 +484,9 @@ def pods_ready_timeout_enforced(world: World, ctx: CheckContext) -> list[str]:
         if (adm is None or adm.status != c.TRUE or adm.last_transition_time is None or wl.is_evicted()
                 or not wl.is_active or wl.is_finished()):
             continue
+        rs = wl.status.requeue_state
+        if ctx.semantics == CURRENT and rs is not None and rs.requeue_at is not None and rs.requeue_at > ctx.now:
+            continue  # the backoff gate returns first
         pr = wl.condition(c.WORKLOAD_PODS_READY)
         if pr is not None and pr.status == c.TRUE:
             continue
@@ -612,7 +633,18 @@ def attempts_never_decrease(before: Snapshot, after: World, ctx: CheckContext) -
     in the step that resets it.  Likewise a request replaced because the config's class or
     parameters changed is named ``retryCount+1`` again, which under KeepQuotaForProvReqRetry
     (retryCount never grows) restarts the numbering and the backoff budget -- found by the
-    stateful tests; only requests of the same class and parameters are compared."""
+    stateful tests; only requests of the same class and parameters are compared.
+
+    Third exemption, for a check whose attempts ran ahead of its ``retryCount``: with several
+    provisioning checks, syncCheckStates returns early while another check has no request
+    (PC §1.9, C:602-605), so a failed attempt leaves its check Pending and PC §1.7 (C:290-298)
+    makes the next one at once, without Retry and so without ``retryCount`` growing
+    (KeepQuotaForProvReqRetry does the same by design).  An eviction then deletes the requests
+    (CleanupProvisioningRequestsOnEviction, PC §1.12), ``resetChecksOnEviction`` leaves the
+    Pending check's ``retryCount`` as it was (AR A.6), and on the next reservation PC §1.7
+    (C:284-288) names the attempt ``retryCount+1`` again: "created attempt 1 after [2],
+    retryCount None", found by the 10,000-example run.  See ``_numbering_restarted`` for the
+    exact conditions; any other decrease is still reported."""
     old_wls = {o.metadata.uid: o for o in _workloads(before)}
     out = []
     for pr in _created(before, after):
@@ -626,13 +658,51 @@ def attempts_never_decrease(before: Snapshot, after: World, ctx: CheckContext) -
                 continue
             was = prev.check_state(s.name) if prev is not None else None
             reset = was is not None and was.state in (c.CHECK_READY, c.CHECK_REJECTED)
-            older = [m for m, old in requests_of(before, wl, s.name)
-                     if old.metadata.uid != pr.metadata.uid and not reset and old.spec.provisioning_class_name
-                     == pr.spec.provisioning_class_name and old.spec.parameters == pr.spec.parameters]
+            same = [(m, old) for m, old in requests_of(before, wl, s.name)
+                    if old.metadata.uid != pr.metadata.uid and old.spec.provisioning_class_name
+                    == pr.spec.provisioning_class_name and old.spec.parameters == pr.spec.parameters]
+            older = [] if reset else [m for m, _ in same]
             floor = (s.retry_count or 0) + 1 if ctx.semantics == CURRENT else 1
+            if older and n < max(older) and _numbering_restarted(prev, was, wl, s, n, same, after):
+                older = []
             if (older and n < max(older)) or n < floor:
                 out.append(f"{_name(wl)} check {s.name}: created attempt {n} after {older}, retryCount {s.retry_count}")
     return out
+
+
+def _eviction_count(wl: Workload) -> int:
+    """How many times ``wl`` was evicted: the sum of ``status.schedulingStats.evictions[*].count``,
+    which ``Evict`` increments on every eviction (AR A.6 step 4)."""
+    stats = wl.status.extra.get("schedulingStats")
+    evictions = stats.get("evictions", ()) if isinstance(stats, FrozenMap) else ()
+    return sum(int(e.get("count", 0)) for e in evictions if isinstance(e, FrozenMap))
+
+
+def _numbering_restarted(prev: Workload | None, was: AdmissionCheckState | None, wl: Workload,
+                         s: AdmissionCheckState, n: int, same: list[tuple[int, ProvisioningRequest]],
+                         after: World) -> bool:
+    """Whether attempt ``n`` of check ``s`` restarts the numbering the way upstream does after
+    attempts made without Retry (``attempts_never_decrease``, third exemption): all of
+
+    * before the step the check's attempts had already run ahead of its ``retryCount`` (an
+      attempt of the same class and parameters above ``retryCount+1``) -- the trace of attempts
+      made while the check stayed Pending; without it a decrease has no upstream explanation;
+    * the workload was evicted in this step (its eviction count grew), which is what deletes
+      the requests and leaves a Pending check's ``retryCount`` untouched;
+    * none of those older requests is left: a surviving one would be the active request and
+      the next attempt would be named after it;
+    * the new attempt is exactly ``retryCount+1``, the name PC §1.7 gives without a request."""
+    if prev is None or not same:
+        return False
+    ran_ahead = max(m for m, _ in same) > ((was.retry_count if was is not None else None) or 0) + 1
+    evicted = _eviction_count(wl) > _eviction_count(prev)
+    left = any(_still_there(after, old) for _, old in same)
+    return ran_ahead and evicted and not left and n == (s.retry_count or 0) + 1
+
+
+def _still_there(after: World, pr: ProvisioningRequest) -> bool:
+    now = after.get(c.PROVISIONING_REQUEST, pr.metadata.namespace, pr.metadata.name)
+    return now is not None and now.metadata.uid == pr.metadata.uid
 
 
 @step_invariant()
@@ -641,8 +711,14 @@ def retry_moves_the_quota(before: Snapshot, after: World, ctx: CheckContext) -> 
     its quota and got it back: normally the failed attempt's check went Retry, the workload was
     evicted and requeued (AR A.6-A.7, KEP-3258); with several provisioning checks the check may
     skip Retry (syncCheckStates returns early while another check has no request, PC §1.9) and the
-    next attempt is then made with the quota it holds (see ``_waits_for_another_request``).  Under KeepQuotaForProvReqRetry the next attempt is made in a
-    step the workload enters and leaves with the same, unbroken reservation (PC §5 v0.9)."""
+    next attempt is then made with the quota it holds (see ``_waited_for_another_request``).  Under
+    KeepQuotaForProvReqRetry the next attempt is made in a step the workload enters and leaves
+    with the same, unbroken reservation (PC §5 v0.9) -- unless it entered the step without quota,
+    not evicted for an admission check: the controller ignores a workload without quota (PC
+    §1.2), so a failure that happened or was still waiting out its backoff while the quota was
+    gone without an eviction (a test's UnsetQuotaReservation keeps the requests, PC §1.12) is
+    acted on with the next reservation, in the step that makes it if the backoff has passed
+    (found by the 10,000-example run; ``_no_quota_to_keep``)."""
     if ctx.semantics != CURRENT:
         return []
     old_wls = {o.metadata.uid: o for o in _workloads(before)}
@@ -668,11 +744,12 @@ def retry_moves_the_quota(before: Snapshot, after: World, ctx: CheckContext) -> 
             if ctx.keep_quota:
                 held = old_wls.get(wl.metadata.uid)
                 qr_before = held.condition(c.WORKLOAD_QUOTA_RESERVED) if held is not None else None
-                if qr_before is None or qr_before.status != c.TRUE or qr != qr_before:
+                if (qr_before is None or qr_before.status != c.TRUE or qr != qr_before) and \
+                        not _no_quota_to_keep(held, wl):
                     out.append(f"{_name(wl)} check {s.name}: attempt {n} without keeping the quota")
             elif not (failed_at is not None and reserved_at is not None and reserved_at >= failed_at) and \
                     not (failed_at is None and ev is not None and ev.status == c.FALSE) and \
-                    not _waits_for_another_request(before, old_wls.get(wl.metadata.uid), s.name):
+                    not _waited_for_another_request(before, after, old_wls.get(wl.metadata.uid), wl, s.name):
                 # the reservation must be newer than the failure (however the quota was lost: an
                 # eviction, or a test's UnsetQuotaReservation); without the failed request, the
                 # eviction's Evicted=False "Previously: ..." is the evidence
@@ -680,14 +757,24 @@ def retry_moves_the_quota(before: Snapshot, after: World, ctx: CheckContext) -> 
     return out
 
 
-def _waits_for_another_request(before: Snapshot, wl: Workload | None, check: str) -> bool:
-    """Whether another provisioning check of ``wl`` had no request in sync with its config, so
-    that upstream's syncCheckStates returned early and wrote no state for any check (PC §1.9,
-    §1.14: with several provisioning checks the outcome depends on this).  Over-approximates
-    "needs a request" (managedResources are not consulted), which only weakens the invariant."""
+def _no_quota_to_keep(held: Workload | None, wl: Workload) -> bool:
+    """Under KeepQuotaForProvReqRetry: whether the workload began the step without a reservation
+    (so there was none to keep) that it had not lost to an admission check eviction, and holds
+    one now.  An eviction for an admission check never happens under the gate
+    (``keep_quota_never_evicts_for_retry``); were it the way the quota went, a next attempt made
+    with the following reservation would be the default strategy's retry, and is still reported."""
+    return held is not None and not held.has_quota_reservation() and \
+        _evicted_reason(held) != c.REASON_ADMISSION_CHECK and wl.has_quota_reservation()
+
+
+def _waits_for_another_request(objs: Iterable[KubeObject], wl: Workload | None, check: str) -> bool:
+    """Whether another provisioning check of ``wl`` needs a request and has none in sync with its
+    config, so that upstream's syncCheckStates returns early and writes no state for any check
+    (PC §1.9, §1.14: with several provisioning checks the outcome depends on this).  "Needs" and
+    "in sync" are decided as upstream does (``_needs_request``, ``_in_sync``)."""
     if wl is None:
         return False
-    objs = list(before)
+    objs = list(objs)
     configs = {o.metadata.name: o for o in objs if isinstance(o, ProvisioningRequestConfig)}
     checks = {o.metadata.name: o for o in objs if isinstance(o, AdmissionCheck)}
     for s in wl.status.admission_checks:
@@ -696,10 +783,66 @@ def _waits_for_another_request(before: Snapshot, wl: Workload | None, check: str
                 ac.spec.controller_name != c.PROVISIONING_REQUEST_CONTROLLER_NAME:
             continue
         prc = configs.get(ac.spec.parameters.name)
-        if prc is not None and not any(pr.spec.provisioning_class_name == prc.spec.provisioning_class_name
-                                       for _, pr in requests_of(objs, wl, s.name)):
+        if prc is not None and _needs_request(wl, prc) and \
+                not any(_in_sync(pr, prc) for _, pr in requests_of(objs, wl, s.name)):
             return True
     return False
+
+
+def _waited_for_another_request(before: Snapshot, after: World, prev: Workload | None, wl: Workload,
+                                check: str) -> bool:
+    """Whether a reconcile during the step found another provisioning check of the workload
+    needing a request without one in sync, so that syncCheckStates returned early: either at the
+    start of the step (``before`` as it was), or in the first reconcile that saw the step's
+    change -- the workload, its checks and the configs as the step left them, the requests as the
+    step found them.  The second view covers a check that the step added or whose config it
+    changed: a request is only made after syncCheckStates has run, so one made in this step was
+    missing from that reconcile (found by the 10,000-example run: a reservation adds a check for
+    the GPU flavor, which has no request yet)."""
+    if _waits_for_another_request(before, prev, check):
+        return True
+    first: list[KubeObject] = [o for o in before if isinstance(o, ProvisioningRequest)]
+    first += [o for o in after if not isinstance(o, ProvisioningRequest)]
+    return _waits_for_another_request(first, wl, check)
+
+
+def _needs_request(wl: Workload, prc: ProvisioningRequestConfig) -> bool:
+    """``reqIsNeeded`` (PC §1.4): a pod set with a positive count (the admitted one if set) whose
+    containers or init containers request or limit one of the config's managedResources (any
+    resource when there are none).  A pod set without an assignment makes upstream's reconcile
+    fail before it writes anything, which counts as needing a request here."""
+    managed = frozenset(prc.spec.managed_resources)
+    admission = wl.status.admission
+    assigned = {psa.name: psa for psa in admission.pod_set_assignments} if admission else {}
+    for ps in wl.spec.pod_sets:
+        if ps.count <= 0 or (managed and not _uses(ps.template, managed)):
+            continue
+        psa = assigned.get(ps.name)
+        if psa is None or (psa.count if psa.count is not None else ps.count) > 0:
+            return True
+    return False
+
+
+def _uses(template: FrozenMap[str, object], managed: frozenset[str]) -> bool:
+    """``podUses`` (PC §1.4): requests or limits of any container or init container."""
+    spec = template.get("spec")
+    if not isinstance(spec, FrozenMap):
+        return False
+    for field in ("initContainers", "containers"):
+        for ctr in spec.get(field) or ():
+            res = ctr.get("resources") if isinstance(ctr, FrozenMap) else None
+            for kind in ("requests", "limits"):
+                named = res.get(kind) if isinstance(res, FrozenMap) else None
+                if isinstance(named, FrozenMap) and not managed.isdisjoint(named):
+                    return True
+    return False
+
+
+def _in_sync(pr: ProvisioningRequest, prc: ProvisioningRequestConfig) -> bool:
+    """``provReqSyncedWithConfig`` (PC §1.5): same class, and every config parameter has the same
+    value on the request (extra request parameters, from annotations, do not matter)."""
+    return pr.spec.provisioning_class_name == prc.spec.provisioning_class_name and \
+        all((pr.spec.parameters or FrozenMap()).get(k) == v for k, v in prc.spec.parameters.items())
 
 
 @step_invariant()
@@ -712,7 +855,7 @@ def no_request_after_rejection(before: Snapshot, after: World, ctx: CheckContext
     the current limit and the check's ``retryCount``, which counts retries made under an older,
     larger limit.  Upstream's own exception: while another provisioning check has no request,
     syncCheckStates writes nothing, the failed check stays Pending and PC §1.7 creates the next
-    attempt whatever the limit (found by the 10,000-example run; ``_waits_for_another_request``)."""
+    attempt whatever the limit (found by the 10,000-example run; ``_waited_for_another_request``)."""
     old = {o.metadata.uid: o for o in _workloads(before)}
     out = []
     for pr in _created(before, after):
@@ -725,7 +868,7 @@ def no_request_after_rejection(before: Snapshot, after: World, ctx: CheckContext
             rs = _retry_strategy(after, s.name)
             if ctx.semantics == CURRENT and n is not None and rs is not None and \
                     n > max(rs.backoff_limit_count, s.retry_count or 0) + 1 and \
-                    not _waits_for_another_request(before, prev, s.name):
+                    not _waited_for_another_request(before, after, prev, wl, s.name):
                 out.append(f"request {pr.metadata.name}: attempt {n} beyond limit {rs.backoff_limit_count}")
         if not prev.is_active:
             out.append(f"request {pr.metadata.name} created for deactivated {_name(prev)}")
@@ -745,7 +888,14 @@ def rejection_deactivates(before: Snapshot, after: World, ctx: CheckContext) -> 
     """When a step rejects a check of a workload holding quota, it ends deactivated
     (``spec.active=false``) with Evicted reason ``DeactivatedDueToAdmissionCheck``, without quota
     and without requests (AR A.8, PC §1.12).  The rejection shows in the settled world as the
-    check's "Reset to Pending after eviction. Previously: Rejected" message."""
+    check's "Reset to Pending after eviction. Previously: Rejected" message.
+
+    The Evicted reason is plain ``Deactivated`` when a user deactivates the workload after the
+    rejection but before the workload controller acted on it: the controller sets
+    DeactivationTarget only past its backoff gate, so a check rejected during a Retry's requeueAt
+    wait has none yet, and the inactive branch then evicts as for a manual deactivation (AR A.7,
+    A.8 step 3) -- found by the 10,000-example run.  Exempt exactly then: the check was already
+    Rejected on an active workload without DeactivationTarget when the step began."""
     old = {o.metadata.uid: o for o in _workloads(before)}
     out = []
     for wl in _workloads(after):
@@ -758,11 +908,27 @@ def rejection_deactivates(before: Snapshot, after: World, ctx: CheckContext) -> 
         reason = _evicted_reason(wl)
         prs = [pr.metadata.name for pr in after.owned_by_name(
             c.PROVISIONING_REQUEST, wl.metadata.namespace, wl.metadata.name)]
-        if wl.is_active or reason != c.REASON_DEACTIVATED_DUE_TO + c.REASON_ADMISSION_CHECK or \
+        want = c.REASON_DEACTIVATED_DUE_TO + c.REASON_ADMISSION_CHECK
+        if reason == c.REASON_DEACTIVATED and _rejected_before_the_user_deactivated(prev, fresh):
+            want = c.REASON_DEACTIVATED
+        if wl.is_active or reason != want or \
                 wl.has_quota_reservation() or (prs and _cleans_up(ctx)):
             out.append(f"{_name(wl)} rejected by {fresh} ended active={wl.is_active}, evicted={reason}, "
                        f"quota={wl.has_quota_reservation()}, requests={prs}")
     return out
+
+
+def _rejected_before_the_user_deactivated(prev: Workload | None, checks: list[str]) -> bool:
+    """Whether ``checks`` were all Rejected already, on an active workload the workload controller
+    had not yet marked with DeactivationTarget, when the step began: the deactivation in the step
+    is then the user's (``rejection_deactivates``)."""
+    if prev is None or not prev.is_active:
+        return False
+    target = prev.condition(c.WORKLOAD_DEACTIVATION_TARGET)
+    if target is not None and target.status == c.TRUE:
+        return False
+    states = [prev.check_state(n) for n in checks]
+    return all(st is not None and st.state == c.CHECK_REJECTED for st in states)
 
 
 def _cleans_up(ctx: CheckContext) -> bool:
