@@ -277,12 +277,12 @@ def main(argv: list[str] | None = None) -> int:
     for n in sizes:
         best: tuple[float, int, int] | None = None
         for _ in range(args.repeat if n < 100_000 else 1):
-            secs, reconciles, admitted, world = settle_cycle(n)
+            secs, reconciles, admitted, settled = settle_cycle(n)
             if admitted != n:
                 print(f"ERROR: {admitted} of {n} workloads admitted after the cycle", file=sys.stderr)
                 return 1
             collect = full_collection_seconds()
-            del world
+            del settled
             if best is None or secs < best[0]:
                 best = (secs, reconciles, admitted)
         assert best is not None

@@ -13,6 +13,11 @@ Each predicate's docstring names the upstream behaviour (spec section of
 ``kueue-provisioning-controller.md`` = PC, ``kueue-admission-and-requeue.md`` =
 AR, or a KEP) it encodes.  The stateful tests, the explorer and anyone
 replaying a trace call :func:`check_state` / :func:`check_step`.
+
+This module imports no controller on purpose: the formulas and upstream predicates the
+properties need (the backoff delay, attempt numbers, ``reqIsNeeded``, "in sync with the
+config") are written here again from the spec, so that a controller's mistake is not
+mirrored by the check meant to catch it.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ import attrs
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.config import SEMANTICS_CURRENT, SEMANTICS_PRE_KEP_3258, Configuration
 from kueue_provreq.api.frozen import FrozenMap
-from kueue_provreq.api.meta import Time, find_condition, is_true
+from kueue_provreq.api.meta import Time, find_condition
 from kueue_provreq.api.objects import KubeObject
 from kueue_provreq.api.provisioning import (
     PodTemplate,

@@ -93,7 +93,7 @@ def phase_workload(phase: str) -> Workload:
         conds.append(Condition(c.WORKLOAD_REQUEUED, c.FALSE, c.REASON_ADMISSION_CHECK, "", Time(T0)))
         requeue = RequeueState(requeue_at=Time(T0 + 60))
     wl = Workload(ObjectMeta(name="wl", namespace="ns", uid="wl-uid", generation=1, creation_timestamp=Time(T0)),
-                  WorkloadSpec((PodSet("main", 1, FrozenMap()),), "lq", active=True),
+                  WorkloadSpec((PodSet("main", 1, FrozenMap()),), "lq", active=phase != d.INACTIVE),
                   WorkloadStatus(tuple(conds), admission, (AdmissionCheckState("check1", c.CHECK_READY, Time(T0)),),
                                  requeue))
     assert workload_phase(wl) == phase
@@ -122,9 +122,16 @@ def delay(wl: Workload) -> Workload:
     return ws.set_requeue_state(wl, Time(T0 + 60), increment=False)
 
 
+#: Pairs that otherwise only the random histories of test_stateful.py reach: every one must be
+#: driven by a deterministic test, or the machine-coverage check would depend on the examples drawn.
 @pytest.mark.parametrize("phase,change,expected", [
+    (d.PENDING, finish, d.FINISHED),
     (d.BACKOFF, finish, d.FINISHED),
+    (d.QUOTA_RESERVED, finish, d.FINISHED),
+    (d.ADMITTED, finish, d.FINISHED),
     (d.EVICTED, finish, d.FINISHED),
+    (d.INACTIVE, finish, d.FINISHED),
+    (d.ADMITTED, unset_quota, d.PENDING),        # a test's UnsetQuotaReservation, no eviction
     (d.BACKOFF, deactivate, d.INACTIVE),
     (d.EVICTED, deactivate, d.EVICTED),          # quota still held: the eviction runs its course
     (d.EVICTED, unset_quota, d.PENDING),         # the job integration's release, minus Requeued
