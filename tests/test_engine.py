@@ -15,12 +15,13 @@ import attrs
 import pytest
 
 from kueue_provreq.api import constants as c
-from kueue_provreq.api.meta import Time
-from kueue_provreq.api.provisioning import ProvisioningRequest
+from kueue_provreq.api.job import Job, JobSpec
+from kueue_provreq.api.meta import ObjectMeta, OwnerReference, Time
+from kueue_provreq.api.provisioning import PodTemplate, ProvisioningRequest
 from kueue_provreq.api.workload import Workload
 from kueue_provreq.controllers.context import Context
 from kueue_provreq.engine import RECONCILERS, WATCHED, Manager, SettleError
-from kueue_provreq.explore.search import Options, autoscaler_step, build_config, build_objects
+from kueue_provreq.explore.search import NAMESPACE, Options, autoscaler_step, build_config, build_objects
 from kueue_provreq.world import World
 
 T0 = Time(1_704_067_200)
@@ -142,6 +143,41 @@ def test_a_second_manager_takes_the_journal_and_the_first_then_sweeps() -> None:
     assert workload(world).check_state("check1").state == c.CHECK_RETRY  # type: ignore[union-attr]
     first.settle(ctx())  # knows nothing of what happened: reconciles everything, changes nothing
     assert counts["provisioning"] == 1 and counts["workload"] == 1 and counts["job"] == 1
+
+
+def test_an_outside_change_to_a_template_wakes_its_workloads_provisioning() -> None:
+    """Templates are the provisioning controller's output, so its own writes wake nobody; a
+    change made by somebody else (here: the ownership handed back to the workload) does."""
+    world, manager, counts = fresh()
+    (pt,) = world.objects(c.POD_TEMPLATE)
+    assert isinstance(pt, PodTemplate)
+    wl = workload(world).metadata
+    owned_by_workload = OwnerReference(c.KUEUE_V1BETA2, c.WORKLOAD, wl.name, wl.uid, True, True)
+    world.put(attrs.evolve(pt, metadata=attrs.evolve(pt.metadata, owner_references=(owned_by_workload,))))
+    manager.settle(ctx())
+    assert counts["provisioning"] >= 1
+    pt = world.get(c.POD_TEMPLATE, pt.metadata.namespace, pt.metadata.name)  # type: ignore[assignment]
+    ref = pt.metadata.controller_ref()
+    assert ref is not None and (ref.kind, ref.name) == (c.PROVISIONING_REQUEST, request(world).metadata.name)
+
+
+def test_an_outside_change_to_a_job_wakes_the_job_integration_of_its_workload() -> None:
+    objects = build_objects(OPTS)
+    (wl,) = (o for o in objects if isinstance(o, Workload))
+    job = Job(ObjectMeta(name="job1", namespace=NAMESPACE, uid="job1-uid"), JobSpec(suspend=False))
+    owned = attrs.evolve(wl, metadata=attrs.evolve(wl.metadata, owner_references=(
+        OwnerReference("batch/v1", c.JOB, "job1", "job1-uid", True, True),)))
+    world = World([*(o for o in objects if o is not wl), owned, job])
+    manager = Manager(world)
+    manager.settle(ctx())
+    wl = workload(world)
+    world.put(attrs.evolve(wl, spec=attrs.evolve(wl.spec, active=False)))
+    manager.settle(ctx())  # deactivated, evicted: the job is stopped
+    assert world.get(c.JOB, NAMESPACE, "job1").spec.suspend is True  # type: ignore[union-attr]
+    world.put(job)  # somebody resumes it while the workload is still evicted
+    manager.settle(ctx())
+    assert workload(world).is_evicted()
+    assert world.get(c.JOB, NAMESPACE, "job1").spec.suspend is True  # type: ignore[union-attr]
 
 
 def test_settle_pauses_the_cyclic_collector_and_restores_it() -> None:
