@@ -15,6 +15,11 @@ setup: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/kueue-provreq run examples/gpu-training-admitted.yaml
 
+# property tests run hypothesis' deterministic `ci` profile (200 examples per state machine);
+# `make test HYPOTHESIS_PROFILE=thorough` runs the 10,000-example one
+HYPOTHESIS_PROFILE ?= ci
+export HYPOTHESIS_PROFILE
+
 test: $(STAMP)
 	$(BIN)/mypy
 	$(BIN)/python -m pytest
