@@ -624,10 +624,6 @@ def _sync_owned_requests(txn: Txn, wl: Workload, configs: Mapping[str, Provision
 # --- reconcile -----------------------------------------------------------------------------
 
 
-def _true(cond: Condition | None) -> bool:
-    return cond is not None and cond.status == c.TRUE
-
-
 def _delete(txn: Txn, pr: ProvisioningRequest) -> None:
     m = pr.metadata
     err = txn.delete(c.PROVISIONING_REQUEST, m.namespace, m.name)
@@ -662,10 +658,7 @@ def _reconcile(txn: Txn, key: Key, ctx: Context) -> int | None:
     wl = txn.get(*key)
     if not isinstance(wl, Workload):
         return None
-    by_type = wl.status.conditions_by_type
-    finished = _true(by_type.get(c.WORKLOAD_FINISHED))
-    evicted = _true(by_type.get(c.WORKLOAD_EVICTED))
-    reserved = _true(by_type.get(c.WORKLOAD_QUOTA_RESERVED))
+    finished, evicted, reserved = wl.is_finished(), wl.is_evicted(), wl.has_quota_reservation()
     if not finished and not evicted and not reserved:
         return None
     if ctx.config.pre_kep_3258 and not finished and evicted:

@@ -77,7 +77,7 @@ def reconcile(world: World, key: Key, ctx: Context) -> Result:
     wl = txn.get(*key)
     if not isinstance(wl, Workload):
         return NOTHING
-    conds = _by_type(wl)
+    conds = wl.status.conditions_by_type
     if _true(conds, c.WORKLOAD_FINISHED):
         return NOTHING
     now = ctx.now
@@ -105,7 +105,7 @@ def reconcile(world: World, key: Key, ctx: Context) -> Result:
     if not _true(conds, c.WORKLOAD_ADMITTED):
         new = _sync_unadmitted(wl, conds, ctx, events)
         if new is not wl:
-            conds = _by_type(new)
+            conds = new.status.conditions_by_type
     requeue_after: float | None = None
     if _true(conds, c.WORKLOAD_QUOTA_RESERVED):
         new, requeue_after = _reconcile_quota_held(new, conds, ctx, events)
@@ -356,10 +356,6 @@ def _event(wl: Workload, type_: str, reason: str, message: str) -> Effect:
     """An event to emit after the write (``Txn.event`` would record it at once)."""
     m = wl.metadata
     return Event(type_, reason, truncate(message, c.EVENT_MESSAGE_LIMIT), wl.KIND, m.namespace, m.name)
-
-
-def _by_type(wl: Workload) -> Conds:
-    return wl.status.conditions_by_type
 
 
 def _true(conds: Conds, type_: str) -> bool:
