@@ -439,8 +439,8 @@ def _cluster_queue_rules(spec: Mapping[str, Any], path: str, out: Problems) -> N
     for i, check in enumerate(strategy.get("admissionChecks") or ()):
         for j, flavor in enumerate(check.get("onFlavors") or ()):
             if flavor not in flavors:
-                out.error(f"unsupported value {describe(flavor)}: supported values: "
-                          f"{', '.join(repr(f) for f in sorted(flavors))}",
+                supported = ", ".join(repr(f) for f in sorted(flavors)) or "none (the queue has no flavors)"
+                out.error(f"unsupported value {describe(flavor)}: supported values: {supported}",
                           f"{path}.admissionChecksStrategy.admissionChecks[{i}].onFlavors[{j}]")
     weight = (spec.get("fairSharing") or {}).get("weight")
     if weight is not None:
@@ -626,8 +626,7 @@ def admission_check(v1beta1: bool) -> Obj:
         spec["retryDelayMinutes"] = Int(bits=64)
     return Obj({"apiVersion": STRING, "kind": STRING, "metadata": ANY,
                 "spec": Obj(spec, required=("controllerName",)),
-                "status": Obj({"conditions": conditions(max_items=None if v1beta1 else 16)})},
-               required=("spec",))
+                "status": Obj({"conditions": conditions(max_items=None if v1beta1 else 16)})})
 
 
 def _retry_rules(retry: Mapping[str, Any], path: str, out: Problems) -> None:
@@ -652,7 +651,7 @@ def provisioning_request_config(v1beta1: bool) -> Obj:
                                      pattern=DNS1123_SUBDOMAIN, what="a DNS-1123 subdomain"),
         "retryStrategy": Obj({"backoffBaseSeconds": Int(), "backoffLimitCount": Int(),
                               "backoffMaxSeconds": Int()}, rules=(_retry_rules,)),
-    }, required=("provisioningClassName",))}, required=("spec",))
+    }, required=("provisioningClassName",))})
 
 
 # --- built-in kinds ----------------------------------------------------------------------------
