@@ -44,24 +44,10 @@ from kueue_provreq.engine import RECONCILERS, SCHEDULER
 from kueue_provreq.machines import declarations as d
 from kueue_provreq.machines.phases import provisioning_request_phase, workload_phase
 from kueue_provreq.manifests.codec import format_duration, format_time
+from kueue_provreq.manifests.inputs import generated_name
 from kueue_provreq.world import Create, Delete, Effect, Event, MetricInc, Result, Update, World
 
-_GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
-"""``k8s.io/apimachinery/pkg/util/rand``'s alphabet (no vowels, no look-alike digits)."""
-
-
 # --- Job -> Workload -------------------------------------------------------------------------
-
-
-def generated_name(namespace: str, prefix: str) -> str:
-    """``prefix`` + 5 characters, as the API server completes ``generateName``, but
-    reproducible: the same manifest explains the same way every time.
-
-    >>> generated_name("default", "sample-job-")
-    'sample-job-hql7p'
-    """
-    digest = hashlib.sha1(f"{namespace}/{prefix}".encode()).digest()
-    return prefix + "".join(_GENERATE_ALPHABET[b % len(_GENERATE_ALPHABET)] for b in digest[:5])
 
 
 def workload_name_for_job(job_name: str, job_uid: str) -> str:

@@ -147,7 +147,7 @@ def _load(data: Mapping[str, Any], scenario: bool) -> Configuration:
         return attrs.evolve(config, wait_for_pods_ready=None)
     waiting = decode(Configuration, {"waitForPodsReady": wait}).wait_for_pods_ready
     assert waiting is not None
-    if waiting.timeout == 0:  # Go cannot tell 0s from absent: the default applies
+    if not waiting.timeout:  # Go cannot tell 0s from absent: the default applies
         waiting = attrs.evolve(waiting, timeout=_DEFAULT_WAIT.timeout)
     if waiting.recovery_timeout is None:
         waiting = attrs.evolve(waiting, recovery_timeout=waiting.timeout)
