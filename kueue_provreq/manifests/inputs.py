@@ -32,7 +32,7 @@ from kueue_provreq.api.objects import KubeObject, key_of
 from kueue_provreq.manifests import kubernetes
 from kueue_provreq.manifests.codec import parse_time
 from kueue_provreq.manifests.errors import ManifestError
-from kueue_provreq.manifests.objects import API_VERSIONS, STRICT, check_object
+from kueue_provreq.manifests.objects import API_VERSIONS, JOB_KINDS, STRICT, check_object
 from kueue_provreq.manifests.yamlio import SourcedDict, load_file, load_yaml_documents, locate
 
 #: Real kinds of the groups the model reads that it does not use: skipped, not errors.
@@ -40,8 +40,8 @@ UNUSED_KINDS: Final[dict[str, frozenset[str]]] = {
     "kueue.x-k8s.io": frozenset({"Cohort", "Topology", "WorkloadPriorityClass", "MultiKueueCluster",
                                  "MultiKueueConfig"}),
     "autoscaling.x-k8s.io": frozenset(),
-    "jobset.x-k8s.io": frozenset({"JobSet"}),
-    "kubeflow.org": frozenset({"PyTorchJob", "TFJob", "MPIJob", "XGBoostJob", "PaddleJob", "JAXJob"}),
+    "jobset.x-k8s.io": frozenset(),
+    "kubeflow.org": frozenset({"TFJob", "MPIJob", "XGBoostJob", "PaddleJob", "JAXJob", "TrainJob"}),
 }
 
 MAX_ERRORS: Final = 50
@@ -164,7 +164,7 @@ def skipped_kind(doc: Mapping[str, Any]) -> str | None:
     """``Kind (apiVersion)`` when ``doc`` is a real kind the model does not use; None when it
     is to be loaded (a kind the model uses, or an unknown one that loading reports)."""
     kind, api_version = doc.get("kind"), doc.get("apiVersion")
-    if not isinstance(kind, str) or kind in API_VERSIONS:
+    if not isinstance(kind, str) or kind in API_VERSIONS or kind in JOB_KINDS:
         return None
     group, version = _group_version(api_version)
     label = f"{kind} ({api_version})"
@@ -222,11 +222,18 @@ def load_inputs(sources: Sequence[str], *, validation: str = STRICT, stdin: Text
         if label is not None:
             skipped[label] += 1
             continue
-        checked = check_object(doc, validation=validation)
+        if isinstance(doc, Mapping) and is_scenario(doc):
+            errors.append(ManifestError("a conformance scenario, not a manifest: give scenarios to "
+                                        "run or conform", obj=f"scenario {doc.get('name')!r}",
+                                        source=_where(doc)))
+            continue
+        checked = check_object(doc, validation=validation, unmodelled=True)
         errors.extend(checked.errors)
         warnings.extend(checked.warnings)
         if checked.obj is not None:
             loaded.append((checked.obj, doc))
+        elif not checked.errors:
+            skipped[f"{doc.get('kind')} ({doc.get('apiVersion')}, checked; not modelled yet)"] += 1
     if errors:
         raise InputErrors(errors)
     objects = _merge_duplicates(_name_generated(loaded), warnings)
@@ -295,6 +302,4 @@ def is_scenario(doc: Mapping[str, Any]) -> bool:
     return "kind" not in doc and "steps" in doc
 
 
-def is_manifest(doc: Mapping[str, Any]) -> bool:
-    return "kind" in doc and "apiVersion" in doc
 

@@ -56,6 +56,8 @@ from kueue_provreq.manifests.nodes import (
     quantity_value,
 )
 
+JOBSET_KIND: Final = "JobSet"
+PYTORCH_JOB_KIND: Final = "PyTorchJob"
 MAX_DOCUMENT_BYTES: Final = 3 * 1024 * 1024
 MAX_DEPTH: Final = 100
 
@@ -654,6 +656,32 @@ def provisioning_request_config(v1beta1: bool) -> Obj:
     }, required=("provisioningClassName",))})
 
 
+# --- job kinds of other groups ------------------------------------------------------------------
+# No maintained package ships the JobSet or Kubeflow CRDs: the fields the model reads are checked,
+# the embedded Job and pod templates against the pinned Kubernetes schemas, and the other fields
+# are kept unchecked (these objects are open, not strict).
+
+JOBSET: Final = Obj({"apiVersion": STRING, "kind": STRING, "metadata": ANY, "spec": Obj({
+    "replicatedJobs": Arr(Obj({
+        "name": Str(min_length=1, max_length=63, pattern=DNS1123_LABEL, what="a DNS-1123 label"),
+        "replicas": Int(minimum=0),
+        "template": k8s.schema("io.k8s.api.batch.v1.JobTemplateSpec", core=False),
+    }, required=("name", "template"), closed=False), map_keys=("name",)),
+    "suspend": Bool(),
+}, closed=False)}, closed=False)
+
+_REPLICA_SPEC: Final = Obj({
+    "replicas": Int(minimum=0),
+    "restartPolicy": Str(enum=("Always", "OnFailure", "Never", "ExitCode")),
+    "template": k8s.schema("io.k8s.api.core.v1.PodTemplateSpec", core=False),
+}, closed=False)
+
+PYTORCH_JOB: Final = Obj({"apiVersion": STRING, "kind": STRING, "metadata": ANY, "spec": Obj({
+    "pytorchReplicaSpecs": Obj({"Master": _REPLICA_SPEC, "Worker": _REPLICA_SPEC}, closed=False),
+    "runPolicy": Obj({"suspend": Bool()}, closed=False),
+}, required=("pytorchReplicaSpecs",), closed=False)}, closed=False)
+
+
 # --- built-in kinds ----------------------------------------------------------------------------
 
 def _builtin(name: str) -> Node:
@@ -681,6 +709,10 @@ def schema_of(kind: str, api_version: str) -> Node:
         return _builtin("io.k8s.api.core.v1.PodTemplate")
     if kind == c.JOB:
         return _builtin("io.k8s.api.batch.v1.Job")
+    if kind == JOBSET_KIND:
+        return JOBSET
+    if kind == PYTORCH_JOB_KIND:
+        return PYTORCH_JOB
     raise KeyError(kind)
 
 
