@@ -204,6 +204,17 @@ def _pod_spec(spec: Mapping[str, Any], path: str, out: Problems) -> None:
             names.check_subdomain(spec[field], join(path, field), out)
 
 
+def _pod_template(template: Mapping[str, Any], path: str, out: Problems) -> None:
+    """``ValidatePodTemplateSpec`` checks the pod spec even when it is absent (a Go struct)."""
+    if template.get("spec") is None:
+        out.error("required value", join(path, "spec.containers"))
+
+
+def _pod_template_object(obj: Mapping[str, Any], path: str, out: Problems) -> None:
+    if obj.get("template") is None:
+        out.error("required value", join(path, "template.spec.containers"))
+
+
 def _container(ctr: Mapping[str, Any], path: str, out: Problems) -> None:
     """``validateContainers`` (common part): name, pull policy, termination message policy."""
     names.check_label(ctr.get("name"), join(path, "name"), out)
@@ -357,6 +368,8 @@ def _on(rule: Callable[[Mapping[str, Any], str, Problems], None]) -> tuple[Rule,
 CORE_RULES: Final[dict[str, tuple[Rule, ...]]] = {
     _META + "ObjectMeta": _on(_object_meta),
     _META + "LabelSelector": _on(label_selector),
+    _PREFIX + "core.v1.PodTemplate": _on(_pod_template_object),
+    _PREFIX + "core.v1.PodTemplateSpec": _on(_pod_template),
     _PREFIX + "core.v1.PodSpec": _on(_pod_spec),
     _PREFIX + "core.v1.Container": _on(_container),
     _PREFIX + "core.v1.ContainerPort": _on(_container_port),
