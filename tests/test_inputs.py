@@ -123,8 +123,8 @@ def test_every_error_of_every_file_is_reported(tmp_path: Path) -> None:
         load_inputs([a, b])
     lines = e.value.lines()
     assert len(lines) == 3
-    assert lines[0].startswith(f"{a}:6: Job default/j: spec.template.spec.restartPolicy: unsupported value 'Always'")
-    assert lines[1].startswith(f"{a}:5: Job default/j: spec.paralelism: unknown field")
+    assert lines[0].startswith(f"{a}:5: Job default/j: spec.paralelism: unknown field")
+    assert lines[1].startswith(f"{a}:6: Job default/j: spec.template.spec.restartPolicy: unsupported value 'Always'")
     assert lines[2].startswith(f"{b}:4: ClusterQueue cq: spec.admissionCheckStrategy: unknown field")
 
 

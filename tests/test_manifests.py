@@ -561,7 +561,8 @@ def test_object_errors_point_at_the_yaml_line() -> None:
 
 def test_load_file(tmp_path: Path) -> None:
     path = tmp_path / "objs.yaml"
-    path.write_text("apiVersion: v1\nkind: PodTemplate\nmetadata: {name: t, namespace: n}\n")
+    path.write_text("apiVersion: v1\nkind: PodTemplate\nmetadata: {name: t, namespace: n}\n"
+                    "template: {spec: {containers: [{name: c, image: x}]}}\n")
     (doc,) = load_file(path)
     assert isinstance(load_object(doc), PodTemplate)
     with pytest.raises(ManifestError, match="missing.yaml: cannot read"):

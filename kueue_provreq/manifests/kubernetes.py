@@ -23,9 +23,10 @@ What core validation is transcribed, and what is not, is listed in ``docs/cli.rs
 from __future__ import annotations
 
 import functools
+import importlib.util
 import json
 from collections.abc import Callable, Mapping
-from importlib import resources
+from pathlib import Path
 from typing import Any, Final
 
 import attrs
@@ -61,8 +62,15 @@ _META: Final = "io.k8s.apimachinery.pkg.apis.meta.v1."
 
 @functools.cache
 def definitions() -> Mapping[str, Any]:
-    """The OpenAPI definitions of Kubernetes :data:`KUBERNETES_VERSION`, by name."""
-    data = resources.files("kubernetes_validate").joinpath(_SCHEMAS).read_bytes()
+    """The OpenAPI definitions of Kubernetes :data:`KUBERNETES_VERSION`, by name.
+
+    The package's data file is found without importing the package, whose validator (and
+    jsonschema behind it) would cost a third of a second of start-up for nothing here."""
+    spec = importlib.util.find_spec("kubernetes_validate")
+    if spec is None or not spec.submodule_search_locations:
+        raise ManifestError("the kubernetes-validate package is not installed (pip install kueue-provreq "
+                            "installs it): Job and PodTemplate schemas are unavailable")
+    data = Path(spec.submodule_search_locations[0], _SCHEMAS).read_bytes()
     defs: Mapping[str, Any] = json.loads(data)["$defs"]
     return defs
 

@@ -49,7 +49,7 @@ class UnknownField:
     def error(self) -> ManifestError:
         close = difflib.get_close_matches(self.key, self.known, n=1, cutoff=0.75)
         hint = f', did you mean "{close[0]}"?' if close else ""
-        return ManifestError(f"unknown field{hint} (known: {', '.join(self.known) or 'none'})",
+        return ManifestError(f"unknown field{hint} (known: {', '.join(sorted(self.known)) or 'none'})",
                              path=self.path)
 
 

@@ -132,12 +132,15 @@ def check_object(data: Any, *, validation: str = STRICT, unmodelled: bool = Fals
             obj = _decode(kind, str(api_version), body)
         except ManifestError as e:
             errors.append(e)
-    return Checked(obj, _unique(map(placed, errors)), _unique(map(placed, warnings)))
+    return Checked(obj, _in_file_order(map(placed, errors)), _in_file_order(map(placed, warnings)))
 
 
-def _unique(errors: Iterable[ManifestError]) -> tuple[ManifestError, ...]:
-    """Each problem once (a built-in kind's metadata is checked by two readers)."""
-    return tuple({(e.path, e.reason): e for e in errors}.values())
+def _in_file_order(errors: Iterable[ManifestError]) -> tuple[ManifestError, ...]:
+    """Each problem once (a built-in kind's metadata is checked by two readers), in the order
+    of the lines they point at."""
+    unique = {(e.path, e.reason): e for e in errors}.values()
+    return tuple(sorted(unique, key=lambda e: int(e.source.rpartition(":")[2] or 0)
+                        if e.source.rpartition(":")[2].isdigit() else 0))
 
 
 def _decode(kind: str, api_version: str, body: dict[str, Any]) -> KubeObject:
