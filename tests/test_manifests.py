@@ -539,8 +539,8 @@ def test_yaml_merge_keys_may_override() -> None:
 @pytest.mark.parametrize(("text", "message"), [
     ("a: 1\n---\n- x\n", "f.yaml:3: a document must be a mapping, got a list"),
     ("a: 1\n---\nplain\n", "f.yaml:3: a document must be a mapping, got 'plain'"),
-    ("a: [1\nb: 2\n", "f.yaml:2: while parsing a flow sequence expected ',' or ']', but got ':'"),
-    ("a: 1\n b: 2\n", "f.yaml:2: mapping values are not allowed here"),
+    ("a: [1\nb: 2\n", "f.yaml:2: while parsing a flow sequence did not find expected ',' or ']'"),
+    ("a: 1\n b: 2\n", "f.yaml:2: mapping values are not allowed in this context"),
     ("? [a]\n: 1\n", "f.yaml:1: mapping keys must be scalars"),
 ])
 def test_yaml_bad_documents(text: str, message: str) -> None:
