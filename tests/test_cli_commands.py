@@ -1,8 +1,10 @@
-"""``explain``, ``validate`` and ``diagram`` through the real entry point (a subprocess of the
-installed ``kueue-provreq`` script), good input and bad."""
+"""``explain``, ``validate`` and ``diagram`` through the command's entry point, in process
+(``tests/test_cli.py`` runs the installed script), good input and bad."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import re
 import subprocess
@@ -13,9 +15,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from kueue_provreq.cli import main
 from kueue_provreq.diagrams import dot_available
-
-SCRIPT = Path(sys.executable).with_name("kueue-provreq")
+from kueue_provreq.manifests.inputs import InputErrors
 
 SETUP = textwrap.dedent("""\
     apiVersion: kueue.x-k8s.io/v1beta2
@@ -105,7 +107,19 @@ JOB = textwrap.dedent("""\
 
 
 def cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(SCRIPT), *args], capture_output=True, text=True, timeout=120, input=stdin)
+    """``kueue-provreq ARGS`` in this process: its exit status and what it printed."""
+    out, err = io.StringIO(), io.StringIO()
+    saved = sys.stdin
+    sys.stdin = io.StringIO(stdin or "")
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                status = main(list(args))
+            except SystemExit as e:  # argparse: --help, usage errors
+                status = e.code if isinstance(e.code, int) else 1
+    finally:
+        sys.stdin = saved
+    return subprocess.CompletedProcess(["kueue-provreq", *args], status, out.getvalue(), err.getvalue())
 
 
 @pytest.fixture
@@ -223,10 +237,11 @@ def test_bad_options_are_one_line_and_status_2(args: list[str]) -> None:
     one_error_line(cli(*args, stdin=""))
 
 
-def test_debug_shows_the_traceback(tmp_path: Path) -> None:
+def test_debug_lets_the_exception_through(tmp_path: Path) -> None:
+    """(``tests/test_cli.py`` checks that the installed script then prints the traceback.)"""
     (tmp_path / "bad.yaml").write_text("- 1\n")
-    out = cli("validate", "--debug", "-f", str(tmp_path / "bad.yaml"))
-    assert out.returncode != 0 and "Traceback" in out.stderr
+    with pytest.raises(InputErrors, match="a document must be a mapping"):
+        main(["validate", "--debug", "-f", str(tmp_path / "bad.yaml")])
 
 
 @pytest.mark.parametrize(("machine", "output", "start"), [
