@@ -35,7 +35,7 @@ from kueue_provreq.conformance.timeline import Timeline, jsonl_writer, text_writ
 from kueue_provreq.explain import explain
 from kueue_provreq.explore.cli import add_explore_command
 from kueue_provreq.machines import MACHINES
-from kueue_provreq.manifests import ManifestError, dump_object, load_configuration_file
+from kueue_provreq.manifests import ManifestError, ManifestErrors, dump_object, load_configuration_file
 from kueue_provreq.manifests.codec import parse_time
 from kueue_provreq.manifests.inputs import InputErrors, Inputs, load_inputs
 from kueue_provreq.manifests.objects import STRICT, VALIDATION_LEVELS
@@ -151,6 +151,8 @@ def _configuration(path: str | None) -> Configuration | None:
         if path == "-":
             return load_configuration_file("<stdin>", sys.stdin.read())
         return load_configuration_file(path)
+    except ManifestErrors as e:
+        raise InputErrors(e.errors) from None
     except ManifestError as e:
         raise UsageError(str(e)) from None
 

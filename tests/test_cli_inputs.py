@@ -147,3 +147,11 @@ def test_a_scenario_given_to_explain_or_validate_says_so(tmp_path: Path, capsys:
     assert status == 2
     assert err == (f"kueue-provreq: error: {path}:1: scenario 'a workload exists': a conformance scenario, "
                    "not a manifest: give scenarios to run or conform\n")
+
+
+def test_every_error_of_a_configuration_is_a_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = write(tmp_path, "c.yaml", CONFIG.replace("waitForPodsReady", "waitForPodReady") + "fairShring: {}\n")
+    flavor = write(tmp_path, "f.yaml", "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata: {name: f}\n")
+    status, _, err = run(capsys, "validate", "-f", flavor, "--config", bad)
+    assert status == 2
+    assert [line.split(": ")[4] for line in err.splitlines()] == ["waitForPodReady", "fairShring"]

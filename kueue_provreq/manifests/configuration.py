@@ -22,7 +22,7 @@ import attrs
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.config import DEFAULT_FEATURE_GATES, Configuration, WaitForPodsReady
 from kueue_provreq.manifests.codec import decode, describe, parse_duration
-from kueue_provreq.manifests.errors import ManifestError
+from kueue_provreq.manifests.errors import ManifestError, ManifestErrors
 from kueue_provreq.manifests.nodes import ANY, Bool, Int, Obj, Problems, Str, join
 from kueue_provreq.manifests.yamlio import load_file, load_yaml_documents, locate
 
@@ -105,7 +105,7 @@ def load_configuration(data: Mapping[str, Any] | None, *, scenario: bool = True)
     try:
         return _load({} if data is None else data, scenario)
     except ManifestError as e:
-        raise e.within(obj="Configuration", source=locate(data, e.path)) from None
+        raise e.within(obj="Configuration", locate=lambda path: locate(data, path)) from None
 
 
 def _load(data: Mapping[str, Any], scenario: bool) -> Configuration:
@@ -120,8 +120,9 @@ def _load(data: Mapping[str, Any], scenario: bool) -> Configuration:
         raise ManifestError(f"expected kind Configuration, got {describe(body.get('kind'))}", path="kind")
     out = Problems()
     _SCHEMAS[api_version].check(body, "", out)
-    for problem in out.errors + [u.error() for u in out.unknown]:
-        raise problem
+    problems = out.errors + [u.error() for u in out.unknown]
+    if problems:
+        raise ManifestErrors(problems)
     known = {"manageJobsWithoutQueueName", "waitForPodsReady", "featureGates"}
     wait = body.get("waitForPodsReady")
     if api_version == CONFIG_V1BETA1:
