@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 from decimal import Decimal
 
 import attrs
@@ -46,8 +47,9 @@ from kueue_provreq.machines import (
     PROVISIONING_REQUEST_MACHINE,
     WORKLOAD_MACHINE,
     MachineTable,
+    RequestPhase,
+    requests,
 )
-from kueue_provreq.machines import declarations as d
 from kueue_provreq.machines.phases import provisioning_request_phase, workload_phase
 from kueue_provreq.world import World
 
@@ -283,7 +285,8 @@ def states_are_declared(world: World, ctx: CheckContext) -> list[str]:
     return out
 
 
-_DEAD = (c.PR_FAILED, c.PR_BOOKING_EXPIRED)
+_DEAD = requests.ENDING_PHASES
+"""The phases of a request whose attempt is over (``machines.requests``)."""
 
 
 @state_invariant()
@@ -524,7 +527,7 @@ def no_stuck_workload(world: World, ctx: CheckContext) -> list[str]:
 # --- transition invariants ---------------------------------------------------------------------------
 
 
-def _reachable(machine: MachineTable) -> dict[str, frozenset[str]]:
+def _reachable(machine: MachineTable[Any, Any]) -> dict[str, frozenset[str]]:
     out = {}
     for s in machine.states:
         seen, todo = {s}, [s]
@@ -565,7 +568,7 @@ def transitions_are_declared(before: Snapshot, after: World, ctx: CheckContext) 
                 if s.state not in _REACH["admissioncheck"][src]:
                     out.append(f"{_name(new)} check {s.name}: {src} -> {s.state}")
         elif isinstance(new, ProvisioningRequest):
-            src = provisioning_request_phase(prev) if isinstance(prev, ProvisioningRequest) else d.PR_NEW
+            src = provisioning_request_phase(prev) if isinstance(prev, ProvisioningRequest) else RequestPhase.NEW
             dst = provisioning_request_phase(new)
             if dst not in _REACH["provisioningrequest"][src]:
                 out.append(f"request {new.metadata.name}: {src} -> {dst}")
@@ -739,7 +742,7 @@ def retry_moves_the_quota(before: Snapshot, after: World, ctx: CheckContext) -> 
             prev = {m: old for m, old in requests_of(before, wl, s.name)}.get(n - 1)
             failed_at = None
             if prev is not None:
-                for t in _DEAD:
+                for t in requests.ENDING_CONDITIONS:
                     cond = find_condition(prev.status.conditions, t)
                     if cond is not None and cond.status == c.TRUE:
                         failed_at = cond.last_transition_time
