@@ -28,6 +28,7 @@ import attrs
 
 from kueue_provreq import __version__, diagrams
 from kueue_provreq.api.config import Configuration
+from kueue_provreq.errors import KueueProvreqError
 from kueue_provreq.api.meta import Time
 from kueue_provreq.conformance.runner import Outcome, Run, collect, conform, load_scenarios
 from kueue_provreq.conformance.scenario import Scenario
@@ -43,7 +44,7 @@ from kueue_provreq.manifests.objects import STRICT, VALIDATION_LEVELS
 PROG = "kueue-provreq"
 
 
-class UsageError(Exception):
+class UsageError(KueueProvreqError):
     """Input the command cannot work with (exit status 2)."""
 
 

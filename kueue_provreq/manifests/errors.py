@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from kueue_provreq.errors import KueueProvreqError
 
-class ManifestError(ValueError):
+
+class ManifestError(KueueProvreqError, ValueError):
     """Bad input: ``[source: ]Kind ns/name: field.path: reason``.
 
     ``obj`` names the object (``Workload default/wl``), ``path`` is the field

@@ -29,6 +29,7 @@ from typing import Any, Final, TextIO
 import attrs
 
 from kueue_provreq.api.objects import KubeObject, key_of
+from kueue_provreq.errors import KueueProvreqError
 from kueue_provreq.manifests import kubernetes
 from kueue_provreq.manifests.codec import parse_time
 from kueue_provreq.manifests.errors import ManifestError
@@ -92,7 +93,7 @@ class Inputs:
         return f"skipped {total} object{'s' * (total != 1)} of kinds the model does not use: {kinds}"
 
 
-class InputErrors(Exception):
+class InputErrors(KueueProvreqError):
     """The inputs cannot be used: every error found, one line each."""
 
     def __init__(self, errors: Sequence[ManifestError]) -> None:
