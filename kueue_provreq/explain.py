@@ -8,9 +8,9 @@ that a platform engineer sees the reason as well as the effect.
 
 Jobs become Workloads as Kueue's job integration (``jobframework``) creates them:
 
-* the Job's name is ``metadata.name``; a Job given only ``generateName`` gets that prefix plus
-  5 characters drawn, deterministically, from the API server's alphabet
-  (``bcdfghjklmnpqrstvwxz2456789``) by the SHA-1 of ``<namespace>/<generateName>``;
+* the Job's name is ``metadata.name``; a Job given only ``generateName`` gets the name
+  :func:`~kueue_provreq.manifests.inputs.generated_name` gives it (the loader names each
+  such object apart; objects built in code get the first name of their prefix);
 * the Workload is named as ``GetWorkloadNameForOwnerWithGVK`` does:
   ``("job-" + <job name>)[:247] + "-" + sha1("Job\\nbatch\\n<job name>\\n<job uid>")[:5]``
   where the uid is ``metadata.uid`` or, when absent, the fresh uid the world gives the Job;
