@@ -39,7 +39,7 @@ from kueue_provreq.machines import MACHINES
 from kueue_provreq.manifests import ManifestError, ManifestErrors, dump_object, load_configuration_file
 from kueue_provreq.manifests.codec import parse_time
 from kueue_provreq.manifests.inputs import InputErrors, Inputs, load_inputs
-from kueue_provreq.manifests.objects import STRICT, VALIDATION_LEVELS
+from kueue_provreq.manifests.objects import IGNORE, STRICT, VALIDATION_LEVELS
 
 PROG = "kueue-provreq"
 
@@ -133,10 +133,18 @@ def _manifest_options(cmd: argparse.ArgumentParser, outputs: tuple[str, ...]) ->
                           "repeatable; kubectl get -o yaml|json output (a List) too")
     cmd.add_argument("-o", "--output", choices=outputs, default=outputs[0],
                      help=f"{', '.join(outputs)} (default {outputs[0]})")
-    cmd.add_argument("--validate", choices=VALIDATION_LEVELS, default=STRICT,
+    cmd.add_argument("--validate", type=_validation_level, default=STRICT, metavar="|".join(VALIDATION_LEVELS),
                      help="unknown fields are errors (strict, the default), warnings (warn) or "
-                          "dropped silently (ignore), as kubectl's --validate")
+                          "dropped silently (ignore), as kubectl's --validate (true and false too)")
     _config_option(cmd, "for manageJobsWithoutQueueName, waitForPodsReady and feature gates")
+
+
+def _validation_level(text: str) -> str:
+    """kubectl's ``--validate`` values, its older ``true``/``false`` included."""
+    level = {"true": STRICT, "false": IGNORE}.get(text, text)
+    if level not in VALIDATION_LEVELS:
+        raise argparse.ArgumentTypeError(f"invalid choice: {text!r} (choose from strict, warn, ignore)")
+    return level
 
 
 def _config_option(cmd: argparse.ArgumentParser, purpose: str) -> None:

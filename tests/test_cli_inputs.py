@@ -90,6 +90,10 @@ def test_validate_warn_loads_with_a_warning_and_ignore_is_silent(tmp_path: Path,
     assert (status, out) == (0, "valid Job default/j\n")
     assert err.startswith(f"kueue-provreq: warning: {path}:5: Job default/j: spec.paralelism: unknown field")
     assert run(capsys, "validate", "-f", path, "--validate=ignore") == (0, "valid Job default/j\n", "")
+    assert run(capsys, "validate", "-f", path, "--validate=false") == (0, "valid Job default/j\n", "")
+    assert run(capsys, "validate", "-f", path, "--validate=true")[0] == 2
+    with pytest.raises(SystemExit):
+        cli.main(["validate", "-f", path, "--validate=loose"])
 
 
 def test_skipped_kinds_are_one_line_on_stderr(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
