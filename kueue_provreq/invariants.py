@@ -75,7 +75,8 @@ class CheckContext:
 
     @property
     def semantics(self) -> str:
-        return self.config.admission_check_semantics
+        """The admission check retry semantics: :data:`PRE_KEP_3258` or :data:`CURRENT`."""
+        return PRE_KEP_3258 if self.config.pre_kep_3258 else CURRENT
 
     @property
     def keep_quota(self) -> bool:

@@ -8,6 +8,7 @@ and the requeuing strategy Eviction / no limit / 60 s / 3600 s.
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterable
 
 import attrs
 
@@ -47,11 +48,31 @@ class WaitForPodsReady:
         return self.recovery_timeout or None
 
 
-#: ``Configuration.admission_check_semantics``: the admission check retry semantics since
-#: Kueue v0.15 (KEP-3258: per-check retryCount and requeueAfterSeconds), or the one before it
-#: (a single shared requeueState, eviction at first sight of Retry), kept to show KEP-3258's race.
-SEMANTICS_CURRENT = "current"
+# --- semantics switches ---------------------------------------------------------------
+# Not Kueue fields: which behaviour the model follows where upstream changed over time or a
+# KEP describes what upstream never built.  The default (no switch) is upstream main at the
+# modelled snapshot plus #14309; each switch names one departure, and they combine.
+
 SEMANTICS_PRE_KEP_3258 = "pre-kep-3258"
+"""Kueue v0.9 - v0.14: one shared ``requeueState`` for admission check retries, and eviction at
+first sight of ``Retry`` (before KEP-3258's per-check ``retryCount`` and ``requeueAfterSeconds``)."""
+SEMANTICS_PRE_14309 = "pre-14309"
+"""Upstream main before kubernetes-sigs/kueue#14309 (the modelled snapshot itself): a
+``Rejected`` check that arrives while the workload is already evicted is ignored, and
+deactivating an evicted workload keeps its checks and its ``DeactivationTarget``."""
+SEMANTICS_KEP_993_PREEMPTION = "kep-993-preemption"
+"""KEP-993's ``preemptionPolicy`` and the ``PreemptionRequired`` check state, which upstream
+never implemented: opt-in, with the schema extension they need."""
+
+SEMANTICS: FrozenMap[str, str] = FrozenMap({
+    SEMANTICS_PRE_KEP_3258: "admission check retries as in Kueue v0.9 - v0.14 (before KEP-3258)",
+    SEMANTICS_PRE_14309: "upstream main before #14309: a Rejected check on an evicted workload is ignored",
+    SEMANTICS_KEP_993_PREEMPTION: "KEP-993 preemptionPolicy and PreemptionRequired (never implemented upstream)",
+})
+"""Every semantics switch, with one line saying what it selects."""
+
+SEMANTICS_CURRENT = "current"
+"""Accepted where a switch list is read, for no switch at all: the default semantics."""
 
 
 @attrs.frozen(cache_hash=True)
@@ -59,12 +80,20 @@ class Configuration:
     wait_for_pods_ready: WaitForPodsReady | None = WaitForPodsReady()
     feature_gates: FrozenMap[str, bool] = DEFAULT_FEATURE_GATES
     extra: FrozenMap[str, Json] = EMPTY
-    admission_check_semantics: str = SEMANTICS_CURRENT
-    """Not a Kueue field: which Kueue version's admission check semantics the model follows."""
+    semantics: frozenset[str] = frozenset()
+    """Not a Kueue field: the semantics switches (:data:`SEMANTICS`) the model follows."""
 
     @functools.cached_property
     def pre_kep_3258(self) -> bool:
-        return self.admission_check_semantics == SEMANTICS_PRE_KEP_3258
+        return SEMANTICS_PRE_KEP_3258 in self.semantics
+
+    @functools.cached_property
+    def pre_14309(self) -> bool:
+        return SEMANTICS_PRE_14309 in self.semantics
+
+    @functools.cached_property
+    def kep_993_preemption(self) -> bool:
+        return SEMANTICS_KEP_993_PREEMPTION in self.semantics
 
     @functools.cached_property
     def _gates(self) -> dict[str, bool]:
@@ -78,3 +107,24 @@ class Configuration:
     def requeuing_timestamp(self) -> str:
         w = self.wait_for_pods_ready
         return w.requeuing_strategy.timestamp if w else c.TIMESTAMP_EVICTION
+
+
+def parse_semantics(names: str | Iterable[str]) -> frozenset[str]:
+    """Switch names, as a comma-separated string or a list, into a set; ``current`` (the
+    default) stands for none.  Raises ``ValueError`` naming an unknown switch.
+
+    >>> sorted(parse_semantics("pre-kep-3258,pre-14309"))
+    ['pre-14309', 'pre-kep-3258']
+    >>> parse_semantics("current")
+    frozenset()
+    """
+    items = names.split(",") if isinstance(names, str) else list(names)
+    odd = [repr(n) for n in items if not isinstance(n, str)]
+    if odd:
+        raise ValueError(f"expected switch names, got {', '.join(odd)}")
+    chosen = {n.strip() for n in items if n.strip()} - {SEMANTICS_CURRENT}
+    unknown = sorted(n for n in chosen if n not in SEMANTICS)
+    if unknown:
+        raise ValueError(f"unknown semantics {', '.join(unknown)} (known: {', '.join(SEMANTICS)}, "
+                         f"or {SEMANTICS_CURRENT} for none)")
+    return frozenset(chosen)

@@ -691,7 +691,7 @@ def reconcile(world: World, key: Key, ctx: Context) -> Result:
     return txn.result(requeue_after=wake)
 
 
-# --- pre-KEP-3258 semantics (Kueue v0.9 - v0.14), selected by Configuration.admission_check_semantics --
+# --- pre-KEP-3258 semantics (Kueue v0.9 - v0.14), selected by the pre-kep-3258 switch ---
 
 
 def _pre_kep_3258_count(wl: Workload) -> int:

@@ -90,7 +90,7 @@ def reconcile(world: World, key: Key, ctx: Context) -> Result:
                       (ws.fire(wl, WorkloadTrigger.DELAY),))
 
     early = _active_branch(txn, wl, conds, ctx.config.pre_kep_3258) if wl.is_active \
-        else _inactive_branch(txn, wl, conds)
+        else _inactive_branch(txn, wl, conds, ctx.config.pre_14309)
     if early is not None:
         return early
 
@@ -189,17 +189,24 @@ def _active_branch(txn: Txn, wl: Workload, conds: Conds, pre_kep_3258: bool = Fa
     return None
 
 
-def _inactive_branch(txn: Txn, wl: Workload, conds: Conds) -> Result | None:
+def _inactive_branch(txn: Txn, wl: Workload, conds: Conds, pre_14309: bool = False) -> Result | None:
     """Evict a deactivated workload (reason ``Deactivated[DueTo<Cause>]``), dropping
-    ``DeactivationTarget`` and ``requeueState``; a workload already evicted for another
-    reason keeps that reason and is only cleaned up, and only when it has a requeueState."""
+    ``DeactivationTarget`` and ``requeueState``.  A workload already evicted for another
+    reason keeps that reason and is only cleaned up: since #14309 whenever it carries a
+    ``DeactivationTarget`` or a ``requeueState``, and a ``DeactivationTarget`` it carries then
+    also resets its checks, as the eviction it never reaches would have (a ``Rejected`` check
+    left in place would deactivate it again as soon as it is reactivated).  ``pre_14309``:
+    the cleanup only when it has a ``requeueState``, checks untouched."""
     evicted = _true(conds, c.WORKLOAD_EVICTED)
-    if evicted and wl.status.requeue_state is None:
-        return None
     target = conds.get(c.WORKLOAD_DEACTIVATION_TARGET)
+    if evicted and wl.status.requeue_state is None and (pre_14309 or target is None):
+        return None
     prepared = ws.remove(wl, c.WORKLOAD_DEACTIVATION_TARGET).with_status(requeue_state=None)
     if evicted:
-        return _write(txn, prepared)
+        if pre_14309 or target is None:
+            return _write(txn, prepared)
+        checks, resets = ws.reset_checks_on_eviction(prepared.status.admission_checks, txn.now)
+        return _write(txn, prepared.with_status(admission_checks=checks), resets)
     if target is None:
         cause, message = "", c.MSG_DEACTIVATED
     else:
@@ -299,15 +306,23 @@ def _admitted_false_is_current(wl: Workload, conds: Conds, observability: bool) 
 def _reconcile_quota_held(wl: Workload, conds: Conds, ctx: Context, events: list[Effect],
                           fired: list[Transition]) -> tuple[Workload, float | None]:
     """Check-based eviction, else the PodsReady timeout; returns the workload and the
-    delay until the timeout is due."""
+    delay until the timeout is due.
+
+    ``reconcileCheckBasedEviction``: a ``Rejected`` check sets ``DeactivationTarget`` even on a
+    workload whose eviction is already in flight (#14309: rejection is terminal, and the
+    condition is idempotent, so repeated passes write nothing); only a ``Retry`` check leaves an
+    evicted workload alone, an eviction being under way.  ``pre-14309``: both wait for
+    ``Evicted`` to be False."""
     evicted = _true(conds, c.WORKLOAD_EVICTED)
-    if not evicted and any(s.state in _FAILED_CHECK_STATES for s in wl.status.admission_checks):
-        rejected = ws.checks_in(wl, c.CHECK_REJECTED)
-        if rejected:
-            message = ws.admission_checks_message(rejected, c.CHECK_REJECTED)
+    rejected = ws.checks_in(wl, c.CHECK_REJECTED)
+    if rejected and not (evicted and ctx.config.pre_14309):
+        message = ws.admission_checks_message(rejected, c.CHECK_REJECTED)
+        new = _set_deactivation_target(wl, c.REASON_ADMISSION_CHECK, message, ctx.now)
+        if new is not wl:
             events.append(_event(wl, c.EVENT_TYPE_WARNING, c.EVENT_ADMISSION_CHECK_REJECTED,
                                  c.DEACTIVATED_DUE_TO_EVENT_PREFIX + message))
-            return _set_deactivation_target(wl, c.REASON_ADMISSION_CHECK, message, ctx.now), None
+        return new, None
+    if not evicted and any(s.state == c.CHECK_RETRY for s in wl.status.admission_checks):
         retry = ws.checks_in(wl, c.CHECK_RETRY)
         message = c.EVICTED_RETRY_PREFIX + ws.admission_checks_message(retry, c.CHECK_RETRY)
         wl, evicting = _evict(wl, c.REASON_ADMISSION_CHECK, message, "", ctx.now, events)

@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from kueue_provreq import invariants as inv
+from kueue_provreq.api.config import SEMANTICS, SEMANTICS_CURRENT, parse_semantics
 from kueue_provreq.explore.scenario import to_scenario
 from kueue_provreq.explore.search import GRANULARITIES, Options, Report, explore
 from kueue_provreq.machines import RequestTrigger
@@ -38,8 +38,10 @@ def add_explore_command(subparsers: Any) -> None:
     p.add_argument("--backoff-limit", type=int, choices=range(4), default=1,
                    help="retryStrategy.backoffLimitCount of every check (0-3, default 1)")
     p.add_argument("--keep-quota", action="store_true", help="turn the KeepQuotaForProvReqRetry gate on")
-    p.add_argument("--semantics", choices=(inv.CURRENT, inv.PRE_KEP_3258), default=inv.CURRENT,
-                   help="admission check semantics: current (default) or pre-kep-3258 (Kueue < v0.15)")
+    p.add_argument("--semantics", type=_semantics, default=frozenset(), metavar="SWITCH,...",
+                   help="semantics switches, comma-separated: " + "; ".join(
+                       f"{name} ({what})" for name, what in SEMANTICS.items()) +
+                   " (default: none, upstream main with #14309)")
     p.add_argument("--granularity", choices=GRANULARITIES, default="settle",
                    help="settle: controllers catch up fully after each event (default); "
                         "reconcile: every single reconcile is an interleaving point")
@@ -62,9 +64,20 @@ def _outcomes(text: str) -> tuple[str, ...]:
     return chosen
 
 
+def _semantics(text: str) -> frozenset[str]:
+    try:
+        return parse_semantics(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
 def summary(report: Report, seconds: float) -> str:
     depth = f"depth {report.depth}" + (" (state space exhausted)" if report.complete else "")
     return f"{report.states} states, {report.transitions} transitions, {depth}, {seconds:.1f}s"
+
+
+def semantics_label(switches: frozenset[str]) -> str:
+    return ",".join(sorted(switches)) or SEMANTICS_CURRENT
 
 
 def run_explore(args: argparse.Namespace) -> int:
@@ -86,7 +99,7 @@ def run_explore(args: argparse.Namespace) -> int:
     print("VIOLATION after " + " -> ".join(a.describe() for a in v.trace))
     for m in v.messages:
         print(f"  {m}")
-    scenario = to_scenario(ex, v, f"explorer counterexample ({opts.semantics})",
+    scenario = to_scenario(ex, v, f"explorer counterexample ({semantics_label(opts.semantics)})",
                            "Found by kueue-provreq explore: " + "; ".join(v.messages))
     text = yaml.safe_dump(scenario, sort_keys=False, width=100)
     if args.scenario_out is not None:

@@ -15,6 +15,7 @@ from kueue_provreq.api.workload import Workload
 from kueue_provreq.explore.search import NAMESPACE, Action, Explorer, Violation
 from kueue_provreq.machines import RequestTrigger, requests
 from kueue_provreq.manifests import dump_object
+from kueue_provreq.manifests.configuration import SEMANTICS_FIELD
 
 _SHOWN_CONDITIONS = (c.WORKLOAD_QUOTA_RESERVED, c.WORKLOAD_ADMITTED, c.WORKLOAD_EVICTED, c.WORKLOAD_REQUEUED)
 
@@ -47,8 +48,8 @@ def _workload_expectation(wl: Workload) -> dict[str, Any]:
 
 def to_scenario(ex: Explorer, violation: Violation, name: str, description: str) -> dict[str, Any]:
     config: dict[str, Any] = {"featureGates": {c.GATE_KEEP_QUOTA_FOR_PROVREQ_RETRY: ex.opts.keep_quota}}
-    if ex.opts.semantics != "current":
-        config["admissionCheckSemantics"] = ex.opts.semantics
+    if ex.opts.semantics:
+        config[SEMANTICS_FIELD] = sorted(ex.opts.semantics)
     steps = [s for a in violation.trace for s in step_of(a)]
     world = violation.world
     steps.append({"expect": {

@@ -30,7 +30,7 @@ import attrs
 
 from kueue_provreq import invariants as inv
 from kueue_provreq.api import constants as c
-from kueue_provreq.api.config import Configuration
+from kueue_provreq.api.config import Configuration, parse_semantics
 from kueue_provreq.api.frozen import FrozenMap, freeze
 from kueue_provreq.api.meta import Condition, ObjectMeta, Time, set_condition
 from kueue_provreq.api.objects import Key, KubeObject
@@ -82,7 +82,9 @@ class Options:
     depth: int = 12
     backoff_limit: int = attrs.field(default=1, validator=attrs.validators.in_(range(4)))
     keep_quota: bool = False
-    semantics: str = attrs.field(default=inv.CURRENT, validator=attrs.validators.in_((inv.CURRENT, inv.PRE_KEP_3258)))
+    semantics: frozenset[str] = attrs.field(default=frozenset(), converter=parse_semantics)
+    """The semantics switches (``api.config.SEMANTICS``), as a set or a comma-separated string;
+    none: the default semantics."""
     granularity: str = attrs.field(default="settle", validator=attrs.validators.in_(GRANULARITIES))
     symmetry: bool = True
     max_states: int | None = None
@@ -144,7 +146,7 @@ class Report:
 
 def build_config(opts: Options) -> Configuration:
     gates = Configuration().feature_gates.set(c.GATE_KEEP_QUOTA_FOR_PROVREQ_RETRY, opts.keep_quota)
-    return Configuration(feature_gates=gates, admission_check_semantics=opts.semantics)
+    return Configuration(feature_gates=gates, semantics=opts.semantics)
 
 
 def build_objects(opts: Options) -> list[KubeObject]:

@@ -286,6 +286,16 @@ def _build_converter(tp: Any) -> tuple[Decoder, Encoder]:
             return tuple(dec_item(x, f"{path}[{i}]") for i, x in enumerate(v))
 
         return dec_tuple, (lambda v: [enc_item(x) for x in v])
+    if origin is frozenset and len(args) == 1:
+        dec_member, enc_member = _converter(args[0])
+
+        def dec_set(v: Any, path: str) -> frozenset[Any]:
+            if not isinstance(v, (list, tuple)):
+                raise _expected("a list", v, path)
+            return frozenset(dec_member(x, f"{path}[{i}]") for i, x in enumerate(v))
+
+        # sorted: a set has no order, and the same set must always be written the same way
+        return dec_set, (lambda v: sorted(enc_member(x) for x in v))
     if origin is FrozenMap and len(args) == 2 and args[0] is str:
         dec_value, enc_value = _converter(args[1])
 

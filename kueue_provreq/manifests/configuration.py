@@ -20,7 +20,7 @@ from typing import Any, Final
 import attrs
 
 from kueue_provreq.api import constants as c
-from kueue_provreq.api.config import DEFAULT_FEATURE_GATES, Configuration, WaitForPodsReady
+from kueue_provreq.api.config import DEFAULT_FEATURE_GATES, Configuration, WaitForPodsReady, parse_semantics
 from kueue_provreq.manifests.codec import decode, describe, parse_duration
 from kueue_provreq.manifests.errors import ManifestError, ManifestErrors
 from kueue_provreq.manifests.nodes import ANY, Bool, Int, Obj, Problems, Str, join
@@ -30,8 +30,9 @@ CONFIG_V1BETA1: Final = "config.kueue.x-k8s.io/v1beta1"
 CONFIG_MAP_KEY: Final = "controller_manager_config.yaml"
 """The key of the Configuration in Kueue's ``kueue-manager-config`` ConfigMap."""
 
-#: The field the scenario format adds to a Configuration: which Kueue release's admission
-#: check semantics the model follows (not a Kueue field, refused in a Kueue file).
+#: The field the scenario format adds to a Configuration: the semantics switches the model
+#: follows (``api.config.SEMANTICS``), one name or a list of names; not a Kueue field, refused
+#: in a Kueue file (the CLI takes ``--semantics`` beside ``--config`` instead).
 SEMANTICS_FIELD: Final = "admissionCheckSemantics"
 
 _TIMESTAMPS = (c.TIMESTAMP_EVICTION, c.TIMESTAMP_CREATION)
@@ -136,9 +137,9 @@ def _load(data: Mapping[str, Any], scenario: bool) -> Configuration:
     elif wait is None:
         wait = {}
     model: dict[str, Any] = {k: v for k, v in body.items() if k in known and k != "waitForPodsReady"}
-    if scenario and SEMANTICS_FIELD in data:
-        model[SEMANTICS_FIELD] = data[SEMANTICS_FIELD]
     config = decode(Configuration, model)
+    if scenario and SEMANTICS_FIELD in data:
+        config = attrs.evolve(config, semantics=_semantics(data[SEMANTICS_FIELD]))
     unknown = [name for name in config.feature_gates if name not in DEFAULT_FEATURE_GATES]
     if unknown:
         raise ManifestError(f"unknown feature gate {', '.join(unknown)} "
@@ -153,6 +154,16 @@ def _load(data: Mapping[str, Any], scenario: bool) -> Configuration:
     if waiting.recovery_timeout is None:
         waiting = attrs.evolve(waiting, recovery_timeout=waiting.timeout)
     return attrs.evolve(config, wait_for_pods_ready=waiting)
+
+
+def _semantics(value: Any) -> frozenset[str]:
+    if not isinstance(value, (str, list)):
+        raise ManifestError(f"expected a switch name or a list of them, got {describe(value)}",
+                            path=SEMANTICS_FIELD)
+    try:
+        return parse_semantics(value)
+    except ValueError as e:
+        raise ManifestError(str(e), path=SEMANTICS_FIELD) from None
 
 
 def load_configuration_file(path: str | Path, text: str | None = None) -> Configuration:
