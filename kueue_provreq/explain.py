@@ -70,7 +70,8 @@ def workload_name_for_job(job_name: str, job_uid: str) -> str:
 def workload_for_job(job: Job) -> Workload:
     """The Workload Kueue's job integration creates for ``job`` (named, with a uid)."""
     meta = job.metadata
-    annotations = {k: v for k, v in meta.annotations.items() if k.startswith(c.ANNOTATION_PROVREQ_PREFIX)}
+    annotations = {k: v for k, v in meta.annotations.items()
+                   if k.startswith(c.ANNOTATION_PROVREQ_PREFIX) or k == c.ANNOTATION_ADMISSION_GATED_BY}
     owner = OwnerReference(api_version=c.BATCH_V1, kind=c.JOB, name=meta.name, uid=meta.uid,
                            controller=True, block_owner_deletion=True)
     pod_set = PodSet(name="main", count=1 if job.spec.parallelism is None else job.spec.parallelism,

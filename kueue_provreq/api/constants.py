@@ -101,6 +101,18 @@ MSG_NO_RESERVATION_UNSATISFIED_CHECKS_LEGACY: Final = "The workload has no reser
 EVICTED_RETRY_PREFIX: Final = "Evicted due to "
 DEACTIVATED_DUE_TO_EVENT_PREFIX: Final = "Deactivated due to "
 
+# --- AdmissionGatedBy (Beta, on by default since v0.19) -------------------------
+ANNOTATION_ADMISSION_GATED_BY: Final = "kueue.x-k8s.io/admission-gated-by"
+REASON_ADMISSION_GATED: Final = "AdmissionGated"
+MSG_ADMISSION_GATED: Final = "Admission is gated by: {gates}"
+MSG_ADMISSION_GATE_CLEARED: Final = "AdmissionGatedBy cleared, waiting for quota reservation"
+EVENT_ADMISSION_GATED: Final = "AdmissionGated"
+MSG_EVENT_ADMISSION_GATED: Final = "Workload admission is gated by: {gates}"
+EVENT_ADMISSION_GATE_CLEARED: Final = "AdmissionGateCleared"
+MSG_EVENT_ADMISSION_GATE_CLEARED: Final = "Admission gate cleared, workload is now admissible"
+ADMISSION_GATE_MAX_LENGTH: Final = 63
+"""``MaxGateNameLengthForAdmissionGatedBy``: the limit of a Job's ``spec.managedBy``."""
+
 # --- event types ----------------------------------------------------------------
 EVENT_TYPE_NORMAL: Final = "Normal"
 EVENT_TYPE_WARNING: Final = "Warning"
@@ -227,6 +239,7 @@ CLASS_BEST_EFFORT_ATOMIC: Final = "best-effort-atomic-scale-up.autoscaling.x-k8s
 GATE_KEEP_QUOTA_FOR_PROVREQ_RETRY: Final = "KeepQuotaForProvReqRetry"
 GATE_CLEANUP_ON_EVICTION: Final = "CleanupProvisioningRequestsOnEviction"
 GATE_UNADMITTED_OBSERVABILITY: Final = "UnadmittedWorkloadsObservability"
+GATE_ADMISSION_GATED_BY: Final = "AdmissionGatedBy"
 
 # --- waitForPodsReady requeuing timestamps ------------------------------------
 TIMESTAMP_EVICTION: Final = "Eviction"

@@ -42,9 +42,11 @@ _NO_FIT_REASONS = frozenset({c.REASON_WAITING_FOR_QUOTA, c.REASON_EXCEEDS_MAX_QU
 # --- one workload ------------------------------------------------------------------------
 
 
-def is_admissible(wl: Workload) -> bool:
-    """``workload.IsAdmissible``: active, holding no quota, not finished (what may be queued)."""
-    return wl.is_active and not wl.has_quota_reservation() and not wl.is_finished()
+def is_admissible(wl: Workload, config: Configuration) -> bool:
+    """``workload.IsAdmissible``: active, holding no quota, not finished, not gated by an
+    ``admission-gated-by`` annotation (what may be queued)."""
+    return wl.is_active and not wl.has_quota_reservation() and not wl.is_finished() and \
+        workload_status.admission_gates(wl, config) is None
 
 
 def in_backoff(wl: Workload, now: Time) -> bool:
@@ -121,7 +123,7 @@ def scan(world: World, ctx: Context, only: str | None = None) -> Scan:
             assert obj.status.admission is not None
             out.reserving.setdefault(obj.status.admission.cluster_queue, []).append(obj)
             continue
-        if not obj.spec.queue_name or not is_admissible(obj):
+        if not obj.spec.queue_name or not is_admissible(obj, ctx.config):
             continue
         route = (obj.metadata.namespace, obj.spec.queue_name)
         if route not in routes:

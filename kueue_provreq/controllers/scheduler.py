@@ -392,7 +392,7 @@ def schedule(world: World, ctx: Context, key: Key | None = None) -> Result:
     only: str | None = None
     if key is not None:
         wl = world.get(*key)
-        if not isinstance(wl, Workload) or not wl.spec.queue_name or not queues.is_admissible(wl):
+        if not isinstance(wl, Workload) or not wl.spec.queue_name or not queues.is_admissible(wl, ctx.config):
             return NOTHING
         only = queues.cluster_queue_name(world, wl)
         if only is None:

@@ -11,7 +11,9 @@ are due at once:
    a future ``requeueAt`` ends the pass with a wake-up; a passed one is cleared on
    a pending workload; ``Requeued=False`` becomes ``Reactivated`` or
    ``BackoffFinished``.  Inactive workload: the deactivation eviction;
-4. the workload's admission checks follow its ClusterQueue (a change ends the pass);
+4. the ``admission-gated-by`` annotation is reflected in ``QuotaReserved=False``
+   (``AdmissionGated``, then ``PendingEvaluation`` once cleared; a change ends the pass);
+   the workload's admission checks follow its ClusterQueue (a change ends the pass);
 5. not admitted: ``Admitted`` is re-synced (event ``Admitted``), and an inactive
    workload without quota gets ``QuotaReserved=False`` ``Deactivated``;
 6. holding quota: a ``Rejected`` check sets ``DeactivationTarget``, a ``Retry``
@@ -33,8 +35,7 @@ bare ``Deactivated`` the snapshot matches, which left Kueue-deactivated workload
 stuck (issue #14870).
 
 Not modelled (no scenario in scope reaches them): LocalQueue/ClusterQueue
-``stopPolicy`` handling, ``maximumExecutionTimeSeconds``, DRA, admission gates,
-object retention, and the granular ``QuotaReserved=False`` reasons other than
+``stopPolicy`` handling, ``maximumExecutionTimeSeconds``, DRA, object retention, and the granular ``QuotaReserved=False`` reasons other than
 ``Deactivated`` (the scheduler writes those it owns).
 
 Where upstream issues several patches in one pass (the Admitted sync, then a
@@ -93,6 +94,10 @@ def reconcile(world: World, key: Key, ctx: Context) -> Result:
         else _inactive_branch(txn, wl, conds, ctx.config.pre_14309)
     if early is not None:
         return early
+
+    gated = _sync_admission_gate(txn, wl, conds, ctx)
+    if gated is not None:
+        return gated
 
     cq = _cluster_queue(txn, wl)
     if cq is not None:
@@ -217,6 +222,38 @@ def _inactive_branch(txn: Txn, wl: Workload, conds: Conds, pre_14309: bool = Fal
 
 
 # --- step 4 ---------------------------------------------------------------------------
+
+
+def _sync_admission_gate(txn: Txn, wl: Workload, conds: Conds, ctx: Context) -> Result | None:
+    """``mayUpdateConditionForAdmissionGatedBy``: the first pass that sees the
+    ``admission-gated-by`` annotation writes ``QuotaReserved=False`` ``AdmissionGated``
+    "Admission is gated by: <gates>" (event ``AdmissionGated``); the first that sees it gone
+    after that writes ``PendingEvaluation`` "AdmissionGatedBy cleared, waiting for quota
+    reservation" (event ``AdmissionGateCleared``).  Either ends the pass.  A gated workload is
+    not admissible (:func:`queues.is_admissible`), so the scheduler never sees it.
+
+    Only a workload without quota is touched: the webhook allows the annotation only on create
+    (and only removing gates later), when no quota can be held, so this never differs from
+    upstream for a world the API server could produce; upstream would unset a reservation."""
+    config = ctx.config
+    if not config.gate(c.GATE_ADMISSION_GATED_BY) or _true(conds, c.WORKLOAD_QUOTA_RESERVED):
+        return None
+    gates = ws.admission_gates(wl, config)
+    held = conds.get(c.WORKLOAD_QUOTA_RESERVED)
+    marked = held is not None and held.reason == c.REASON_ADMISSION_GATED
+    if gates is None and marked:
+        reason = c.REASON_PENDING_EVALUATION if config.gate(c.GATE_UNADMITTED_OBSERVABILITY) \
+            else c.REASON_PENDING_LEGACY
+        new = ws.unset_quota_reservation(wl, reason, c.MSG_ADMISSION_GATE_CLEARED, ctx.now, config)
+        event = _event(wl, c.EVENT_TYPE_NORMAL, c.EVENT_ADMISSION_GATE_CLEARED, c.MSG_EVENT_ADMISSION_GATE_CLEARED)
+    elif gates is not None and not marked:
+        new = ws.unset_quota_reservation(wl, c.REASON_ADMISSION_GATED, c.MSG_ADMISSION_GATED.format(gates=gates),
+                                         ctx.now, config)
+        event = _event(wl, c.EVENT_TYPE_NORMAL, c.EVENT_ADMISSION_GATED, c.MSG_EVENT_ADMISSION_GATED.format(gates=gates))
+    else:
+        return None
+    return _write(txn, new, (), [event])
+
 
 
 def _cluster_queue(txn: Txn, wl: Workload) -> ClusterQueue | None:

@@ -117,6 +117,18 @@ def sync_admitted_condition(wl: Workload, now: Time, config: Configuration) -> W
     return _set(wl, new, now)
 
 
+# --- admission gates -------------------------------------------------------------------
+
+
+def admission_gates(wl: Workload, config: Configuration) -> str | None:
+    """``HasAdmissionGate``: the ``kueue.x-k8s.io/admission-gated-by`` annotation's value when it
+    is set and not empty and the AdmissionGatedBy gate is on, else None."""
+    gates = wl.metadata.annotations.get(c.ANNOTATION_ADMISSION_GATED_BY)
+    if not gates or not config.gate(c.GATE_ADMISSION_GATED_BY):
+        return None
+    return gates
+
+
 # --- admission checks -----------------------------------------------------------------
 
 

@@ -32,6 +32,7 @@ recursion, so hostile input is refused before anything walks it recursively.
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -737,6 +738,42 @@ def validate_metadata(kind: str, metadata: Mapping[str, Any], out: Problems) -> 
     namespace = metadata.get("namespace")
     if isinstance(namespace, str) and namespace:
         LABEL.check(namespace, "metadata.namespace", out)
+    annotations = metadata.get("annotations")
+    if kind in _GATED_KINDS and isinstance(annotations, Mapping):
+        validate_admission_gates(annotations.get(c.ANNOTATION_ADMISSION_GATED_BY),
+                                 f"metadata.annotations[{c.ANNOTATION_ADMISSION_GATED_BY}]", out)
+
+
+#: ``validation.IsDomainPrefixedPath``'s path part (``httpPathFmt``).
+_HTTP_PATH: Final = re.compile(r"[A-Za-z0-9/\-._~%!$&'()*+,;=:]+")
+_GATED_KINDS: Final = (c.JOB, JOBSET_KIND, PYTORCH_JOB_KIND)
+
+
+def validate_admission_gates(value: Any, path: str, out: Problems) -> None:
+    """``ValidateAdmissionGatedByAnnotationOnCreate`` (the job webhooks, AdmissionGatedBy on): a
+    comma-separated list of distinct, non-empty, domain-prefixed gate names (``acme.io/foo``),
+    each at most 63 characters."""
+    if not isinstance(value, str) or not value.strip():
+        return
+    seen: set[str] = set()
+    for gate in (g.strip() for g in value.split(",")):
+        if not gate:
+            out.error(f"{describe(value)}: cannot contain empty gate names", path)
+            continue
+        if gate in seen:
+            out.error(f"{describe(value)}: duplicate gate name: {gate}", path)
+            continue
+        seen.add(gate)
+        host, slash, rest = gate.partition("/")
+        if not slash or not host or not rest:
+            out.error(f"{describe(gate)}: must be a domain-prefixed path (such as \"acme.io/foo\")", path)
+        elif len(host) > 253 or DNS1123_SUBDOMAIN.fullmatch(host) is None:
+            out.error(f"{describe(host)}: a DNS-1123 subdomain must consist of lower case alphanumeric "
+                      f"characters, '-' or '.'", path)
+        elif _HTTP_PATH.fullmatch(rest) is None:
+            out.error(f"{describe(rest)}: Invalid path", path)
+        if len(gate) > c.ADMISSION_GATE_MAX_LENGTH:
+            out.error(f"may not be more than {c.ADMISSION_GATE_MAX_LENGTH} characters", path)
 
 
 def validate(kind: str, api_version: str, body: Mapping[str, Any], out: Problems) -> None:
