@@ -1,16 +1,27 @@
-"""The ClusterQueue status reconciler: the Active condition and the workload counts."""
+"""The ClusterQueue status reconciler: the Active condition (MultiKueue constraints included),
+the workload counts and the quota in use."""
 
 from __future__ import annotations
+
+from decimal import Decimal
 
 import attrs
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.meta import Condition, Time
-from kueue_provreq.api.queues import AdmissionCheckStrategyRule, ClusterQueue
+from kueue_provreq.api.queues import (
+    AdmissionCheck,
+    AdmissionCheckSpec,
+    AdmissionCheckStrategyRule,
+    ClusterQueue,
+    FlavorUsage,
+)
 from kueue_provreq.api.workload import RequeueState, WorkloadStatus
-from kueue_provreq.controllers import clusterqueue
+from kueue_provreq.controllers import clusterqueue, queues
 from kueue_provreq.controllers.context import Context
+from kueue_provreq.manifests import dump_object
 from kueue_provreq.world import NOTHING, World
 
+from builders import ADMITTED
 from test_scheduler import (
     T0,
     active_check,
@@ -94,3 +105,72 @@ def test_counts_follow_the_queue_and_the_cache() -> None:
 
 def test_deleted_queue_is_ignored() -> None:
     assert clusterqueue.reconcile(World([]), KEY, Context(T0)) is NOTHING
+
+
+# --- MultiKueue constraints, inactive backlogs, flavors reservation and usage -----------------
+
+
+def check(name: str, controller: str) -> AdmissionCheck:
+    return attrs.evolve(active_check(name), spec=AdmissionCheckSpec(controller))
+
+
+def test_multikueue_constraints_in_upstream_order() -> None:
+    rules = (AdmissionCheckStrategyRule("mk1"), AdmissionCheckStrategyRule("mk2", ("default",)),
+             AdmissionCheckStrategyRule("prov"))
+    cq = cluster_queue(flavors=(("default", {"cpu": "4"}), ("spot", {"cpu": "4"})), checks=rules)
+    world = World([flavor("default"), flavor("spot"), cq, check("mk1", c.MULTIKUEUE_CONTROLLER_NAME),
+                   check("mk2", c.MULTIKUEUE_CONTROLLER_NAME), check("prov", c.PROVISIONING_REQUEST_CONTROLLER_NAME)])
+    assert active(reconcile(world)) == (
+        "False", "MultipleMultiKueueAdmissionChecks",
+        "Can't admit new workloads: Cannot use multiple MultiKueue AdmissionChecks on the same ClusterQueue, "
+        "found: mk1,mk2, Cannot specify MultiKueue AdmissionCheck per flavor, found: mk2, Cannot use both "
+        "MultiKueue and ProvisioningRequest AdmissionChecks together, found: mk1,mk2, prov.")
+
+
+def test_a_missing_check_is_neither_multikueue_nor_provisioning() -> None:
+    rules = (AdmissionCheckStrategyRule("mk"), AdmissionCheckStrategyRule("gone"))
+    world = World([flavor("default"), cluster_queue(checks=rules), check("mk", c.MULTIKUEUE_CONTROLLER_NAME)])
+    assert active(reconcile(world))[1:] == (
+        "AdmissionCheckNotFound", "Can't admit new workloads: references missing AdmissionCheck(s): gone.")
+
+
+def test_a_single_multikueue_check_for_every_flavor_is_fine() -> None:
+    world = World([flavor("default"), cluster_queue(checks=(AdmissionCheckStrategyRule("mk"),)),
+                   check("mk", c.MULTIKUEUE_CONTROLLER_NAME)])
+    assert active(reconcile(world))[0] == "True"
+
+
+def test_every_pending_workload_of_an_inactive_queue_is_inadmissible() -> None:
+    strict = cluster_queue(strategy=c.STRICT_FIFO, checks=(AdmissionCheckStrategyRule("missing"),))
+    backoff = WorkloadStatus(requeue_state=RequeueState(count=1, requeue_at=Time(T0 + 60)))
+    world = World([flavor("default"), strict, local_queue(), workload("a"), workload("b", status=backoff)])
+    cycle(world)
+    gauges = {(g.labels.get("status"), g.name): g.value for g in queues.queue_gauges(world, Context(T0))}
+    assert gauges[("active", c.METRIC_PENDING_WORKLOADS)] == 0
+    assert gauges[("inadmissible", c.METRIC_PENDING_WORKLOADS)] == 2
+    assert reconcile(world).status.pending_workloads == 2
+
+
+def test_flavors_reservation_counts_every_holder_and_usage_only_the_admitted() -> None:
+    cq = cluster_queue(flavors=(("default", {"cpu": "4", "memory": "4Gi"}), ("spot", {"cpu": "4", "memory": "4Gi"})),
+                       covered=("memory", "cpu"))
+    admitted = reserving("admitted", "2")
+    admitted = admitted.with_status(conditions=(*admitted.status.conditions, ADMITTED))
+    world = World([flavor("default"), flavor("spot"), cq, local_queue(), admitted, reserving("held", "500m")])
+    status = reconcile(world).status
+
+    def table(usage: tuple[FlavorUsage, ...]) -> list[tuple[str, str, Decimal]]:
+        return [(f.name, r.name, r.total.value) for f in usage for r in f.resources]
+
+    assert table(status.flavors_reservation) == [
+        ("default", "cpu", Decimal("2.5")), ("default", "memory", 0), ("spot", "cpu", 0), ("spot", "memory", 0)]
+    assert table(status.flavors_usage) == [
+        ("default", "cpu", Decimal(2)), ("default", "memory", 0), ("spot", "cpu", 0), ("spot", "memory", 0)]
+    assert all(r.borrowed is None for f in status.flavors_reservation for r in f.resources)
+
+
+def test_flavor_usage_is_written_as_the_api_shows_it() -> None:
+    world = World([flavor("default"), cluster_queue(), reserving("held", "1500m")])
+    dumped = dump_object(reconcile(world))["status"]
+    assert dumped["flavorsReservation"] == [{"name": "default", "resources": [{"name": "cpu", "total": "1500m"}]}]
+    assert dumped["flavorsUsage"] == [{"name": "default", "resources": [{"name": "cpu", "total": "0"}]}]

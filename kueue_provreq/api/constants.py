@@ -31,6 +31,7 @@ JOB: Final = "Job"
 
 # --- controller names ---------------------------------------------------------
 PROVISIONING_REQUEST_CONTROLLER_NAME: Final = "kueue.x-k8s.io/provisioning-request"
+MULTIKUEUE_CONTROLLER_NAME: Final = "kueue.x-k8s.io/multikueue"
 
 # --- Workload condition types -------------------------------------------------
 WORKLOAD_QUOTA_RESERVED: Final = "QuotaReserved"
@@ -165,6 +166,15 @@ MSG_CQ_STOPPED_PART: Final = "is stopped"
 MSG_CQ_MISSING_FLAVORS_PART: Final = "references missing ResourceFlavor(s): {names}"
 MSG_CQ_MISSING_CHECKS_PART: Final = "references missing AdmissionCheck(s): {names}"
 MSG_CQ_INACTIVE_CHECKS_PART: Final = "references inactive AdmissionCheck(s): {names}"
+REASON_CQ_MULTIPLE_MULTIKUEUE_CHECKS: Final = "MultipleMultiKueueAdmissionChecks"
+REASON_CQ_MULTIKUEUE_CHECK_PER_FLAVOR: Final = "MultiKueueAdmissionCheckAppliedPerFlavor"
+REASON_CQ_MULTIKUEUE_WITH_PROVISIONING_REQUEST: Final = "MultiKueueWithProvisioningRequest"
+MSG_CQ_MULTIPLE_MULTIKUEUE_CHECKS_PART: Final = ("Cannot use multiple MultiKueue AdmissionChecks on the same "
+                                                 "ClusterQueue, found: {names}")
+MSG_CQ_MULTIKUEUE_CHECK_PER_FLAVOR_PART: Final = "Cannot specify MultiKueue AdmissionCheck per flavor, found: {names}"
+MSG_CQ_MULTIKUEUE_WITH_PROVISIONING_REQUEST_PART: Final = ("Cannot use both MultiKueue and ProvisioningRequest "
+                                                           "AdmissionChecks together, found: {multikueue}, "
+                                                           "{provisioning}")
 STOP_POLICY_HOLD: Final = "Hold"
 STOP_POLICY_HOLD_AND_DRAIN: Final = "HoldAndDrain"
 STRICT_FIFO: Final = "StrictFIFO"

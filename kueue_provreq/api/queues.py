@@ -54,11 +54,29 @@ class ClusterQueueSpec:
 
 
 @attrs.frozen
+class ResourceUsage:
+    name: str
+    total: Quantity = Quantity.parse("0")
+    borrowed: Quantity | None = None
+    """Usage above the nominal quota: only ever written for a queue in a cohort."""
+
+
+@attrs.frozen
+class FlavorUsage:
+    name: str
+    resources: tuple[ResourceUsage, ...] = ()
+
+
+@attrs.frozen
 class ClusterQueueStatus:
     conditions: Conditions = ()
     pending_workloads: int | None = None
     reserving_workloads: int | None = None
     admitted_workloads: int | None = None
+    flavors_reservation: tuple[FlavorUsage, ...] = ()
+    """Quota held by every workload with a reservation, per flavor and resource."""
+    flavors_usage: tuple[FlavorUsage, ...] = ()
+    """Quota held by the admitted ones only."""
     extra: FrozenMap[str, Json] = EMPTY
 
 

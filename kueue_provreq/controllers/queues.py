@@ -29,6 +29,7 @@ from kueue_provreq.api.meta import Time, find_condition, is_false, is_true
 from kueue_provreq.api.queues import ClusterQueue, LocalQueue
 from kueue_provreq.api.workload import Workload
 from kueue_provreq.controllers import workload_status
+from kueue_provreq.controllers.activity import inactive_reason
 from kueue_provreq.controllers.context import Context
 from kueue_provreq.world import World
 
@@ -145,19 +146,23 @@ def scan(world: World, ctx: Context, only: str | None = None) -> Scan:
     return out
 
 
-def pending_counts(found: Scan, cq: ClusterQueue) -> tuple[int, int]:
+def pending_counts(found: Scan, cq: ClusterQueue, inactive: bool = False) -> tuple[int, int]:
     """(active, inadmissible) as Kueue's queue manager would count them for ``cq`` once the
     scheduler has run.
 
     Mapping: the *heap* ("active") holds every ready workload, except that under
     BestEffortFIFO a workload the scheduler has set aside (:func:`parked_by_scheduler`) sits
     in the inadmissible set; workloads in backoff are always inadmissible.  StrictFIFO puts a
-    failed head straight back into the heap, so its whole queue counts as active.  Workloads
-    of an inactive ClusterQueue are never popped and stay in the heap.
+    failed head straight back into the heap, so its whole queue counts as active.  Every
+    pending workload of an ``inactive`` ClusterQueue counts as inadmissible: the queue
+    manager reports an inactive queue's whole backlog so (``pending_workloads{status=
+    "inadmissible"}``), whatever its strategy.
     """
     name = cq.metadata.name
     ready = found.ready.get(name, [])
     backoff = len(found.backoff.get(name, []))
+    if inactive:
+        return 0, len(ready) + backoff
     if cq.spec.queueing_strategy == c.STRICT_FIFO:
         return len(ready), backoff
     parked = sum(1 for wl in ready if parked_by_scheduler(wl))
@@ -180,7 +185,7 @@ def queue_gauges(world: World, ctx: Context) -> tuple[Gauge, ...]:
     out: list[Gauge] = []
     for cq in sorted(cluster_queues(world), key=lambda q: q.metadata.name):
         name = cq.metadata.name
-        active, inadmissible = pending_counts(found, cq)
+        active, inadmissible = pending_counts(found, cq, inactive_reason(world, cq) is not None)
         out.append(Gauge(c.METRIC_PENDING_WORKLOADS, FrozenMap({"cluster_queue": name, "status": "active"}),
                          active))
         out.append(Gauge(c.METRIC_PENDING_WORKLOADS,

@@ -39,7 +39,8 @@ from kueue_provreq.api.objects import Key
 from kueue_provreq.api.quantity import Quantity
 from kueue_provreq.api.queues import ClusterQueue
 from kueue_provreq.api.workload import Admission, PodSet, PodSetAssignment, Workload
-from kueue_provreq.controllers import clusterqueue, queues, workload_status
+from kueue_provreq.controllers import queues, workload_status
+from kueue_provreq.controllers.activity import inactive_reason
 from kueue_provreq.controllers.context import Context
 from kueue_provreq.machines import Guard, Transition, WorkloadTrigger
 from kueue_provreq.world import NOTHING, Result, Txn, World, truncate
@@ -349,7 +350,7 @@ class _Cycle:
         """Try one ClusterQueue's pending workloads in order; False when blockAdmission
         stops the whole scheduling loop."""
         name = cq.metadata.name
-        problem = clusterqueue.inactive_reason(world, cq)
+        problem = inactive_reason(world, cq)
         if problem is not None:
             for wl in pending:
                 self.park(wl, c.REASON_SUSPENDED, c.MSG_CQ_INACTIVE.format(cq=name))

@@ -1,0 +1,76 @@
+"""Whether a ClusterQueue can admit: Kueue's scheduler cache decides it from the objects the
+queue references (``clusterQueue.updateWithAdmissionChecks``, ``updateQueueStatus``,
+``inactiveReason``), and everyone else reads that one answer: the ClusterQueue status
+reconciler writes it as the ``Active`` condition, the scheduler sets aside the workloads of an
+inactive queue ("ClusterQueue <cq> is inactive"), and the queue manager counts them all as
+inadmissible.  Topology (TAS) and terminating queues are not modelled.
+"""
+
+from __future__ import annotations
+
+from kueue_provreq.api import constants as c
+from kueue_provreq.api.meta import is_true
+from kueue_provreq.api.queues import AdmissionCheck, ClusterQueue
+from kueue_provreq.world import World, truncate
+
+_STOPPING_POLICIES = frozenset({c.STOP_POLICY_HOLD, c.STOP_POLICY_HOLD_AND_DRAIN})
+
+
+def inactive_reason(world: World, cq: ClusterQueue) -> tuple[str, str] | None:
+    """(reason, message) of an inactive ClusterQueue, None when it can admit.
+
+    The reason is the first problem in upstream's order (Stopped, FlavorNotFound,
+    AdmissionCheckNotFound, AdmissionCheckInactive, MultipleMultiKueueAdmissionChecks,
+    MultiKueueAdmissionCheckAppliedPerFlavor, MultiKueueWithProvisioningRequest); the message
+    lists them all.  Missing flavors keep the ClusterQueue's order, check names are sorted, as
+    upstream does.  A MultiKueue check must be the queue's only one, apply to every flavor and
+    not sit beside a ProvisioningRequest check (provisioning belongs on the worker clusters).
+    """
+    reasons: list[str] = []
+    parts: list[str] = []
+    if cq.spec.stop_policy in _STOPPING_POLICIES:
+        reasons.append(c.REASON_CQ_STOPPED)
+        parts.append(c.MSG_CQ_STOPPED_PART)
+    missing_flavors = [f for f in dict.fromkeys(cq.flavor_names())
+                       if world.get(c.RESOURCE_FLAVOR, "", f) is None]
+    if missing_flavors:
+        reasons.append(c.REASON_CQ_FLAVOR_NOT_FOUND)
+        parts.append(c.MSG_CQ_MISSING_FLAVORS_PART.format(names=",".join(missing_flavors)))
+    missing: list[str] = []
+    inactive: list[str] = []
+    multikueue: list[str] = []
+    per_flavor: list[str] = []
+    provisioning: list[str] = []
+    every_flavor = frozenset(cq.flavor_names())
+    for name, flavors in sorted(cq.checks_with_flavors().items()):
+        ac = world.get(c.ADMISSION_CHECK, "", name)
+        if not isinstance(ac, AdmissionCheck):
+            missing.append(name)
+            continue
+        if not is_true(ac.status.conditions, c.ADMISSION_CHECK_ACTIVE):
+            inactive.append(name)
+        if ac.spec.controller_name == c.PROVISIONING_REQUEST_CONTROLLER_NAME:
+            provisioning.append(name)
+        elif ac.spec.controller_name == c.MULTIKUEUE_CONTROLLER_NAME:
+            multikueue.append(name)
+            if flavors != every_flavor:
+                per_flavor.append(name)
+    if missing:
+        reasons.append(c.REASON_CQ_AC_NOT_FOUND)
+        parts.append(c.MSG_CQ_MISSING_CHECKS_PART.format(names=",".join(missing)))
+    if inactive:
+        reasons.append(c.REASON_CQ_AC_INACTIVE)
+        parts.append(c.MSG_CQ_INACTIVE_CHECKS_PART.format(names=",".join(inactive)))
+    if len(multikueue) > 1:
+        reasons.append(c.REASON_CQ_MULTIPLE_MULTIKUEUE_CHECKS)
+        parts.append(c.MSG_CQ_MULTIPLE_MULTIKUEUE_CHECKS_PART.format(names=",".join(multikueue)))
+    if per_flavor:
+        reasons.append(c.REASON_CQ_MULTIKUEUE_CHECK_PER_FLAVOR)
+        parts.append(c.MSG_CQ_MULTIKUEUE_CHECK_PER_FLAVOR_PART.format(names=",".join(per_flavor)))
+    if multikueue and provisioning:
+        reasons.append(c.REASON_CQ_MULTIKUEUE_WITH_PROVISIONING_REQUEST)
+        parts.append(c.MSG_CQ_MULTIKUEUE_WITH_PROVISIONING_REQUEST_PART.format(
+            multikueue=",".join(multikueue), provisioning=",".join(provisioning)))
+    if not reasons:
+        return None
+    return reasons[0], truncate(c.MSG_CQ_CANT_ADMIT.format(parts=", ".join(parts)), c.CONDITION_MESSAGE_LIMIT)
