@@ -26,7 +26,7 @@ import attrs
 import yaml
 
 from kueue_provreq import __version__, diagrams
-from kueue_provreq.api.config import Configuration
+from kueue_provreq.api.config import SEMANTICS, Configuration, parse_semantics
 from kueue_provreq.api.meta import Time
 from kueue_provreq.conformance.runner import Outcome, Run, collect, conform, load_scenarios
 from kueue_provreq.conformance.scenario import Scenario
@@ -136,6 +136,10 @@ def _manifest_options(cmd: argparse.ArgumentParser, outputs: tuple[str, ...]) ->
                      help="unknown fields are errors (strict, the default), warnings (warn) or "
                           "dropped silently (ignore), as kubectl's --validate (true and false too)")
     _config_option(cmd, "for manageJobsWithoutQueueName, waitForPodsReady and feature gates")
+    cmd.add_argument("--semantics", type=_semantics, default=None, metavar="SWITCH,...",
+                     help="semantics switches the model follows, comma-separated (" + ", ".join(SEMANTICS) +
+                          "; default none); kep-993-preemption also lets manifests use KEP-993's "
+                          "preemptionPolicy and PreemptionRequired, which today's CRDs refuse")
 
 
 def _validation_level(text: str) -> str:
@@ -152,7 +156,23 @@ def _config_option(cmd: argparse.ArgumentParser, purpose: str) -> None:
                           f"kueue-manager-config ConfigMap holding it; {purpose}")
 
 
-def _configuration(path: str | None) -> Configuration | None:
+def _semantics(text: str) -> frozenset[str]:
+    try:
+        return parse_semantics(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def _configuration(args: argparse.Namespace) -> Configuration | None:
+    """The ``--config`` file's Configuration with ``--semantics`` on top; None when neither
+    is given."""
+    config = _configuration_file(args.config)
+    if args.semantics is None:
+        return config
+    return attrs.evolve(config or Configuration(), semantics=args.semantics)
+
+
+def _configuration_file(path: str | None) -> Configuration | None:
     if path is None:
         return None
     try:
@@ -165,9 +185,11 @@ def _configuration(path: str | None) -> Configuration | None:
         raise UsageError(str(e)) from None
 
 
-def load_manifests(args: argparse.Namespace) -> Inputs:
-    """Every object of every ``-f`` source; warnings and the skipped kinds on stderr."""
-    inputs = load_inputs(args.filename, validation=args.validate)
+def load_manifests(args: argparse.Namespace, config: Configuration | None) -> Inputs:
+    """Every object of every ``-f`` source, checked as the semantics switches say; warnings and
+    the skipped kinds on stderr."""
+    inputs = load_inputs(args.filename, validation=args.validate,
+                         semantics=config.semantics if config is not None else frozenset())
     for warning in inputs.warnings:
         print(f"{PROG}: warning: {warning}", file=sys.stderr)
     line = inputs.skipped_line()
@@ -190,8 +212,8 @@ def _explain(args: argparse.Namespace) -> int:
             at = parse_time(args.at)
         except ValueError as e:
             raise UsageError(f"--at: {e}") from None
-    config = _configuration(args.config) or Configuration()
-    inputs = load_manifests(args)
+    config = _configuration(args) or Configuration()
+    inputs = load_manifests(args, config)
     now = at if at is not None else inputs.newest_timestamp if inputs.newest_timestamp is not None \
         else int(time.time())
     report = explain(inputs.objects, Time(now), config)
@@ -203,8 +225,7 @@ def _explain(args: argparse.Namespace) -> int:
 
 
 def _validate(args: argparse.Namespace) -> int:
-    _configuration(args.config)
-    objects = load_manifests(args).objects
+    objects = load_manifests(args, _configuration(args)).objects
     if args.output == "table":
         for obj in objects:
             meta = obj.metadata
@@ -267,10 +288,11 @@ def _scenarios(source: str) -> list[Scenario]:
 
 
 def _run(args: argparse.Namespace) -> int:
-    config = _configuration(args.config)
+    config = _configuration_file(args.config)
     scenarios = _scenarios(args.scenario)
     if config is not None:
-        scenarios = [attrs.evolve(s, config=config) for s in scenarios]
+        # a Kueue Configuration has no semantics switches: each scenario keeps its own
+        scenarios = [attrs.evolve(s, config=attrs.evolve(config, semantics=s.config.semantics)) for s in scenarios]
     jsonl = args.format == "jsonl"
     emit = jsonl_writer(sys.stdout) if jsonl else text_writer(sys.stdout)
     failed = 0

@@ -15,7 +15,10 @@ Conventions shared by both formats:
 * states, then edges, appear in declaration order, so the text is
   deterministic and diffs of it are meaningful;
 * a state with no outgoing edge is terminal: double border in DOT, ``--> [*]``
-  in Mermaid.
+  in Mermaid;
+* the states, edges and guards of an opt-in semantics (KEP-993's ``PreemptionRequired``,
+  which upstream never implemented) carry its label, ``(KEP-993 only)``; in DOT they are
+  drawn in their own colour, the states dashed, as the ``optIn`` class does in Mermaid.
 
 Edges with the same source and trigger are tried in declaration order and the
 first whose guards hold wins (:meth:`MachineTable[Any, Any].fire`); the labels show each
@@ -45,16 +48,31 @@ class GraphvizError(KueueProvreqError, RuntimeError):
     """Rendering needs the Graphviz ``dot`` binary, and it is missing or refused the input."""
 
 
-def edge_label(edge: Edge[Any, Any]) -> str:
-    """The trigger and its guards, e.g. ``request_failed [newer_attempt]``.
+def edge_label(edge: Edge[Any, Any], table: MachineTable[Any, Any] | None = None) -> str:
+    """The trigger and its guards, e.g. ``request_failed [newer_attempt]``; with the edge's
+    ``table``, the parts of an opt-in semantics marked with its label.
 
-    >>> from kueue_provreq.machines import CheckState, CheckTrigger, Guard
+    >>> from kueue_provreq.machines import ADMISSION_CHECK_MACHINE as ac, CheckState, CheckTrigger, Guard
     >>> edge_label(Edge(CheckState.PENDING, CheckTrigger.REQUEST_FAILED, CheckState.REJECTED,
     ...                 unless=(Guard.WITHIN_BACKOFF_LIMIT,)))
     'request_failed [!within_backoff_limit]'
+    >>> edge_label(Edge(CheckState.PENDING, CheckTrigger.REQUEST_PREEMPTION, CheckState.PREEMPTION_REQUIRED), ac)
+    'request_preemption (KEP-993 only)'
     """
-    guards = [*map(str, edge.conditions), *(f"!{g}" for g in edge.unless)]
-    return f"{edge.trigger} [{', '.join(guards)}]" if guards else str(edge.trigger)
+    def guard(g: Any, text: str) -> str:
+        opt = table.opt_in_of_guard(g) if table is not None else None
+        return f"{text} ({opt.label})" if opt is not None else text
+
+    guards = [*(guard(g, str(g)) for g in edge.conditions), *(guard(g, f"!{g}") for g in edge.unless)]
+    label = f"{edge.trigger} [{', '.join(guards)}]" if guards else str(edge.trigger)
+    opt = table.opt_in_of_edge(edge) if table is not None else None
+    return f"{label} ({opt.label})" if opt is not None else label
+
+
+def state_label(table: MachineTable[Any, Any], state: str) -> str:
+    """The state's name, marked with the label of the opt-in semantics it belongs to, if any."""
+    opt = table.opt_in_of_state(state)
+    return f"{state} ({opt.label})" if opt is not None else str(state)
 
 
 def _terminal_states(table: MachineTable[Any, Any]) -> list[str]:
@@ -76,19 +94,28 @@ def _dot_lines(table: MachineTable[Any, Any], prefix: str, indent: str) -> list[
     lines = [f"{indent}{_dot_id(start)} [shape=point, width=0.12, label=\"\"];"]
     for state in table.states:
         extra = ", peripheries=2" if state in terminal else ""
-        lines.append(f"{indent}{_dot_id(prefix + state)} [label={_dot_id(state)}{extra}];")
+        if table.opt_in_of_state(state) is not None:
+            extra += f", style=\"rounded,dashed\", color={_OPT_IN_COLOR}, fontcolor={_OPT_IN_COLOR}"
+        lines.append(f"{indent}{_dot_id(prefix + state)} [label={_dot_id(state_label(table, state))}{extra}];")
     lines.append(f"{indent}{_dot_id(start)} -> {_dot_id(prefix + table.initial)};")
-    # One arrow per (source, target, internal?), its label one line per declared edge:
-    # the check machine declares ~50 edges between 4 states, unreadable as separate arrows.
-    grouped: dict[tuple[str, str, bool], list[str]] = {}
+    # One arrow per (source, target, internal?, opt-in?), its label one line per declared edge:
+    # the check machine declares ~60 edges between 5 states, unreadable as separate arrows.
+    grouped: dict[tuple[str, str, bool, bool], list[str]] = {}
     for e in table.edges:
-        grouped.setdefault((e.source, e.target, e.dest is None), []).append(edge_label(e))
-    for (source, target, internal), labels in grouped.items():
+        key = (e.source, e.target, e.dest is None, table.opt_in_of_edge(e) is not None)
+        grouped.setdefault(key, []).append(edge_label(e, table))
+    for (source, target, internal, opt_in), labels in grouped.items():
         label = "\\n".join(_dot_id(lbl)[1:-1] for lbl in labels)
         style = ", style=dashed" if internal else ""
+        if opt_in:
+            style += f", color={_OPT_IN_COLOR}, fontcolor={_OPT_IN_COLOR}"
         lines.append(f"{indent}{_dot_id(prefix + source)} -> {_dot_id(prefix + target)} "
                      f"[label=\"{label}\"{style}];")
     return lines
+
+
+_OPT_IN_COLOR = '"#7a5cad"'
+"""Opt-in semantics (KEP-993 only) are drawn in one colour, their states dashed."""
 
 
 _DOT_DEFAULTS = [
@@ -141,26 +168,37 @@ def _mermaid_id(prefix: str, state: str) -> str:
 
 def _mermaid_lines(table: MachineTable[Any, Any], indent: str) -> list[str]:
     ids = {s: _mermaid_id(table.name, s) for s in table.states}
-    lines = [f'{indent}state "{s}" as {ids[s]}' for s in table.states]
+    lines = [f'{indent}state "{state_label(table, s)}" as {ids[s]}' for s in table.states]
     lines.append(f"{indent}[*] --> {ids[table.initial]}")
-    # Mermaid has no per-edge style, so internal self-loops look like ordinary ones.
-    lines += [f"{indent}{ids[e.source]} --> {ids[e.target]}: {edge_label(e)}" for e in table.edges]
+    # Mermaid has no per-edge style, so internal self-loops look like ordinary ones, and an
+    # opt-in edge says so in its label only.
+    lines += [f"{indent}{ids[e.source]} --> {ids[e.target]}: {edge_label(e, table)}" for e in table.edges]
     lines += [f"{indent}{ids[s]} --> [*]" for s in _terminal_states(table)]
+    lines += [f"{indent}class {ids[s]} {_MERMAID_OPT_IN}" for s in table.states if table.opt_in_of_state(s)]
     return lines
+
+
+_MERMAID_OPT_IN = "optIn"
+_MERMAID_CLASS_DEF = f"    classDef {_MERMAID_OPT_IN} stroke-dasharray: 5 5"
 
 
 def to_mermaid(table: MachineTable[Any, Any]) -> str:
     """One machine as a Mermaid ``stateDiagram-v2``; state ids are ``<machine>_<state>``
     (Mermaid ids must be identifiers, and some state names repeat across machines)."""
     lines = [f"%% {table.title}", "stateDiagram-v2", "    direction LR"]
+    if table.opt_in:
+        lines.append(_MERMAID_CLASS_DEF)
     lines += _mermaid_lines(table, "    ")
     return "\n".join(lines) + "\n"
 
 
 def combined_mermaid(tables: Iterable[MachineTable[Any, Any]] = MACHINES.values()) -> str:
     """Every machine as a composite state of one diagram (the Mermaid twin of :func:`combined_dot`)."""
+    tables = list(tables)
     lines = ["%% Workload, admission check and ProvisioningRequest lifecycles", "stateDiagram-v2",
              "    direction LR"]
+    if any(t.opt_in for t in tables):
+        lines.append(_MERMAID_CLASS_DEF)
     for table in tables:
         lines.append(f"    %% {table.title}")
         lines.append(f"    state {table.name} {{")

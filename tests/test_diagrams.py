@@ -29,8 +29,16 @@ def _unescape(text: str) -> str:
     return re.sub(r"\\(.)", r"\1", text)
 
 
+_MARK = re.compile(r" \([^()]* only\)")
+"""How an opt-in semantics' part is marked (``(KEP-993 only)``); stripped when reading back."""
+
+
+def _unmarked(text: str) -> str:
+    return _MARK.sub("", text)
+
+
 def _parse_label(label: str) -> tuple[str, tuple[str, ...]]:
-    trigger, _, guards = label.partition(" [")
+    trigger, _, guards = _unmarked(label).partition(" [")
     return trigger, tuple(guards.removesuffix("]").split(", ")) if guards else ()
 
 
@@ -55,7 +63,7 @@ def _dot_graph(text: str) -> tuple[dict[str, str], list[Triple], set[tuple[str, 
             if "style=dashed" in m["attrs"]:
                 dashed.add((src, dst))
         elif m := _DOT_NODE.match(line):
-            nodes[_unescape(m["id"])] = _unescape(m["label"])
+            nodes[_unescape(m["id"])] = _unmarked(_unescape(m["label"]))
     return nodes, edges, dashed
 
 
@@ -65,7 +73,7 @@ def _mermaid_graph(text: str) -> tuple[dict[str, str], list[Triple]]:
     edges: list[Triple] = []
     for line in text.splitlines():
         if m := _MERMAID_STATE.match(line):
-            names[m["id"]] = m["name"]
+            names[m["id"]] = _unmarked(m["name"])
         elif (m := _MERMAID_EDGE.match(line)) and m["label"] is not None:
             trigger, guards = _parse_label(m["label"])
             edges.append((m["src"], trigger, guards, m["dst"]))
@@ -108,6 +116,38 @@ def test_guards_and_unless_are_labelled() -> None:
     assert "request_failed [newer_attempt]" in labels
     assert "request_failed [!within_backoff_limit]" in labels
     assert diagrams.edge_label(Edge("a", "t", "b", ("x", "y"), ("z",))) == "t [x, y, !z]"
+
+
+def test_preemption_required_and_its_edges_are_marked_kep_993_only() -> None:
+    """``kueue-provreq diagram check -o mermaid``, with no flags, draws KEP-993's state."""
+    text = diagrams.to_mermaid(MACHINES["admissioncheck"])
+    assert 'state "PreemptionRequired (KEP-993 only)" as admissioncheck_PreemptionRequired' in text
+    assert "class admissioncheck_PreemptionRequired optIn" in text
+    into = [line for line in text.splitlines() if "--> admissioncheck_PreemptionRequired:" in line
+            and not line.strip().startswith("admissioncheck_PreemptionRequired")]
+    assert into and all(line.endswith("request_preemption (KEP-993 only)") for line in into)
+    out = [line for line in text.splitlines() if line.strip().startswith("admissioncheck_PreemptionRequired -->")
+           and ":" in line]
+    assert out and all(line.endswith("(KEP-993 only)") for line in out)
+
+
+@pytest.mark.parametrize("table", TABLES, ids=IDS)
+def test_exactly_the_opt_in_parts_are_marked(table: MachineTable) -> None:
+    names, _ = _mermaid_graph(diagrams.to_mermaid(table))
+    marked_states = {s for s in table.states if diagrams.state_label(table, s) != s}
+    assert marked_states == {s for o in table.opt_in for s in o.states}
+    for e in table.edges:
+        label = diagrams.edge_label(e, table)
+        opt_guards = {g for g in e.guards if table.opt_in_of_guard(g)}
+        assert label.endswith(" (KEP-993 only)") == (table.opt_in_of_edge(e) is not None), label
+        assert label.count("(KEP-993 only)") == (table.opt_in_of_edge(e) is not None) + len(opt_guards), label
+
+
+def test_a_kep_993_guard_on_an_ordinary_edge_is_marked_alone() -> None:
+    workload = MACHINES["workload"]
+    labels = {diagrams.edge_label(e, workload) for e in workload.edges}
+    assert "reserve_quota [all_checks_ready, !preemptions_pending (KEP-993 only)]" in labels
+    assert "revoke_reservation (KEP-993 only)" in labels
 
 
 @pytest.mark.parametrize("table", TABLES, ids=IDS)
@@ -179,8 +219,8 @@ def test_svg_draws_every_state(table: MachineTable) -> None:
     svg = diagrams.render_svg(diagrams.to_dot(table))
     assert "<svg" in svg
     texts = _svg_texts(svg)
-    assert set(table.states) <= texts
-    assert {diagrams.edge_label(e) for e in table.edges} <= texts
+    assert {diagrams.state_label(table, s) for s in table.states} <= texts
+    assert {diagrams.edge_label(e, table) for e in table.edges} <= texts
 
 
 @needs_dot
@@ -188,7 +228,7 @@ def test_svg_of_the_combined_view() -> None:
     svg = diagrams.render_svg(diagrams.combined_dot())
     texts = _svg_texts(svg)
     assert {t.title for t in TABLES} <= texts
-    assert {diagrams.edge_label(e) for t in TABLES for e in t.edges} <= texts
+    assert {diagrams.edge_label(e, t) for t in TABLES for e in t.edges} <= texts
 
 
 @needs_dot

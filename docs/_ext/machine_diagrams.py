@@ -15,7 +15,7 @@ from typing import Any
 from docutils import nodes
 from docutils.parsers.rst import directives
 from kueue_provreq import diagrams
-from kueue_provreq.machines import MACHINES, MachineTable, declarations
+from kueue_provreq.machines import MACHINES, MachineTable, OptIn, declarations
 from sphinx.application import Sphinx
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
@@ -78,8 +78,13 @@ class MachineTransitions(SphinxDirective):
         self.env.note_dependency(declarations.__file__)
         table = MACHINES[name]
         header = ("source", "trigger", "guards", "target")
-        rows = [(e.source, e.trigger,
-                 ", ".join([*e.conditions, *(f"not {g}" for g in e.unless)]),
+
+        def marked(text: str, opt: OptIn | None) -> str:
+            return f"{text} ({opt.label})" if opt is not None else text
+
+        rows = [(e.source, marked(e.trigger, table.opt_in_of_edge(e)),
+                 ", ".join([*(marked(g, table.opt_in_of_guard(g)) for g in e.conditions),
+                            *(marked(f"not {g}", table.opt_in_of_guard(g)) for g in e.unless)]),
                  f"{e.target} (internal)" if e.dest is None else e.target)
                 for e in table.edges]
         return [_table(header, rows)]

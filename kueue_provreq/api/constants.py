@@ -132,6 +132,12 @@ CHECK_PENDING: Final = "Pending"
 CHECK_READY: Final = "Ready"
 CHECK_RETRY: Final = "Retry"
 CHECK_REJECTED: Final = "Rejected"
+# --- KEP-993 only (never implemented upstream; the kep-993-preemption semantics) ----
+CHECK_PREEMPTION_REQUIRED: Final = "PreemptionRequired"
+"""KEP-993: "The check might pass if there was fewer workloads. Proceed with any pending
+workload preemption." """
+PREEMPTION_POLICY_ANYTIME: Final = "Anytime"
+PREEMPTION_POLICY_AFTER_CHECK_PASSED_OR_ON_DEMAND: Final = "AfterCheckPassedOrOnDemand"
 ADMISSION_CHECK_ACTIVE: Final = "Active"
 REASON_AC_ACTIVE: Final = "Active"
 REASON_BAD_PARAMETERS_REF: Final = "BadParametersRef"

@@ -148,7 +148,16 @@ class ParametersReference:
 class AdmissionCheckSpec:
     controller_name: str = ""
     parameters: ParametersReference | None = None
+    preemption_policy: str | None = None
+    """KEP-993 only (the ``kep-993-preemption`` switch): when the preemptions a reservation needs
+    may be issued; absent means ``Anytime``."""
     extra: FrozenMap[str, Json] = EMPTY
+
+    @property
+    def waits_for_check(self) -> bool:
+        """``preemptionPolicy: AfterCheckPassedOrOnDemand``: preemptions wait for this check to
+        pass, unless a check asks for them."""
+        return self.preemption_policy == c.PREEMPTION_POLICY_AFTER_CHECK_PASSED_OR_ON_DEMAND
 
 
 @attrs.frozen

@@ -320,7 +320,7 @@ class Run:
     def _patch(self, step: Patch) -> None:
         old = self._get(step.kind, step.namespace, step.name)
         doc = patch_document(dump_object(old, step.api_version), step.merge, format_time(self.clock))
-        new = load_object(doc)
+        new = load_object(doc, semantics=self.scenario.config.semantics)
         if key_of(new) != key_of(old):
             raise StepFailed("a patch cannot change an object's kind, namespace or name")
         meta = step.merge.get("metadata")
@@ -432,7 +432,7 @@ def quota_step(wl: Workload, admission: Admission | None, now: Time, config: Con
                                  {Guard.DEACTIVATED: not wl.is_active, Guard.BACKOFF: held_back(wl)}))
     new = set_quota_reservation(wl, admission, now)
     return Update(new, _user_fire(workload_phase(wl), WorkloadTrigger.RESERVE_QUOTA,
-                                  {Guard.ALL_CHECKS_READY: new.is_admitted()}))
+                                  {Guard.ALL_CHECKS_READY: new.is_admitted(), Guard.PREEMPTIONS_PENDING: False}))
 
 
 def _user_fire(phase: str, trigger: WorkloadTrigger, guards: Mapping[Guard, bool] | None = None

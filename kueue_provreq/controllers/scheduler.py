@@ -332,7 +332,8 @@ class _Cycle:
         present = {s.name for s in new.status.admission_checks}
         complete = all(check in present for check in required)
         reserve = workload_status.fire(wl, WorkloadTrigger.RESERVE_QUOTA, {
-            Guard.ALL_CHECKS_READY: complete and workload_status.all_checks_ready(new)})
+            Guard.ALL_CHECKS_READY: complete and workload_status.all_checks_ready(new),
+            Guard.PREEMPTIONS_PENDING: False})
         if complete:
             # Admitted=True when the machine says so; else Admitted=False with its reason
             new = workload_status.sync_admitted_condition(new, now, self.ctx.config)

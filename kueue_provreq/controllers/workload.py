@@ -71,7 +71,6 @@ _NO_WORLD = World()
 """The world of the scratch ``Txn`` that ``workload_status.evict`` reports its metrics and event to."""
 
 _WAIT_FOR_START_REASONS = (c.REASON_WAIT_FOR_START, c.REASON_PODS_READY_LEGACY)
-_FAILED_CHECK_STATES = (c.CHECK_RETRY, c.CHECK_REJECTED)
 
 
 def reconcile(world: World, key: Key, ctx: Context) -> Result:

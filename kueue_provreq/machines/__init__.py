@@ -11,6 +11,7 @@ from kueue_provreq.machines.table import (
     Edge,
     IllegalTransition,
     MachineTable,
+    OptIn,
     Transition,
 )
 from kueue_provreq.machines.vocabulary import (
@@ -25,5 +26,5 @@ from kueue_provreq.machines.vocabulary import (
 )
 
 __all__ = ["ADMISSION_CHECK_MACHINE", "MACHINES", "PROVISIONING_REQUEST_MACHINE", "WORKLOAD_MACHINE",
-           "Actor", "CheckState", "CheckTrigger", "Edge", "Guard", "IllegalTransition", "MachineTable",
+           "Actor", "CheckState", "CheckTrigger", "Edge", "Guard", "IllegalTransition", "MachineTable", "OptIn",
            "RequestPhase", "RequestTrigger", "Transition", "WorkloadPhase", "WorkloadTrigger"]

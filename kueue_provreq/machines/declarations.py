@@ -5,6 +5,10 @@ only.  ``MachineTable.from_machine`` turns it into the frozen table the controll
 docs draw their diagrams from the same objects.  Beside each declaration, ``fired_by`` says
 which actor fires each trigger.  Where several edges share a source and a trigger, the first
 whose guards hold is taken, so guarded edges come before their fallback.
+
+Parts that belong to an opt-in semantics switch (KEP-993's ``PreemptionRequired`` check state,
+which upstream never implemented) are declared like the rest and listed in each table's
+``opt_in``: the diagrams mark them, and no controller fires them unless the switch is on.
 """
 
 from __future__ import annotations
@@ -15,8 +19,9 @@ from typing import Any
 
 from transitions import Machine
 
+from kueue_provreq.api.config import SEMANTICS_KEP_993_PREEMPTION
 from kueue_provreq.machines.requests import REQUEST_CONDITIONS
-from kueue_provreq.machines.table import MachineTable
+from kueue_provreq.machines.table import MachineTable, OptIn
 from kueue_provreq.machines.vocabulary import (
     Actor,
     CheckState,
@@ -54,9 +59,15 @@ _workload = _declare(
         # scheduler: SetQuotaReservation, and SyncAdmittedCondition in the same patch
         # (a workload whose requeueAt has passed is admissible before the workload controller
         # clears it: it may be reserved straight from Backoff)
+        # (KEP-993: not while the preemptions the reservation counts on still hold quota)
         {"trigger": W.RESERVE_QUOTA, "source": [P.PENDING, P.BACKOFF], "dest": P.ADMITTED,
-         "conditions": [Guard.ALL_CHECKS_READY]},
+         "conditions": [Guard.ALL_CHECKS_READY], "unless": [Guard.PREEMPTIONS_PENDING]},
         {"trigger": W.RESERVE_QUOTA, "source": [P.PENDING, P.BACKOFF], "dest": P.QUOTA_RESERVED},
+        # KEP-993 only: the scheduler re-validates a reservation that counted on preemptions;
+        # when they can no longer happen, the reservation is taken back
+        {"trigger": W.REVOKE_RESERVATION, "source": P.QUOTA_RESERVED, "dest": P.BACKOFF,
+         "conditions": [Guard.BACKOFF]},
+        {"trigger": W.REVOKE_RESERVATION, "source": P.QUOTA_RESERVED, "dest": P.PENDING},
         # workload controller: quota and every check Ready (an admitted workload is never
         # un-admitted while it keeps its quota: the Admitted sync skips admitted workloads).
         # An evicted one still holding quota may be marked Admitted until the job releases it.
@@ -102,9 +113,15 @@ _workload = _declare(
     ],
 )
 
+#: What the kep-993-preemption switch adds (upstream never implemented it): declared always,
+#: fired only with the switch on, marked in the diagrams.
+_KEP_993 = SEMANTICS_KEP_993_PREEMPTION
+_KEP_993_ONLY = "KEP-993 only"
+
 WORKLOAD_MACHINE: MachineTable[P, W] = MachineTable.from_machine(
     "workload", "Workload admission lifecycle", _workload, P, W, {
         W.RESERVE_QUOTA: (Actor.SCHEDULER, Actor.USER),
+        W.REVOKE_RESERVATION: (Actor.SCHEDULER,),
         W.ADMIT: (Actor.WORKLOAD,),
         W.EVICT: (Actor.WORKLOAD,),
         W.RELEASE_QUOTA: (Actor.JOB,),
@@ -114,12 +131,13 @@ WORKLOAD_MACHINE: MachineTable[P, W] = MachineTable.from_machine(
         W.DEACTIVATE: (Actor.WORKLOAD, Actor.USER),
         W.REACTIVATE: (Actor.USER,),
         W.FINISH: (Actor.USER,),
-    })
+    }, opt_in=(OptIn(_KEP_993, _KEP_993_ONLY, triggers=frozenset({W.REVOKE_RESERVATION}),
+                     guards=frozenset({Guard.PREEMPTIONS_PENDING})),))
 
 # --- AdmissionCheckState ---------------------------------------------------------
 _CHECK_STATES = list(CheckState)
-_NOT_READY = [CheckState.PENDING, CheckState.RETRY, CheckState.REJECTED]
-_NOT_PENDING = [CheckState.READY, CheckState.RETRY, CheckState.REJECTED]
+_NOT_READY = [CheckState.PENDING, CheckState.RETRY, CheckState.REJECTED, CheckState.PREEMPTION_REQUIRED]
+_NOT_PENDING = [CheckState.READY, CheckState.RETRY, CheckState.REJECTED, CheckState.PREEMPTION_REQUIRED]
 
 _check = _declare(
     CheckState.PENDING, _CHECK_STATES, [
@@ -144,6 +162,10 @@ _check = _declare(
         {"trigger": CheckTrigger.PROVISIONED, "source": CheckState.READY, "dest": None},
         # provisioning controller: Accepted=True with a Provisioned condition (the ETA message)
         {"trigger": CheckTrigger.WAITING_FOR_CAPACITY, "source": _CHECK_STATES, "dest": CheckState.PENDING},
+        # KEP-993 only: the check asks for the workload's pending preemptions (the provisioning
+        # controller when Cluster Autoscaler reports Provisioned=False: capacity not found)
+        {"trigger": CheckTrigger.REQUEST_PREEMPTION, "source": _CHECK_STATES,
+         "dest": CheckState.PREEMPTION_REQUIRED},
         # provisioning controller: no deciding condition yet
         {"trigger": CheckTrigger.NO_DECISION, "source": _CHECK_STATES, "dest": CheckState.PENDING},
         # workload controller (resetChecksOnEviction)
@@ -158,7 +180,8 @@ ADMISSION_CHECK_MACHINE: MachineTable[CheckState, CheckTrigger] = MachineTable.f
     CheckState, CheckTrigger, {
         **{t: _BY_PROVISIONING for t in CheckTrigger if t != CheckTrigger.RESET_ON_EVICTION},
         CheckTrigger.RESET_ON_EVICTION: (Actor.WORKLOAD,),
-    })
+    }, opt_in=(OptIn(_KEP_993, _KEP_993_ONLY, states=frozenset({CheckState.PREEMPTION_REQUIRED}),
+                     triggers=frozenset({CheckTrigger.REQUEST_PREEMPTION})),))
 
 # --- ProvisioningRequest (as Cluster Autoscaler drives it) -----------------------
 # Declared from the table of request conditions (requests.REQUEST_CONDITIONS): each condition

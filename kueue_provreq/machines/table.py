@@ -71,6 +71,22 @@ class Transition:
 
 
 @attrs.frozen
+class OptIn:
+    """The parts of a declaration that belong to an opt-in semantics switch (``api.config
+    .SEMANTICS``): the machine declares them whatever the configuration, so that diagrams and
+    the engine know them, but no controller fires them unless the switch is on.  An edge
+    belongs to it when its trigger does, or its source or target state does; a guard of it
+    (always false with the switch off) may sit on an ordinary edge."""
+
+    semantics: str
+    label: str
+    """How diagrams mark these parts, e.g. ``KEP-993 only``."""
+    states: frozenset[str] = frozenset()
+    triggers: frozenset[str] = frozenset()
+    guards: frozenset[Guard] = frozenset()
+
+
+@attrs.frozen
 class MachineTable(Generic[S, T]):
     """One lifecycle: its states, triggers, who fires each trigger, and every edge in
     declaration order."""
@@ -87,10 +103,12 @@ class MachineTable(Generic[S, T]):
     """Every (source, trigger, target) the edges allow: the engine's plain lookup."""
     machine: Machine = attrs.field(eq=False, repr=False)
     """The ``transitions`` declaration itself, for diagrams and introspection only."""
+    opt_in: tuple[OptIn, ...] = ()
+    """The states, triggers and guards that belong to opt-in semantics switches."""
 
     @classmethod
     def from_machine(cls, name: str, title: str, machine: Machine, states: type[S], triggers: type[T],
-                     fired_by: Mapping[T, tuple[Actor, ...]]) -> MachineTable[S, T]:
+                     fired_by: Mapping[T, tuple[Actor, ...]], opt_in: tuple[OptIn, ...] = ()) -> MachineTable[S, T]:
         edges: list[Edge[S, T]] = []
         for trigger, event in machine.events.items():
             for source, transitions in event.transitions.items():
@@ -103,13 +121,34 @@ class MachineTable(Generic[S, T]):
         if missing:
             raise ValueError(f"{name}: fired_by must name the actors of exactly the declared triggers, "
                              f"mismatch on {sorted(missing)}")
+        unknown = [x for o in opt_in for x in (*o.states, *o.triggers)
+                   if x not in set(machine.states) | set(machine.events)]
+        unknown += [g for o in opt_in for g in o.guards if g not in {g for e in edges for g in e.guards}]
+        if unknown:
+            raise ValueError(f"{name}: opt-in parts {sorted(unknown)} are not in the declaration")
         by_key: dict[tuple[str, str], list[Edge[S, T]]] = {}
         for e in edges:
             by_key.setdefault((e.source, e.trigger), []).append(e)
         return cls(name=name, title=title, states=tuple(states(s) for s in machine.states),
                    initial=states(str(machine.initial)), edges=tuple(edges), fired_by=dict(fired_by),
                    by_key={k: tuple(v) for k, v in by_key.items()},
-                   declared=frozenset((e.source, e.trigger, e.target) for e in edges), machine=machine)
+                   declared=frozenset((e.source, e.trigger, e.target) for e in edges), machine=machine,
+                   opt_in=opt_in)
+
+    def opt_in_of_state(self, state: str) -> OptIn | None:
+        return next((o for o in self.opt_in if state in o.states), None)
+
+    def opt_in_of_trigger(self, trigger: str) -> OptIn | None:
+        return next((o for o in self.opt_in if trigger in o.triggers), None)
+
+    def opt_in_of_guard(self, guard: Guard) -> OptIn | None:
+        return next((o for o in self.opt_in if guard in o.guards), None)
+
+    def opt_in_of_edge(self, edge: Edge[S, T]) -> OptIn | None:
+        """The opt-in semantics the edge belongs to: its trigger's, else its source's or
+        target's (a guard of one does not make the edge one of its own)."""
+        return self.opt_in_of_trigger(edge.trigger) or self.opt_in_of_state(edge.source) or \
+            self.opt_in_of_state(edge.target)
 
     @property
     def triggers(self) -> tuple[T, ...]:

@@ -26,6 +26,8 @@ class WorkloadPhase(StrEnum):
 
 class WorkloadTrigger(StrEnum):
     RESERVE_QUOTA = "reserve_quota"
+    REVOKE_RESERVATION = "revoke_reservation"
+    """KEP-993 only: a reservation that counted on preemptions that can no longer happen."""
     ADMIT = "admit"
     EVICT = "evict"
     RELEASE_QUOTA = "release_quota"
@@ -44,6 +46,8 @@ class CheckState(StrEnum):
     READY = c.CHECK_READY
     RETRY = c.CHECK_RETRY
     REJECTED = c.CHECK_REJECTED
+    PREEMPTION_REQUIRED = c.CHECK_PREEMPTION_REQUIRED
+    """KEP-993 only: the check asks for the workload's pending preemptions."""
 
 
 class CheckTrigger(StrEnum):
@@ -53,6 +57,9 @@ class CheckTrigger(StrEnum):
     CAPACITY_REVOKED = "capacity_revoked"
     PROVISIONED = "provisioned"
     WAITING_FOR_CAPACITY = "waiting_for_capacity"
+    REQUEST_PREEMPTION = "request_preemption"
+    """KEP-993 only: the check asks for the workload's pending preemptions (the provisioning
+    check when Cluster Autoscaler finds no capacity)."""
     NO_DECISION = "no_decision"
     RESET_ON_EVICTION = "reset_on_eviction"
 
@@ -89,6 +96,8 @@ class Guard(StrEnum):
     WITHIN_BACKOFF_LIMIT = "within_backoff_limit"
     KEEP_QUOTA = "keep_quota"
     NEWER_ATTEMPT = "newer_attempt"
+    PREEMPTIONS_PENDING = "preemptions_pending"
+    """KEP-993 only: quota the reservation counts on is still held by workloads it preempts."""
 
 
 class Actor(StrEnum):

@@ -202,10 +202,11 @@ def newest_timestamp(documents: Iterable[Any]) -> int | None:
     return max((t for doc in documents for t in _times(doc)), default=None)
 
 
-def load_inputs(sources: Sequence[str], *, validation: str = STRICT, stdin: TextIO | None = None) -> Inputs:
+def load_inputs(sources: Sequence[str], *, validation: str = STRICT, stdin: TextIO | None = None,
+                semantics: frozenset[str] = frozenset()) -> Inputs:
     """Every object of every ``-f`` source; raises :class:`InputErrors` with every error of
-    every file (``validation`` is kubectl's ``--validate``, see
-    :func:`~kueue_provreq.manifests.objects.check_object`)."""
+    every file (``validation`` is kubectl's ``--validate``, ``semantics`` the switches in force,
+    see :func:`~kueue_provreq.manifests.objects.check_object`)."""
     errors: list[ManifestError] = []
     warnings: list[ManifestError] = []
     documents: list[Any] = []
@@ -228,7 +229,7 @@ def load_inputs(sources: Sequence[str], *, validation: str = STRICT, stdin: Text
                                         "run or conform", obj=f"scenario {doc.get('name')!r}",
                                         source=_where(doc)))
             continue
-        checked = check_object(doc, validation=validation, unmodelled=True)
+        checked = check_object(doc, validation=validation, unmodelled=True, semantics=semantics)
         errors.extend(checked.errors)
         warnings.extend(checked.warnings)
         if checked.obj is not None:

@@ -8,6 +8,7 @@ from typing import Any, Final
 import attrs
 
 from kueue_provreq.api import constants as c
+from kueue_provreq.api.config import SEMANTICS_KEP_993_PREEMPTION
 from kueue_provreq.api.objects import KINDS, KubeObject
 from kueue_provreq.manifests.codec import decode, describe, encode
 from kueue_provreq.manifests.errors import ManifestError
@@ -91,7 +92,8 @@ class Checked:
     warnings: tuple[ManifestError, ...] = ()
 
 
-def check_object(data: Any, *, validation: str = STRICT, unmodelled: bool = False) -> Checked:
+def check_object(data: Any, *, validation: str = STRICT, unmodelled: bool = False,
+                 semantics: frozenset[str] = frozenset()) -> Checked:
     """Every problem the API server would find in ``data``, a manifest in any served version,
     and the model it stands for, with the CRD defaults applied.
 
@@ -99,6 +101,9 @@ def check_object(data: Any, *, validation: str = STRICT, unmodelled: bool = Fals
     reports them as warnings and drops them (as the server prunes them), ``ignore`` only drops
     them.  Everything else the server checks is an error in every level.  ``unmodelled``
     checks the :data:`JOB_KINDS` the core does not model yet too (``obj`` is then None).
+    ``semantics`` are the semantics switches in force: ``kep-993-preemption`` extends the
+    schemas with KEP-993's fields (see :mod:`.validation`), refused without it as today's CRDs
+    refuse them.
     """
     label = _name_of(data.get("kind"), data.get("metadata")) if isinstance(data, Mapping) else "object"
 
@@ -117,7 +122,7 @@ def check_object(data: Any, *, validation: str = STRICT, unmodelled: bool = Fals
     body = {k: _copy(v) for k, v in data.items() if k not in ("apiVersion", "kind")}
     apply_defaults(kind, body)
     out = Problems()
-    validate(kind, str(api_version), body, out)
+    validate(kind, str(api_version), body, out, kep_993=SEMANTICS_KEP_993_PREEMPTION in semantics)
     errors = list(out.errors)
     warnings = list(out.warnings)
     if validation == STRICT:
@@ -155,7 +160,8 @@ def _decode(kind: str, api_version: str, body: dict[str, Any]) -> KubeObject:
     return obj
 
 
-def load_object(data: Mapping[str, Any], *, validation: str = STRICT) -> KubeObject:
+def load_object(data: Mapping[str, Any], *, validation: str = STRICT,
+                semantics: frozenset[str] = frozenset()) -> KubeObject:
     """A model from a manifest in any served version, with the CRD defaults applied.
 
     The manifest must be one the API server would accept on create (see
@@ -163,7 +169,7 @@ def load_object(data: Mapping[str, Any], *, validation: str = STRICT) -> KubeObj
     for the first, naming the object, the field and, for YAML read by
     :func:`load_yaml_documents`, the file and line.
     """
-    checked = check_object(data, validation=validation)
+    checked = check_object(data, validation=validation, semantics=semantics)
     if checked.obj is None:
         raise checked.errors[0]
     return checked.obj

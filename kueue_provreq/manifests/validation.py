@@ -20,6 +20,11 @@ What is deliberately not checked:
   the server too);
 * webhook rules behind feature gates that are off at the modelled snapshot.
 
+With the ``kep-993-preemption`` semantics switch the schemas grow KEP-993's fields, which
+upstream never added: ``AdmissionCheck.spec.preemptionPolicy`` (``Anytime`` or
+``AfterCheckPassedOrOnDemand``) and the ``PreemptionRequired`` check state.  Without it they are
+refused exactly as today's CRDs refuse them (an unknown field; a value not in the enum).
+
 Validation runs on the body in the version it was written in, after the CRD defaults, as
 the API server validates a request; the webhook rules run on the same body.
 
@@ -298,7 +303,9 @@ def _topology_request(v1beta1: bool) -> Obj:
 
 
 @functools.cache
-def workload(v1beta1: bool) -> Obj:
+def workload(v1beta1: bool, kep_993: bool = False) -> Obj:
+    """``kep_993``: KEP-993's ``PreemptionRequired`` is a check state too (the schema extension
+    the ``kep-993-preemption`` switch brings; today's CRD refuses it)."""
     spec: dict[str, Node] = {
         "active": Bool(),
         "maximumExecutionTimeSeconds": Int(minimum=1),
@@ -348,7 +355,8 @@ def workload(v1beta1: bool) -> Obj:
             }, required=("name",)), max_items=18),
             "requeueAfterSeconds": Int(minimum=0),
             "retryCount": Int(minimum=0),
-            "state": Str(enum=(c.CHECK_PENDING, c.CHECK_READY, c.CHECK_RETRY, c.CHECK_REJECTED)),
+            "state": Str(enum=(c.CHECK_PENDING, c.CHECK_READY, c.CHECK_RETRY, c.CHECK_REJECTED,
+                               *((c.CHECK_PREEMPTION_REQUIRED,) if kep_993 else ()))),
         }, required=("lastTransitionTime", "message", "name", "state")), max_items=8, map_keys=("name",)),
         "clusterName": Str(max_length=None if v1beta1 else 256),
         "conditions": conditions(max_items=None if v1beta1 else 16),
@@ -614,8 +622,13 @@ RESOURCE_FLAVOR: Final = Obj({"apiVersion": STRING, "kind": STRING, "metadata": 
 }, rules=(_flavor_rules,))})
 
 
+#: KEP-993's ``AdmissionCheckSpec.preemptionPolicy`` (the ``kep-993-preemption`` switch's
+#: schema extension); absent reads as ``Anytime``, the KEP's default, and is not written back.
+PREEMPTION_POLICY: Final = Str(enum=(c.PREEMPTION_POLICY_ANYTIME, c.PREEMPTION_POLICY_AFTER_CHECK_PASSED_OR_ON_DEMAND))
+
+
 @functools.cache
-def admission_check(v1beta1: bool) -> Obj:
+def admission_check(v1beta1: bool, kep_993: bool = False) -> Obj:
     least = 0 if v1beta1 else 1
     spec: dict[str, Node] = {
         "controllerName": Str() if v1beta1 else Str(max_length=253, min_length=1),
@@ -627,6 +640,8 @@ def admission_check(v1beta1: bool) -> Obj:
     }
     if v1beta1:
         spec["retryDelayMinutes"] = Int(bits=64)
+    if kep_993:
+        spec["preemptionPolicy"] = PREEMPTION_POLICY
     return Obj({"apiVersion": STRING, "kind": STRING, "metadata": ANY,
                 "spec": Obj(spec, required=("controllerName",)),
                 "status": Obj({"conditions": conditions(max_items=None if v1beta1 else 16)})})
@@ -689,11 +704,13 @@ def _builtin(name: str) -> Node:
     return k8s.schema(name, core=True)
 
 
-def schema_of(kind: str, api_version: str) -> Node:
-    """The schema of ``kind`` as served in ``api_version``."""
+def schema_of(kind: str, api_version: str, kep_993: bool = False) -> Node:
+    """The schema of ``kind`` as served in ``api_version``; ``kep_993`` with KEP-993's extension
+    (``AdmissionCheck.spec.preemptionPolicy`` and the ``PreemptionRequired`` check state), which
+    only the ``kep-993-preemption`` semantics switch brings: upstream's CRDs have neither."""
     beta1 = api_version == c.KUEUE_V1BETA1
     if kind == c.WORKLOAD:
-        return workload(beta1)
+        return workload(beta1, kep_993)
     if kind == c.CLUSTER_QUEUE:
         return cluster_queue(beta1)
     if kind == c.LOCAL_QUEUE:
@@ -701,7 +718,7 @@ def schema_of(kind: str, api_version: str) -> Node:
     if kind == c.RESOURCE_FLAVOR:
         return RESOURCE_FLAVOR
     if kind == c.ADMISSION_CHECK:
-        return admission_check(beta1)
+        return admission_check(beta1, kep_993)
     if kind == c.PROVISIONING_REQUEST_CONFIG:
         return provisioning_request_config(beta1)
     if kind == c.PROVISIONING_REQUEST:
@@ -776,9 +793,10 @@ def validate_admission_gates(value: Any, path: str, out: Problems) -> None:
             out.error(f"may not be more than {c.ADMISSION_GATE_MAX_LENGTH} characters", path)
 
 
-def validate(kind: str, api_version: str, body: Mapping[str, Any], out: Problems) -> None:
+def validate(kind: str, api_version: str, body: Mapping[str, Any], out: Problems, kep_993: bool = False) -> None:
     """Record in ``out`` everything the API server would refuse in ``body``: the defaulted
-    object as written (without ``apiVersion`` and ``kind``), in ``api_version``."""
+    object as written (without ``apiVersion`` and ``kind``), in ``api_version``; ``kep_993``:
+    against the schemas with KEP-993's extension (:func:`schema_of`)."""
     metadata = body.get("metadata")
     validate_metadata(kind, metadata if isinstance(metadata, Mapping) else {}, out)
-    schema_of(kind, api_version).check(body, "", out)
+    schema_of(kind, api_version, kep_993).check(body, "", out)
