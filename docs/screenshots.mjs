@@ -20,7 +20,8 @@ import { pathToFileURL } from "node:url";
 const { chromium } = await import(process.env.PLAYWRIGHT_CORE
   ? pathToFileURL(process.env.PLAYWRIGHT_CORE).href : "playwright-core");
 
-const PAGES = ["diagrams", "index"];
+const PAGES = ["diagrams", "not-modelled", "index", "api"];
+const MAX_SHOT_HEIGHT = 12000;
 const [htmlDir, outDir] = process.argv.slice(2).map((p) => resolve(p));
 if (!htmlDir || !outDir) {
   console.error("usage: node docs/screenshots.mjs HTML_DIR OUT_DIR");
@@ -56,9 +57,12 @@ try {
         .catch(() => failures.push(`${name}: diagrams not drawn within 30 s (is mermaid.min.js served?)`));
     }
     for (const e of errors) failures.push(`${name}: script error: ${e}`);
+    // A very long page (the API reference) is shot down to its first screens only.
     const shot = join(outDir, `${name}.png`);
-    await page.screenshot({ path: shot, fullPage: true });
-    console.log(`${shot}`);
+    const height = await page.evaluate(() => document.documentElement.scrollHeight);
+    await page.screenshot({ path: shot, fullPage: true,
+                            clip: height <= MAX_SHOT_HEIGHT ? undefined : { x: 0, y: 0, width: 1280, height: 3000 } });
+    console.log(`${shot}${height <= MAX_SHOT_HEIGHT ? "" : ` (the top 3000px of ${height}px)`}`);
     for (const report of await page.evaluate(checkDiagrams)) {
       const png = join(outDir, `${name}-${report.machine}.png`);
       if (report.width > 0) await shootFullSize(context, url, report, png);

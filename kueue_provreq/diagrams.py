@@ -1,9 +1,9 @@
 """State diagrams drawn from the machine declarations, as Graphviz DOT and Mermaid text.
 
 This is an edge module: the docs build and humans use it, the core never imports
-it.  Every state and edge comes from a :class:`~kueue_provreq.machines.MachineTable[Any, Any]`,
-so a diagram cannot drift from the tables the controllers consult (h11's warning
-about hand-drawn diagrams is the failure this avoids).
+it.  Every state and edge comes from a :class:`~kueue_provreq.machines.table.MachineTable`,
+so a diagram cannot drift from the tables the controllers consult (h11's warning about
+hand-drawn diagrams is the failure this avoids).
 
 Conventions shared by both formats:
 
@@ -24,8 +24,8 @@ Conventions shared by both formats:
   in Mermaid.
 
 Edges with the same source and trigger are tried in declaration order and the
-first whose guards hold wins (:meth:`MachineTable[Any, Any].fire`); the labels show each
-edge's own guards, not the negation of the earlier ones.
+first whose guards hold wins (:meth:`~kueue_provreq.machines.table.MachineTable.fire`);
+the labels show each edge's own guards, not the negation of the earlier ones.
 
 >>> from kueue_provreq.machines import PROVISIONING_REQUEST_MACHINE as pr
 >>> [line.strip() for line in to_mermaid(pr).splitlines() if "expire_booking" in line]

@@ -5,8 +5,9 @@ machine into the page, the text ``kueue-provreq diagram -o mermaid`` prints, and
 draws it with the Mermaid script served from ``_static/mermaid/``.  A diagram is drawn at
 natural size: wider than the column, its frame scrolls sideways, and its "full size" link
 shows it alone over the whole window (CSS ``:target``, no script).
-``.. machine-transitions:: <name>`` lists the edges as a table.  Nothing is checked in: the
-pages are redrawn whenever the declarations change.
+``.. machine-transitions:: <name>`` lists the edges as a table, and
+``.. machine-triggers:: <name>`` who fires each trigger (``MachineTable.fired_by``).  Nothing
+is checked in: the pages are redrawn whenever the declarations change.
 
 The script is Mermaid's single-file build (``dist/mermaid.min.js`` of the npm package),
 which ``make docs`` fetches into ``docs/_vendor/mermaid/`` (see the Makefile).  It is loaded
@@ -133,6 +134,21 @@ class MachineTransitions(SphinxDirective):
         return [_table(header, rows)]
 
 
+class MachineTriggers(SphinxDirective):
+    """Each trigger of one machine, the actors that fire it, and how many edges it has."""
+
+    required_arguments = 1
+
+    def run(self) -> list[nodes.Node]:
+        name = _choose(self.arguments[0])
+        self.env.note_dependency(declarations.__file__)
+        table = MACHINES[name]
+        header = ("trigger", "fired by", "edges")
+        rows = [(str(t), ", ".join(table.fired_by[t]), str(sum(1 for e in table.edges if e.trigger == t)))
+                for t in table.triggers]
+        return [_table(header, rows)]
+
+
 def _table(header: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> nodes.table:
     table = nodes.table(classes=["machine-transitions"])
     group = nodes.tgroup(cols=len(header))
@@ -174,6 +190,7 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.add_node(machine_diagram, html=(_visit_html, None))
     app.add_directive("machine-diagram", MachineDiagram)
     app.add_directive("machine-transitions", MachineTransitions)
+    app.add_directive("machine-triggers", MachineTriggers)
     app.add_css_file("machine-diagrams.css")
     app.connect("config-inited", _serve_vendored_mermaid)
     app.connect("html-page-context", _add_mermaid_to_pages_with_diagrams)
