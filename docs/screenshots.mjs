@@ -8,7 +8,8 @@
 //   * it was drawn (no Mermaid error picture, no diagram left as text), its start state in view,
 //   * every line of every transition label of its Mermaid source is drawn, each on one line,
 //   * no two labels overlap, and no label covers a state,
-//   * it fits the page column or its frame scrolls sideways (nothing is cut off).
+//   * it fits the page column or its frame scrolls sideways (nothing is cut off);
+// and that no page is wider than the window.
 // Prints one line per diagram and exits 1 when a check fails.  playwright-core (PLAYWRIGHT_CORE:
 // the path of its index.mjs, which the Makefile installs under .cache/) drives Debian's chromium
 // (CHROMIUM, default /usr/bin/chromium); it downloads no browser.
@@ -22,6 +23,7 @@ const { chromium } = await import(process.env.PLAYWRIGHT_CORE
 
 const PAGES = ["diagrams", "not-modelled", "index", "api"];
 const MAX_SHOT_HEIGHT = 12000;
+const VIEWPORT = { width: 1280, height: 900 };
 const [htmlDir, outDir] = process.argv.slice(2).map((p) => resolve(p));
 if (!htmlDir || !outDir) {
   console.error("usage: node docs/screenshots.mjs HTML_DIR OUT_DIR");
@@ -38,7 +40,7 @@ const browser = await chromium.launch({
 });
 const failures = [];
 try {
-  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const context = await browser.newContext({ viewport: VIEWPORT });
   const refused = [];
   await context.route((url) => url.protocol !== "file:", (route) => {
     refused.push(route.request().url());
@@ -57,11 +59,13 @@ try {
         .catch(() => failures.push(`${name}: diagrams not drawn within 30 s (is mermaid.min.js served?)`));
     }
     for (const e of errors) failures.push(`${name}: script error: ${e}`);
+    const wide = await page.evaluate(() => document.documentElement.scrollWidth);
+    if (wide > VIEWPORT.width) failures.push(`${name}: ${wide}px wide, wider than the window (${VIEWPORT.width}px)`);
     // A very long page (the API reference) is shot down to its first screens only.
     const shot = join(outDir, `${name}.png`);
     const height = await page.evaluate(() => document.documentElement.scrollHeight);
     await page.screenshot({ path: shot, fullPage: true,
-                            clip: height <= MAX_SHOT_HEIGHT ? undefined : { x: 0, y: 0, width: 1280, height: 3000 } });
+                            clip: height <= MAX_SHOT_HEIGHT ? undefined : { x: 0, y: 0, width: VIEWPORT.width, height: 3000 } });
     console.log(`${shot}${height <= MAX_SHOT_HEIGHT ? "" : ` (the top 3000px of ${height}px)`}`);
     for (const report of await page.evaluate(checkDiagrams)) {
       const png = join(outDir, `${name}-${report.machine}.png`);
