@@ -26,14 +26,12 @@ from typing import Any
 
 from docutils import nodes
 from docutils.parsers.rst import directives
+from kueue_provreq import diagrams
+from kueue_provreq.machines import MACHINES, declarations
 from sphinx.application import Sphinx
 from sphinx.config import Config
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
-
-from kueue_provreq import diagrams
-from kueue_provreq.machines import MACHINES
-from kueue_provreq.machines import declarations
 
 logger = logging.getLogger(__name__)
 VENDOR_DIR = "_vendor"

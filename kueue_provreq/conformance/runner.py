@@ -18,11 +18,19 @@ from typing import Any, cast
 import attrs
 
 from kueue_provreq.api import constants as c
+from kueue_provreq.api import naming
+from kueue_provreq.api.config import Configuration
 from kueue_provreq.api.frozen import FrozenMap
 from kueue_provreq.api.meta import Condition, Time, set_condition
-from kueue_provreq.api.objects import KINDS, Key, KubeObject, already_exists, key_of, not_found
+from kueue_provreq.api.objects import (
+    KINDS,
+    Key,
+    KubeObject,
+    already_exists,
+    key_of,
+    not_found,
+)
 from kueue_provreq.api.provisioning import ProvisioningRequest
-from kueue_provreq.api.config import Configuration
 from kueue_provreq.api.workload import Admission, Workload
 from kueue_provreq.conformance.match import Matcher, show
 from kueue_provreq.conformance.patch import patch_document
@@ -46,16 +54,32 @@ from kueue_provreq.conformance.scenario import (
 )
 from kueue_provreq.controllers.context import Context
 from kueue_provreq.controllers.queues import queue_gauges
-from kueue_provreq.controllers.workload_status import set_quota_reservation, unset_quota_reservation
+from kueue_provreq.controllers.workload_status import (
+    set_quota_reservation,
+    unset_quota_reservation,
+)
 from kueue_provreq.engine import Manager, Recorder, SettleError
-from kueue_provreq.machines import WORKLOAD_MACHINE, Guard, IllegalTransition, Transition, WorkloadTrigger
+from kueue_provreq.errors import KueueProvreqError
+from kueue_provreq.machines import (
+    WORKLOAD_MACHINE,
+    Guard,
+    IllegalTransition,
+    Transition,
+    WorkloadTrigger,
+)
 from kueue_provreq.machines.phases import held_back, workload_phase
-from kueue_provreq.manifests import ManifestError, dump_object, format_duration, load_object, load_yaml_documents
+from kueue_provreq.manifests import (
+    ManifestError,
+    dump_object,
+    format_duration,
+    load_object,
+    load_yaml_documents,
+)
 from kueue_provreq.world import Create, Effect, Event, MetricInc, Update, World
 from kueue_provreq.world import Delete as DeleteEffect
 
 
-class StepFailed(Exception):
+class StepFailed(KueueProvreqError):
     """A step whose outcome differs from what the scenario says."""
 
 
@@ -161,21 +185,11 @@ class Run:
     # --- the world ---------------------------------------------------------------------
     def _build_world(self) -> None:
         for i, obj in enumerate(self.scenario.objects):
-            obj = self._as_created(_scoped(obj))
+            obj = self.world.created(_scoped(obj), self.now)
             if key_of(obj) in self.world:
                 kind, _, name = key_of(obj)
                 raise ScenarioError(f"objects[{i}]: {already_exists(kind, name)}")
             self.world.put(obj)
-
-    def _as_created(self, obj: KubeObject) -> KubeObject:
-        """What the API server fills in on create: a uid, generation 1, the creation time."""
-        meta = obj.metadata
-        return attrs.evolve(obj, metadata=attrs.evolve(
-            meta,
-            uid=meta.uid or self.world.next_uid(),
-            generation=1 if meta.generation is None else meta.generation,
-            creation_timestamp=self.now if meta.creation_timestamp is None else meta.creation_timestamp,
-        ))
 
     def _record(self, actor: str, key: Key, effect: Effect) -> None:
         if isinstance(effect, Event):
@@ -260,7 +274,9 @@ class Run:
                      and any(r.kind == c.WORKLOAD for r in o.metadata.owner_references)]
             if not owned:
                 raise StepFailed(f"$latest: Workload {wl.namespace}/{wl.name} has no ProvisioningRequest")
-            return max(owned, key=lambda p: (p.metadata.creation_timestamp or 0, _attempt(p.metadata.name),
+            only = workloads[0]
+            checks = [s.name for s in only.status.admission_checks] if isinstance(only, Workload) else []
+            return max(owned, key=lambda p: (p.metadata.creation_timestamp or 0, _attempt(p, wl.name, checks),
                                              p.metadata.name))
         if step.namespace is not None:
             pr = self._get(c.PROVISIONING_REQUEST, step.namespace, step.request)
@@ -288,7 +304,7 @@ class Run:
         obj = _scoped(step.obj)
         old = self.world.get(*key_of(obj))
         if old is None:
-            self._write(step.KIND, Create(self._as_created(obj)))
+            self._write(step.KIND, Create(self.world.created(obj, self.now)))
             return
         if not step.has_status and hasattr(old, "status"):
             obj = attrs.evolve(cast(Any, obj), status=cast(Any, old).status)
@@ -448,10 +464,9 @@ def user_changes(old: KubeObject, new: KubeObject) -> tuple[Transition, ...]:
     return fired
 
 
-def _attempt(name: str) -> int:
-    """The attempt number that ends a request's name (``wl-check-3`` -> 3)."""
-    tail = name.rsplit("-", 1)[-1]
-    return int(tail) if tail.isdigit() else 0
+def _attempt(pr: ProvisioningRequest, workload: str, checks: list[str]) -> int:
+    """The attempt number a request's name carries for one of the workload's checks (else 0)."""
+    return next((n for check in checks if (n := naming.attempt_of(pr.metadata.name, workload, check)) is not None), 0)
 
 
 # --- files -----------------------------------------------------------------------------------
