@@ -12,6 +12,8 @@ import pytest
 from kueue_provreq import diagrams
 from kueue_provreq.machines import MACHINES, Edge, MachineTable
 
+from builders import cli
+
 TABLES = list(MACHINES.values())
 IDS = list(MACHINES)
 
@@ -131,20 +133,21 @@ def test_guards_and_unless_are_labelled() -> None:
 
 def test_preemption_required_and_its_edges_are_marked_kep_993_only() -> None:
     """``kueue-provreq diagram check -o mermaid``, with no flags, draws KEP-993's state."""
-    text = diagrams.to_mermaid(MACHINES["admissioncheck"])
+    out = cli("diagram", "check", "-o", "mermaid")
+    assert out.returncode == 0
+    text = out.stdout
     assert 'state "PreemptionRequired (KEP-993 only)" as admissioncheck_PreemptionRequired' in text
     assert "class admissioncheck_PreemptionRequired optIn" in text
-    into = [line for line in text.splitlines() if "--> admissioncheck_PreemptionRequired:" in line
-            and not line.strip().startswith("admissioncheck_PreemptionRequired")]
-    assert into and all(line.endswith("request_preemption (KEP-993 only)") for line in into)
-    out = [line for line in text.splitlines() if line.strip().startswith("admissioncheck_PreemptionRequired -->")
-           and ":" in line]
-    assert out and all(line.endswith("(KEP-993 only)") for line in out)
+    lines = [line.strip() for line in text.splitlines()]
+    touching = [line for line in lines if "-->" in line and ":" in line and "PreemptionRequired" in line]
+    labels = [part.removesuffix(diagrams.INTERNAL_MARK) for line in touching
+              for part in line.partition(": ")[2].split(diagrams.MERMAID_LINE_BREAK)]
+    assert labels and all(label.endswith(" (KEP-993 only)") for label in labels)
+    assert "request_preemption (KEP-993 only)" in labels
 
 
 @pytest.mark.parametrize("table", TABLES, ids=IDS)
 def test_exactly_the_opt_in_parts_are_marked(table: MachineTable) -> None:
-    names, _ = _mermaid_graph(diagrams.to_mermaid(table))
     marked_states = {s for s in table.states if diagrams.state_label(table, s) != s}
     assert marked_states == {s for o in table.opt_in for s in o.states}
     for e in table.edges:
