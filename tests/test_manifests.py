@@ -322,8 +322,8 @@ def test_v1beta1_cluster_queue_checks_and_cohort() -> None:
     assert isinstance(cq, ClusterQueue)
     assert cq.checks_with_flavors() == {"a": frozenset(), "b": frozenset()}
     assert cq.spec.extra["cohortName"] == "all"
-    assert cq.spec.extra["flavorFungibility"] == {"whenCanBorrow": "MayStopSearch",
-                                                  "whenCanPreempt": "MayStopSearch"}
+    ff = cq.spec.flavor_fungibility
+    assert ff is not None and (ff.when_can_preempt, ff.extra) == ("MayStopSearch", {"whenCanBorrow": "MayStopSearch"})
     assert "pendingWorkloadsStatus" not in cq.status.extra
     v1 = dump_object(cq, V1B1)
     assert v1["spec"]["cohort"] == "all" and "cohortName" not in v1["spec"]
@@ -366,12 +366,12 @@ def test_cluster_queue_defaults() -> None:
                       "spec": {"fairSharing": {}, "preemption": {"withinClusterQueue": "LowerPriority"}}})
     assert isinstance(cq, ClusterQueue)
     assert (cq.spec.queueing_strategy, cq.spec.stop_policy) == ("BestEffortFIFO", "None")
-    assert cq.spec.extra == {
-        "fairSharing": {"weight": 1},
-        "preemption": {"withinClusterQueue": "LowerPriority", "borrowWithinCohort": {"policy": "Never"},
-                       "reclaimWithinCohort": "Never"},
-        "flavorFungibility": {"whenCanBorrow": "MayStopSearch", "whenCanPreempt": "TryNextFlavor"},
-    }
+    assert cq.spec.extra == {"fairSharing": {"weight": 1}}
+    assert cq.spec.within_cluster_queue == "LowerPriority" and cq.spec.when_can_preempt == "TryNextFlavor"
+    assert dump_object(cq)["spec"]["preemption"] == {
+        "withinClusterQueue": "LowerPriority", "borrowWithinCohort": {"policy": "Never"}, "reclaimWithinCohort": "Never"}
+    assert dump_object(cq)["spec"]["flavorFungibility"] == {"whenCanBorrow": "MayStopSearch",
+                                                            "whenCanPreempt": "TryNextFlavor"}
     bare = load_object({"apiVersion": V1B2, "kind": "ClusterQueue", "metadata": {"name": "cq"}})
     assert dump_object(bare)["spec"] == {
         "queueingStrategy": "BestEffortFIFO", "stopPolicy": "None",

@@ -159,6 +159,28 @@ MSG_REQUEST_EXCEEDS_CAPACITY: Final = "insufficient quota for {resource} in flav
 MSG_INSUFFICIENT_UNUSED_QUOTA: Final = "insufficient unused quota for {resource} in flavor {flavor}, {more} more needed"
 MSG_RESOURCE_UNAVAILABLE: Final = "resource {resource} unavailable in ClusterQueue"
 
+# --- preemption within a ClusterQueue (pkg/scheduler/preemption) --------------
+PREEMPTION_POLICY_NEVER: Final = "Never"
+PREEMPTION_POLICY_LOWER_PRIORITY: Final = "LowerPriority"
+PREEMPTION_POLICY_LOWER_OR_NEWER_EQUAL_PRIORITY: Final = "LowerOrNewerEqualPriority"
+PREEMPTION_POLICY_ANY: Final = "Any"
+MAY_STOP_SEARCH: Final = "MayStopSearch"
+TRY_NEXT_FLAVOR: Final = "TryNextFlavor"
+REASON_IN_CLUSTER_QUEUE: Final = "InClusterQueue"
+"""``Preempted=True`` reason (``InClusterQueueReason``): preempted by a workload of its own queue."""
+HUMAN_REASON_IN_CLUSTER_QUEUE: Final = "prioritization in the ClusterQueue"
+REASON_WAITING_FOR_PREEMPTED_WORKLOADS: Final = "WaitingForPreemptedWorkloads"
+LABEL_JOB_UID: Final = "kueue.x-k8s.io/job-uid"
+UNKNOWN_UID: Final = "UNKNOWN"
+MSG_PREEMPTED: Final = ("Preempted to accommodate a workload (UID: {uid}, JobUID: {job_uid}) due to {reason}; "
+                        "preemptor path: {preemptor_path}; preemptee path: {preemptee_path}")
+MSG_PRIORITIES: Final = ("; preemptor effective priority: {preemptor} (base: {preemptor}, boost: 0); "
+                         "preemptee effective priority: {preemptee} (base: {preemptee}, boost: 0)")
+MSG_PENDING_PREEMPTION: Final = ". Pending the preemption of {count} workload(s)"
+EVENT_PREEMPTED: Final = "Preempted"
+EVENT_PREEMPTED_WORKLOAD: Final = "PreemptedWorkload"
+MSG_EVENT_PREEMPTED_WORKLOAD: Final = "Preempted workload {namespace}/{name} (UID: {uid}) in ClusterQueue {cq}"
+
 # --- ClusterQueue status ------------------------------------------------------
 CQ_ACTIVE: Final = "Active"
 REASON_CQ_READY: Final = "Ready"
@@ -266,3 +288,5 @@ METRIC_EVICTED_WORKLOADS: Final = "evicted_workloads_total"
 METRIC_EVICTED_WORKLOADS_ONCE: Final = "evicted_workloads_once_total"
 METRIC_PENDING_WORKLOADS: Final = "pending_workloads"
 METRIC_RESERVING_ACTIVE_WORKLOADS: Final = "reserving_active_workloads"
+METRIC_PREEMPTED_WORKLOADS: Final = "preempted_workloads_total"
+"""Labels ``preempting_cluster_queue`` and ``reason`` (``Preempted``'s reason, e.g. ``InClusterQueue``)."""

@@ -45,12 +45,45 @@ class AdmissionChecksStrategy:
 
 
 @attrs.frozen
+class ClusterQueuePreemption:
+    """``spec.preemption``: only preemption within the queue is modelled (cohorts are not)."""
+
+    within_cluster_queue: str = c.PREEMPTION_POLICY_NEVER
+    extra: FrozenMap[str, Json] = EMPTY
+    """``reclaimWithinCohort``, ``borrowWithinCohort``: kept, not acted on (no cohorts)."""
+
+
+@attrs.frozen
+class FlavorFungibility:
+    """``spec.flavorFungibility``: whether the flavor search goes on past a flavor that needs
+    preemption (``whenCanPreempt``); ``whenCanBorrow`` only matters in a cohort."""
+
+    when_can_preempt: str = c.TRY_NEXT_FLAVOR
+    extra: FrozenMap[str, Json] = EMPTY
+
+
+@attrs.frozen
 class ClusterQueueSpec:
     resource_groups: tuple[ResourceGroup, ...] = ()
     admission_checks_strategy: AdmissionChecksStrategy | None = None
     queueing_strategy: str = c.BEST_EFFORT_FIFO
     stop_policy: str | None = None
+    preemption: ClusterQueuePreemption | None = None
+    """None: the API's defaults (``Never`` everywhere)."""
+    flavor_fungibility: FlavorFungibility | None = None
+    """None: the API's defaults (``whenCanPreempt: TryNextFlavor``)."""
     extra: FrozenMap[str, Json] = EMPTY
+
+    @property
+    def within_cluster_queue(self) -> str:
+        """``preemption.withinClusterQueue``, defaulted."""
+        return self.preemption.within_cluster_queue if self.preemption is not None else c.PREEMPTION_POLICY_NEVER
+
+    @property
+    def when_can_preempt(self) -> str:
+        """``flavorFungibility.whenCanPreempt``, defaulted."""
+        ff = self.flavor_fungibility
+        return ff.when_can_preempt if ff is not None else c.TRY_NEXT_FLAVOR
 
 
 @attrs.frozen

@@ -19,6 +19,12 @@ workload keeps its quota instead: the check goes back to ``Pending`` with the re
 no ``Retry`` state is written (so nothing evicts), and this controller itself creates the next
 attempt once the nominal backoff of the failed attempt has passed since the failing
 condition's transition time, asking to be woken up until then.
+
+KEP-993 (opt-in, the ``kep-993-preemption`` switch; upstream never implemented it).  While
+Cluster Autoscaler reports that it finds no capacity (``Accepted`` with ``Provisioned=False``),
+the check is set to ``PreemptionRequired`` instead of ``Pending``: preempting lower-priority
+workloads may free the capacity, and a check whose AdmissionCheck has ``preemptionPolicy:
+AfterCheckPassedOrOnDemand`` would otherwise hold back the very preemptions it waits for.
 """
 
 from __future__ import annotations
@@ -437,7 +443,9 @@ def _state_for_request(st: AdmissionCheckState, wl: Workload, pr: ProvisioningRe
         if source is None:
             return None
         cond = source
-    t = _check_transition(st.state, row.check_trigger, st.name)
+    trigger = row.kep_993_trigger if row.kep_993_trigger is not None and ctx.config.kep_993_preemption \
+        else row.check_trigger
+    t = _check_transition(st.state, trigger, st.name)
     if row.check_trigger == CheckTrigger.PROVISIONED:
         if t.target == st.state:  # already Ready: late details and messages are not picked up
             return None

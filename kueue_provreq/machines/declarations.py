@@ -73,7 +73,8 @@ _workload = _declare(
         # An evicted one still holding quota may be marked Admitted until the job releases it.
         {"trigger": W.ADMIT, "source": P.QUOTA_RESERVED, "dest": P.ADMITTED},
         {"trigger": W.ADMIT, "source": P.EVICTED, "dest": None},
-        # workload controller: Retry check, deactivation, PodsReady timeout; a deactivated
+        # workload controller: Retry check, deactivation, PodsReady timeout; scheduler: preemption
+        # (quota-reserved workloads are candidates as much as admitted ones); a deactivated
         # workload without quota is marked Evicted all the same
         {"trigger": W.EVICT, "source": _QUOTA_HELD, "dest": P.EVICTED},
         {"trigger": W.EVICT, "source": P.INACTIVE, "dest": None},
@@ -123,7 +124,7 @@ WORKLOAD_MACHINE: MachineTable[P, W] = MachineTable.from_machine(
         W.RESERVE_QUOTA: (Actor.SCHEDULER, Actor.USER),
         W.REVOKE_RESERVATION: (Actor.SCHEDULER,),
         W.ADMIT: (Actor.WORKLOAD,),
-        W.EVICT: (Actor.WORKLOAD,),
+        W.EVICT: (Actor.WORKLOAD, Actor.SCHEDULER),
         W.RELEASE_QUOTA: (Actor.JOB,),
         W.UNSET_QUOTA: (Actor.USER,),
         W.REQUEUE: (Actor.WORKLOAD,),

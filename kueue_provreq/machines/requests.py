@@ -11,7 +11,9 @@ precedence:
 * the admission-check trigger it fires, when the workload's state lets it decide at all
   (BookingExpired is ignored once the workload is admitted, CapacityRevoked once it is
   deactivated), and the message the check gets,
-* whether the attempt is over: the request can no longer succeed and a new attempt is needed.
+* whether the attempt is over: the request can no longer succeed and a new attempt is needed,
+* under the opt-in kep-993-preemption semantics, the trigger that replaces it (capacity not
+  found asks for the workload's pending preemptions: ``PreemptionRequired``).
 
 The provisioning controller, ``explain``, the invariants and the explorer's autoscaler all
 read this table; adding a condition is one row here and its strings in ``api/constants.py``.
@@ -49,6 +51,8 @@ class RequestCondition:
     """False: the condition changes nothing once the workload is deactivated."""
     message_from: str | None = None
     """Take the check's message from this other condition, and decide only when it is present."""
+    kep_993_trigger: CheckTrigger | None = None
+    """The check trigger instead, under the kep-993-preemption semantics (KEP-993 only)."""
 
     @property
     def ends_attempt(self) -> bool:
@@ -82,7 +86,10 @@ REQUEST_CONDITIONS: tuple[RequestCondition, ...] = (
     RequestCondition(
         c.PR_ACCEPTED, RequestPhase.ACCEPTED, RequestTrigger.ACCEPT, (RequestPhase.NEW,),
         c.CA_REASON_ACCEPTED, c.CA_MSG_ACCEPTED, CheckTrigger.WAITING_FOR_CAPACITY,
-        message_from=c.PR_PROVISIONED),
+        message_from=c.PR_PROVISIONED,
+        # KEP-993 only: Cluster Autoscaler finds no capacity, which preempting lower-priority
+        # workloads may free, so the check asks for the pending preemptions
+        kep_993_trigger=CheckTrigger.REQUEST_PREEMPTION),
 )
 
 #: Cluster Autoscaler's "not yet": Accepted, and Provisioned=False while it keeps trying.

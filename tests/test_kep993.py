@@ -1,0 +1,198 @@
+"""KEP-993's preemption policy (opt-in ``kep-993-preemption``): the schema extension it needs and
+only it allows, when a check's policy lets preemptions go, what a queue's reservations count on,
+and when a reservation may become an admission."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+import attrs
+import pytest
+from kueue_provreq.api import constants as c
+from kueue_provreq.api.config import SEMANTICS_KEP_993_PREEMPTION, Configuration
+from kueue_provreq.api.meta import ObjectMeta, Time
+from kueue_provreq.api.queues import (
+    AdmissionCheck,
+    AdmissionCheckSpec,
+    AdmissionChecksStrategy,
+    AdmissionCheckStrategyRule,
+    ClusterQueue,
+    ClusterQueuePreemption,
+    ClusterQueueSpec,
+    FlavorQuotas,
+    ResourceGroup,
+)
+from kueue_provreq.api.workload import Workload
+from kueue_provreq.controllers import kep993
+from kueue_provreq.manifests import check_object
+from kueue_provreq.world import World
+
+from builders import ADMITTED, T0, admission, check_state, cond, reserved_in, workload
+
+KEP = frozenset({SEMANTICS_KEP_993_PREEMPTION})
+
+
+# --- the schema extension ------------------------------------------------------------------------
+
+
+def admission_check(policy: str | None, version: str = c.KUEUE_V1BETA2) -> dict[str, Any]:
+    spec: dict[str, Any] = {"controllerName": "example.com/budget"}
+    if policy is not None:
+        spec["preemptionPolicy"] = policy
+    return {"apiVersion": version, "kind": "AdmissionCheck", "metadata": {"name": "ac"}, "spec": spec}
+
+
+def workload_with_check(state: str) -> dict[str, Any]:
+    return {"apiVersion": c.KUEUE_V1BETA2, "kind": "Workload", "metadata": {"name": "wl", "namespace": "ns"},
+            "spec": {"queueName": "lq", "podSets": [{"name": "main", "count": 1, "template": {"spec": {
+                "restartPolicy": "Never", "containers": [{"name": "c"}]}}}]},
+            "status": {"admissionChecks": [{"name": "ac", "state": state, "message": "",
+                                            "lastTransitionTime": "2024-01-01T00:00:00Z"}]}}
+
+
+@pytest.mark.parametrize("version", [c.KUEUE_V1BETA2, c.KUEUE_V1BETA1])
+def test_preemption_policy_is_an_unknown_field_without_the_switch(version: str) -> None:
+    checked = check_object(admission_check(c.PREEMPTION_POLICY_AFTER_CHECK_PASSED_OR_ON_DEMAND, version))
+    assert [(e.path, e.reason.partition(" (")[0]) for e in checked.errors] == [("spec.preemptionPolicy", "unknown field")]
+
+
+@pytest.mark.parametrize("version", [c.KUEUE_V1BETA2, c.KUEUE_V1BETA1])
+def test_preemption_policy_is_read_with_the_switch(version: str) -> None:
+    checked = check_object(admission_check(c.PREEMPTION_POLICY_AFTER_CHECK_PASSED_OR_ON_DEMAND, version),
+                           semantics=KEP)
+    assert checked.errors == () and isinstance(checked.obj, AdmissionCheck)
+    assert checked.obj.spec.waits_for_check
+
+
+def test_an_absent_policy_is_anytime_and_an_unknown_one_is_refused() -> None:
+    absent = check_object(admission_check(None), semantics=KEP).obj
+    assert isinstance(absent, AdmissionCheck) and absent.spec.preemption_policy is None
+    assert not absent.spec.waits_for_check
+    bad = check_object(admission_check("Sometimes"), semantics=KEP)
+    assert [e.path for e in bad.errors] == ["spec.preemptionPolicy"]
+    assert "supported values: 'Anytime', 'AfterCheckPassedOrOnDemand'" in str(bad.errors[0])
+
+
+def test_preemption_required_is_a_check_state_only_with_the_switch() -> None:
+    without = check_object(workload_with_check(c.CHECK_PREEMPTION_REQUIRED))
+    assert [e.path for e in without.errors] == ["status.admissionChecks[0].state"]
+    assert check_object(workload_with_check(c.CHECK_PREEMPTION_REQUIRED), semantics=KEP).errors == ()
+
+
+def test_a_scenario_reads_its_manifests_with_its_own_switches(tmp_path: Any) -> None:
+    from builders import cli
+    base = ("name: s\n{config}objects:\n- apiVersion: kueue.x-k8s.io/v1beta2\n  kind: AdmissionCheck\n"
+            "  metadata: {{name: ac}}\n  spec: {{controllerName: x.io/y, preemptionPolicy: Anytime}}\n"
+            "steps:\n- settle: {{}}\n")
+    plain, kep = tmp_path / "plain.yaml", tmp_path / "kep.yaml"
+    plain.write_text(base.format(config=""))
+    kep.write_text(base.format(config="config: {admissionCheckSemantics: [kep-993-preemption]}\n"))
+    out = cli("conform", str(plain), str(kep))
+    assert "AdmissionCheck ac: spec.preemptionPolicy: unknown field" in out.stdout.splitlines()[0]
+    assert out.stdout.startswith("FAIL s: objects[0]: ")
+    assert "PASS s" in out.stdout
+
+
+def test_validate_takes_the_switch_on_the_command_line(tmp_path: Any) -> None:
+    import yaml
+
+    from builders import cli
+    path = tmp_path / "ac.yaml"
+    path.write_text(yaml.safe_dump(admission_check(c.PREEMPTION_POLICY_ANYTIME)))
+    assert cli("validate", "-f", str(path)).returncode == 2
+    out = cli("validate", "-f", str(path), "--semantics", "kep-993-preemption")
+    assert out.returncode == 0 and "valid AdmissionCheck ac" in out.stdout
+
+
+# --- the policy -------------------------------------------------------------------------------------
+
+CQ = ClusterQueue(ObjectMeta(name="cq", uid="cq"), ClusterQueueSpec(
+    resource_groups=(ResourceGroup(("cpu",), (FlavorQuotas("default"),)),),
+    admission_checks_strategy=AdmissionChecksStrategy((AdmissionCheckStrategyRule("waits"),
+                                                       AdmissionCheckStrategyRule("anytime"))),
+    preemption=ClusterQueuePreemption(c.PREEMPTION_POLICY_LOWER_PRIORITY)))
+WAITS = AdmissionCheck(ObjectMeta(name="waits", uid="w"), AdmissionCheckSpec(
+    "x.io/y", preemption_policy=c.PREEMPTION_POLICY_AFTER_CHECK_PASSED_OR_ON_DEMAND))
+ANYTIME = AdmissionCheck(ObjectMeta(name="anytime", uid="a"), AdmissionCheckSpec("x.io/y"))
+
+
+def reserved_with(waits: str, anytime: str = c.CHECK_PENDING) -> Workload:
+    return workload(conditions=(reserved_in(),), admission=admission(),
+                    checks=(check_state("anytime", anytime), check_state("waits", waits)))
+
+
+@pytest.mark.parametrize("waits, anytime, allowed", [
+    (c.CHECK_PENDING, c.CHECK_PENDING, False),
+    (c.CHECK_READY, c.CHECK_PENDING, True),
+    (c.CHECK_PENDING, c.CHECK_PREEMPTION_REQUIRED, True),
+    (c.CHECK_PREEMPTION_REQUIRED, c.CHECK_PENDING, True),
+    (c.CHECK_RETRY, c.CHECK_READY, False),
+])
+def test_after_check_passed_or_on_demand(waits: str, anytime: str, allowed: bool) -> None:
+    assert kep993.policy_allows(World([CQ, WAITS, ANYTIME]), reserved_with(waits, anytime), CQ) is allowed
+
+
+def test_anytime_checks_never_hold_preemptions_back() -> None:
+    assert kep993.policy_allows(World([CQ, ANYTIME]), reserved_with(c.CHECK_PENDING), CQ)  # "waits" missing
+    assert kep993.policy_allows(World([CQ, attrs.evolve(WAITS, spec=AdmissionCheckSpec("x.io/y")), ANYTIME]),
+                                reserved_with(c.CHECK_PENDING), CQ)
+
+
+def test_a_required_check_not_listed_yet_counts_as_pending() -> None:
+    wl = workload(conditions=(reserved_in(),), admission=admission())
+    assert not kep993.policy_allows(World([CQ, WAITS, ANYTIME]), wl, CQ)
+
+
+# --- the plan -----------------------------------------------------------------------------------
+
+CPU = ("default", "cpu")
+NOMINAL = {CPU: Decimal(4)}
+
+
+def holding(name: str, cpu: int, priority: int, reserved: float, admitted: bool = True,
+            evicted: bool = False) -> tuple[Workload, dict[tuple[str, str], Decimal]]:
+    conditions = [reserved_in(at=T0 + reserved)]
+    if admitted:
+        conditions.append(ADMITTED)
+    if evicted:
+        conditions.append(cond(c.WORKLOAD_EVICTED, c.TRUE, c.REASON_PREEMPTED, "m"))
+    return (workload(name, priority=priority, conditions=conditions, admission=admission()),
+            {CPU: Decimal(cpu)})
+
+
+def plan(*pairs: tuple[Workload, dict[tuple[str, str], Decimal]]) -> kep993.Plan:
+    return kep993.plan(CQ, list(pairs), NOMINAL, Configuration(), Time(T0 + 100))
+
+
+def test_reservations_that_fit_claim_nothing() -> None:
+    found = plan(holding("a", 2, 1, 0), holding("b", 2, 1, 1))
+    assert (dict(found.claims), found.invalid, found.used[CPU]) == ({}, (), 4)
+
+
+def test_a_later_reservation_that_does_not_fit_claims_lower_priority_ones() -> None:
+    low = holding("low", 3, 1, 0)
+    high = holding("high", 3, 9, 10, admitted=False)
+    found = plan(low, high)
+    assert {k: [w.metadata.name for w in v] for k, v in found.claims.items()} == {"high-uid": ["low"]}
+    assert found.claimed == {"low-uid"} and found.used[CPU] == 3 and found.invalid == ()
+
+
+def test_the_claim_holds_while_the_target_is_evicted_but_still_holds_quota() -> None:
+    found = plan(holding("low", 3, 1, 0, evicted=True), holding("high", 3, 9, 10, admitted=False))
+    assert found.claimed == {"low-uid"}
+    assert plan(holding("high", 3, 9, 10, admitted=False)).claims == {}  # released: nothing left to claim
+
+
+def test_a_reservation_without_anything_to_claim_is_invalid() -> None:
+    found = plan(holding("boss", 3, 99, 0), holding("high", 3, 9, 10, admitted=False))
+    assert [w.metadata.name for w in found.invalid] == ["high"] and found.claims == {}
+    assert found.used[CPU] == 3
+
+
+def test_preemptions_pending_counts_what_may_still_run() -> None:
+    running = [holding("admitted", 2, 1, 0), holding("leaving", 1, 1, 0, admitted=False, evicted=True),
+               holding("reserved", 3, 1, 0, admitted=False)]
+    me = workload("me")
+    assert not kep993.preemptions_pending(me, {CPU: Decimal(1)}, running, NOMINAL)
+    assert kep993.preemptions_pending(me, {CPU: Decimal(2)}, running, NOMINAL)
