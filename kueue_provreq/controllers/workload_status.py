@@ -88,11 +88,19 @@ def all_checks_ready(wl: Workload) -> bool:
     return all(s.state == c.CHECK_READY for s in wl.status.admission_checks)
 
 
-def sync_admitted_condition(wl: Workload, now: Time, config: Configuration) -> Workload:
-    """``workload.SyncAdmittedCondition``: Admitted=True only with quota and every check Ready."""
+def sync_admitted_condition(wl: Workload, now: Time, config: Configuration,
+                            preemptions_pending: bool = False) -> Workload:
+    """``workload.SyncAdmittedCondition``: Admitted=True only with quota and every check Ready.
+
+    ``preemptions_pending`` (KEP-993 only): the quota is still held by the workloads the
+    reservation preempts, so it is ``Admitted=False`` ``WaitingForPreemptedWorkloads`` until
+    they release it (the KEP's "recheck that Admission settings are still valid")."""
     conds = wl.status.conditions
     has_reservation = is_true(conds, c.WORKLOAD_QUOTA_RESERVED)
     ready = all_checks_ready(wl)
+    if has_reservation and ready and preemptions_pending:
+        return _set(wl, condition(wl, c.WORKLOAD_ADMITTED, c.FALSE, c.REASON_WAITING_FOR_PREEMPTED_WORKLOADS,
+                                  c.MSG_KEP_993_PREEMPTIONS_PENDING), now)
     is_admitted = is_true(conds, c.WORKLOAD_ADMITTED)
     observability = config.gate(c.GATE_UNADMITTED_OBSERVABILITY)
     if observability:
