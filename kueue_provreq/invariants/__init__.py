@@ -23,7 +23,6 @@ mirrored by the check meant to catch it.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from decimal import Decimal
 from typing import Any
 
 from kueue_provreq.api import constants as c
@@ -34,7 +33,6 @@ from kueue_provreq.api.provisioning import (
     ProvisioningRequest,
     RetryStrategy,
 )
-from kueue_provreq.api.queues import ClusterQueue
 from kueue_provreq.api.workload import AdmissionCheckState, Workload
 from kueue_provreq.invariants.reading import (
     controlling_workload,
@@ -57,6 +55,12 @@ from kueue_provreq.invariants.registry import (
     state_invariant,
     step_invariant,
 )
+from kueue_provreq.invariants.state import (
+    admission_matches_reservation,
+    admitted_only_with_quota,
+    cluster_queue_within_nominal_quota,
+)
+from kueue_provreq.invariants.step import admitted_only_with_ready_checks
 from kueue_provreq.invariants.upstream import (
     attempt_of,
     eviction_count,
@@ -94,55 +98,6 @@ def _checks_with_requests(world: World) -> Iterator[
 
 
 # --- state invariants ------------------------------------------------------------------------------
-
-
-@state_invariant()
-def admitted_only_with_quota(world: World, ctx: CheckContext) -> list[str]:
-    """A workload without a quota reservation never has Admitted=True: ``SyncAdmittedCondition``
-    writes Admitted=True only with QuotaReserved=True, and every ``UnsetQuotaReservation`` re-syncs
-    Admitted in the same patch (AR A.4, KEP-993)."""
-    return [f"{name(wl)} is Admitted without QuotaReserved=True"
-            for wl in workloads(world)
-            if wl.is_admitted() and not wl.has_quota_reservation()]
-
-
-@state_invariant()
-def admission_matches_reservation(world: World, ctx: CheckContext) -> list[str]:
-    """``status.admission`` is set exactly while QuotaReserved=True: ``SetQuotaReservation`` and
-    ``UnsetQuotaReservationWithCondition`` write both in one patch (AR A.3, A.6)."""
-    return [f"{name(wl)}: QuotaReserved={wl.has_quota_reservation()} but admission "
-            f"{'present' if wl.status.admission else 'absent'}"
-            for wl in workloads(world)
-            if wl.has_quota_reservation() != (wl.status.admission is not None)]
-
-
-@state_invariant()
-def cluster_queue_within_nominal_quota(world: World, ctx: CheckContext) -> list[str]:
-    """The usage of a ClusterQueue (the sum of ``resourceUsage`` of every workload holding quota in
-    it, per flavor and resource) never exceeds its nominal quota: the model has no cohorts, so
-    nothing may be borrowed (AR A.3, A.10: reserved quota counts in the ClusterQueue's usage).
-    A finished workload keeps QuotaReserved=True but no longer counts: Kueue's cache drops it."""
-    usage: dict[tuple[str, str, str], Decimal] = {}
-    for wl in workloads(world):
-        adm = wl.status.admission
-        if not wl.has_quota_reservation() or adm is None or wl.is_finished():
-            continue
-        for psa in adm.pod_set_assignments:
-            for res, q in psa.resource_usage.items():
-                key = (adm.cluster_queue, psa.flavors.get(res, ""), res)
-                usage[key] = usage.get(key, Decimal(0)) + q.value
-    out = []
-    for (cq_name, flavor, res), used in sorted(usage.items()):
-        cq = world.get(c.CLUSTER_QUEUE, "", cq_name)
-        nominal = Decimal(0)
-        if isinstance(cq, ClusterQueue):
-            for g in cq.spec.resource_groups:
-                for f in g.flavors:
-                    if f.name == flavor:
-                        nominal += sum((r.nominal_quota.value for r in f.resources if r.name == res), Decimal(0))
-        if used > nominal:
-            out.append(f"ClusterQueue {cq_name} uses {used} {res} of flavor {flavor!r}, nominal {nominal}")
-    return out
 
 
 @state_invariant()
@@ -452,32 +407,6 @@ def transitions_are_declared(before: Snapshot, after: World, ctx: CheckContext) 
 
 
 @step_invariant()
-def admitted_only_with_ready_checks(before: Snapshot, after: World, ctx: CheckContext) -> list[str]:
-    """A workload becomes Admitted only with a quota reservation and every admission check it must
-    carry present and Ready (``HasAllRequiredChecks`` + ``SyncAdmittedCondition``, AR A.3-A.4).
-    Upstream skips the Admitted re-sync for admitted workloads, so this is checked when Admitted
-    turns True, not in every state."""
-    old = _by_uid(before)
-    out = []
-    for wl in workloads(after):
-        prev = old.get(wl.metadata.uid)
-        if not wl.is_admitted() or (isinstance(prev, Workload) and prev.is_admitted()):
-            continue
-        not_ready = [s.name for s in wl.status.admission_checks if s.state != c.CHECK_READY]
-        adm = wl.status.admission
-        cq = after.get(c.CLUSTER_QUEUE, "", adm.cluster_queue) if adm else None
-        missing: list[str] = []
-        if isinstance(cq, ClusterQueue) and adm is not None:
-            used = {f for psa in adm.pod_set_assignments for f in psa.flavors.values()}
-            have = {s.name for s in wl.status.admission_checks}
-            missing = sorted(n for n, fl in cq.checks_with_flavors().items() if fl & used and n not in have)
-        if not wl.has_quota_reservation() or not_ready or missing:
-            out.append(f"{name(wl)} admitted with quota={wl.has_quota_reservation()}, "
-                       f"checks not Ready {not_ready}, missing {missing}")
-    return out
-
-
-@step_invariant()
 def finished_is_final(before: Snapshot, after: World, ctx: CheckContext) -> list[str]:
     """A finished workload never changes state again: Finished has no outgoing transition and no
     controller touches a finished workload's checks (AR A.5: finished workloads return first)."""
@@ -766,5 +695,6 @@ def no_early_requeue(before: Snapshot, after: World, ctx: CheckContext) -> list[
     return out
 
 
-__all__ = ["CURRENT", "CheckContext", "Invariant", "PRE_KEP_3258", "STATE_INVARIANTS", "STEP_INVARIANTS",
+__all__ = ["admission_matches_reservation", "admitted_only_with_quota", "cluster_queue_within_nominal_quota",
+           "admitted_only_with_ready_checks", "CURRENT", "CheckContext", "Invariant", "PRE_KEP_3258", "STATE_INVARIANTS", "STEP_INVARIANTS",
            "Snapshot", "attempt_of", "check_state", "check_step", "nominal_retry_delay", "requests_of"]
