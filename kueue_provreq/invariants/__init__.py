@@ -22,12 +22,10 @@ mirrored by the check meant to catch it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from typing import Any
+from collections.abc import Iterator
 
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.meta import find_condition
-from kueue_provreq.api.objects import KubeObject
 from kueue_provreq.api.provisioning import (
     PodTemplate,
     ProvisioningRequest,
@@ -39,7 +37,6 @@ from kueue_provreq.invariants.reading import (
     created_requests,
     evicted_reason,
     name,
-    provisioning_requests,
     workloads,
 )
 from kueue_provreq.invariants.registry import (
@@ -59,8 +56,9 @@ from kueue_provreq.invariants.state import (
     admission_matches_reservation,
     admitted_only_with_quota,
     cluster_queue_within_nominal_quota,
+    states_are_declared,
 )
-from kueue_provreq.invariants.step import admitted_only_with_ready_checks
+from kueue_provreq.invariants.step import admitted_only_with_ready_checks, finished_is_final, transitions_are_declared
 from kueue_provreq.invariants.upstream import (
     attempt_of,
     eviction_count,
@@ -72,14 +70,9 @@ from kueue_provreq.invariants.upstream import (
     waits_for_another_request,
 )
 from kueue_provreq.machines import (
-    ADMISSION_CHECK_MACHINE,
-    PROVISIONING_REQUEST_MACHINE,
-    WORKLOAD_MACHINE,
-    MachineTable,
-    RequestPhase,
     requests,
 )
-from kueue_provreq.machines.phases import provisioning_request_phase, workload_phase
+from kueue_provreq.machines.phases import provisioning_request_phase
 from kueue_provreq.world import World
 
 # --- reading a world ---------------------------------------------------------------------------
@@ -98,22 +91,6 @@ def _checks_with_requests(world: World) -> Iterator[
 
 
 # --- state invariants ------------------------------------------------------------------------------
-
-
-@state_invariant()
-def states_are_declared(world: World, ctx: CheckContext) -> list[str]:
-    """Every object is in a state of its declared machine (``machines.declarations``): the
-    workload phase, each admission check state and each ProvisioningRequest phase."""
-    out = []
-    for wl in workloads(world):
-        if workload_phase(wl) not in WORKLOAD_MACHINE.states:
-            out.append(f"{name(wl)}: phase {workload_phase(wl)!r} undeclared")
-        out.extend(f"{name(wl)}: check {s.name} in undeclared state {s.state!r}"
-                   for s in wl.status.admission_checks if s.state not in ADMISSION_CHECK_MACHINE.states)
-    out.extend(f"request {pr.metadata.name}: undeclared phase {provisioning_request_phase(pr)!r}"
-               for pr in provisioning_requests(world)
-               if provisioning_request_phase(pr) not in PROVISIONING_REQUEST_MACHINE.states)
-    return out
 
 
 _DEAD = requests.ENDING_PHASES
@@ -356,70 +333,6 @@ def no_stuck_workload(world: World, ctx: CheckContext) -> list[str]:
 
 
 # --- transition invariants ---------------------------------------------------------------------------
-
-
-def _reachable(machine: MachineTable[Any, Any]) -> dict[str, frozenset[str]]:
-    out = {}
-    for s in machine.states:
-        seen, todo = {s}, [s]
-        while todo:
-            x = todo.pop()
-            for e in machine.edges:
-                if e.source == x and e.target not in seen:
-                    seen.add(e.target)
-                    todo.append(e.target)
-        out[s] = frozenset(seen)
-    return out
-
-
-_REACH = {m.name: _reachable(m) for m in (WORKLOAD_MACHINE, ADMISSION_CHECK_MACHINE, PROVISIONING_REQUEST_MACHINE)}
-
-
-def _by_uid(objs: Iterable[KubeObject]) -> dict[str, KubeObject]:
-    return {o.metadata.uid: o for o in objs}
-
-
-@step_invariant()
-def transitions_are_declared(before: Snapshot, after: World, ctx: CheckContext) -> list[str]:
-    """Every change of a workload phase, a check state or a request phase is a path of declared
-    transitions (a step may chain several), and new objects start where their machine can start
-    (``machines.declarations``; the engine refuses single undeclared changes as they happen)."""
-    old = _by_uid(before)
-    out = []
-    for new in after:
-        prev = old.get(new.metadata.uid)
-        if isinstance(new, Workload):
-            p_old = workload_phase(prev) if isinstance(prev, Workload) else WORKLOAD_MACHINE.initial
-            p_new = workload_phase(new)
-            if prev is not None and p_new not in _REACH["workload"][p_old]:
-                out.append(f"{name(new)}: {p_old} -> {p_new}")
-            states = {s.name: s.state for s in prev.status.admission_checks} if isinstance(prev, Workload) else {}
-            for s in new.status.admission_checks:
-                src = states.get(s.name, ADMISSION_CHECK_MACHINE.initial)
-                if s.state not in _REACH["admissioncheck"][src]:
-                    out.append(f"{name(new)} check {s.name}: {src} -> {s.state}")
-        elif isinstance(new, ProvisioningRequest):
-            src = provisioning_request_phase(prev) if isinstance(prev, ProvisioningRequest) else RequestPhase.NEW
-            dst = provisioning_request_phase(new)
-            if dst not in _REACH["provisioningrequest"][src]:
-                out.append(f"request {new.metadata.name}: {src} -> {dst}")
-    return out
-
-
-@step_invariant()
-def finished_is_final(before: Snapshot, after: World, ctx: CheckContext) -> list[str]:
-    """A finished workload never changes state again: Finished has no outgoing transition and no
-    controller touches a finished workload's checks (AR A.5: finished workloads return first)."""
-    out = []
-    for prev in workloads(before):
-        if not prev.is_finished():
-            continue
-        now = after.get(c.WORKLOAD, prev.metadata.namespace, prev.metadata.name)
-        if not isinstance(now, Workload) or now.metadata.uid != prev.metadata.uid:
-            continue
-        if not now.is_finished() or now.status.admission_checks != prev.status.admission_checks:
-            out.append(f"finished {name(prev)} changed: phase {workload_phase(now)}")
-    return out
 
 
 @step_invariant()
@@ -695,6 +608,6 @@ def no_early_requeue(before: Snapshot, after: World, ctx: CheckContext) -> list[
     return out
 
 
-__all__ = ["admission_matches_reservation", "admitted_only_with_quota", "cluster_queue_within_nominal_quota",
+__all__ = ["states_are_declared", "transitions_are_declared", "finished_is_final", "admission_matches_reservation", "admitted_only_with_quota", "cluster_queue_within_nominal_quota",
            "admitted_only_with_ready_checks", "CURRENT", "CheckContext", "Invariant", "PRE_KEP_3258", "STATE_INVARIANTS", "STEP_INVARIANTS",
            "Snapshot", "attempt_of", "check_state", "check_step", "nominal_retry_delay", "requests_of"]

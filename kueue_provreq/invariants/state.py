@@ -15,6 +15,7 @@ from kueue_provreq.api import constants as c
 from kueue_provreq.api.queues import ClusterQueue
 from kueue_provreq.invariants.reading import name, workloads
 from kueue_provreq.invariants.registry import CheckContext, state_invariant
+from kueue_provreq.machines import ADMISSION_CHECK_MACHINE
 from kueue_provreq.world import World
 
 
@@ -65,3 +66,12 @@ def cluster_queue_within_nominal_quota(world: World, ctx: CheckContext) -> list[
         if used > nominal:
             out.append(f"ClusterQueue {cq_name} uses {used} {res} of flavor {flavor!r}, nominal {nominal}")
     return out
+
+
+@state_invariant()
+def states_are_declared(world: World, ctx: CheckContext) -> list[str]:
+    """Every admission check state is a state of the declared admission-check machine
+    (``machines.declarations``; KEP-993: Pending, Ready, Retry, Rejected)."""
+    return [f"{name(wl)}: check {s.name} in undeclared state {s.state!r}"
+            for wl in workloads(world) for s in wl.status.admission_checks
+            if s.state not in ADMISSION_CHECK_MACHINE.states]

@@ -11,15 +11,71 @@ section of ``kueue-provisioning-controller.md`` (PC), of ``kueue-admission-and-r
 
 from __future__ import annotations
 
+from typing import Any
+
 from kueue_provreq.api import constants as c
+from kueue_provreq.api.provisioning import ProvisioningRequest
 from kueue_provreq.api.queues import ClusterQueue
+from kueue_provreq.api.workload import Workload
 from kueue_provreq.invariants.reading import (
     name,
     workloads,
     workloads_by_uid,
 )
 from kueue_provreq.invariants.registry import CheckContext, Snapshot, step_invariant
+from kueue_provreq.machines import (
+    ADMISSION_CHECK_MACHINE,
+    PROVISIONING_REQUEST_MACHINE,
+    WORKLOAD_MACHINE,
+    MachineTable,
+    RequestPhase,
+)
+from kueue_provreq.machines.phases import provisioning_request_phase, workload_phase
 from kueue_provreq.world import World
+
+
+def _reachable(machine: MachineTable[Any, Any]) -> dict[str, frozenset[str]]:
+    """For each state, every state some path of declared edges leads to, itself included."""
+    reach = {s: {s} for s in machine.states}
+    grown = True
+    while grown:
+        grown = False
+        for e in machine.edges:
+            if e.target is not None and not reach[e.target] <= reach[e.source]:
+                reach[e.source] |= reach[e.target]
+                grown = True
+    return {s: frozenset(r) for s, r in reach.items()}
+
+
+_REACH = {m.name: _reachable(m) for m in (WORKLOAD_MACHINE, ADMISSION_CHECK_MACHINE, PROVISIONING_REQUEST_MACHINE)}
+
+
+@step_invariant()
+def transitions_are_declared(before: Snapshot, after: World, ctx: CheckContext) -> list[str]:
+    """Every change of a workload phase, a check state or a request phase in a step is a path of
+    declared transitions (a step may chain several), and new checks and requests start where
+    their machine can start (``machines.declarations``)."""
+    old = {o.metadata.uid: o for o in before}
+    out = []
+    for new in after:
+        prev = old.get(new.metadata.uid)
+        if isinstance(new, Workload):
+            p_old = workload_phase(prev) if isinstance(prev, Workload) else WORKLOAD_MACHINE.initial
+            p_new = workload_phase(new)
+            if prev is not None and p_new not in _REACH["workload"][p_old]:
+                out.append(f"{name(new)}: {p_old} -> {p_new}")
+            states = {s.name: s.state for s in prev.status.admission_checks} if isinstance(prev, Workload) else {}
+            for s in new.status.admission_checks:
+                src = states.get(s.name, ADMISSION_CHECK_MACHINE.initial)
+                reach = _REACH["admissioncheck"].get(src)
+                if reach is not None and s.state not in reach:  # an undeclared src: states_are_declared
+                    out.append(f"{name(new)} check {s.name}: {src} -> {s.state}")
+        elif isinstance(new, ProvisioningRequest):
+            src = provisioning_request_phase(prev) if isinstance(prev, ProvisioningRequest) else RequestPhase.NEW
+            dst = provisioning_request_phase(new)
+            if dst not in _REACH["provisioningrequest"][src]:
+                out.append(f"request {new.metadata.name}: {src} -> {dst}")
+    return out
 
 
 @step_invariant()
@@ -45,4 +101,20 @@ def admitted_only_with_ready_checks(before: Snapshot, after: World, ctx: CheckCo
         if not wl.has_quota_reservation() or not_ready or missing:
             out.append(f"{name(wl)} admitted with quota={wl.has_quota_reservation()}, "
                        f"checks not Ready {not_ready}, missing {missing}")
+    return out
+
+
+@step_invariant()
+def finished_is_final(before: Snapshot, after: World, ctx: CheckContext) -> list[str]:
+    """A finished workload never changes state again: Finished has no outgoing transition and no
+    controller touches a finished workload's checks (AR A.5: finished workloads return first)."""
+    out = []
+    for prev in workloads(before):
+        if not prev.is_finished():
+            continue
+        now = after.get(c.WORKLOAD, prev.metadata.namespace, prev.metadata.name)
+        if not isinstance(now, Workload) or now.metadata.uid != prev.metadata.uid:
+            continue
+        if not now.is_finished() or now.status.admission_checks != prev.status.admission_checks:
+            out.append(f"finished {name(prev)} changed: phase {workload_phase(now)}")
     return out
