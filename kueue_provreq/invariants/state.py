@@ -12,10 +12,16 @@ from __future__ import annotations
 from decimal import Decimal
 
 from kueue_provreq.api import constants as c
+from kueue_provreq.api.provisioning import PodTemplate, ProvisioningRequest
 from kueue_provreq.api.queues import ClusterQueue
 from kueue_provreq.invariants.reading import name, workloads
 from kueue_provreq.invariants.registry import CheckContext, state_invariant
+from kueue_provreq.invariants.upstream import (
+    requests_of,
+)
 from kueue_provreq.machines import ADMISSION_CHECK_MACHINE
+from kueue_provreq.machines.phases import provisioning_request_phase
+from kueue_provreq.machines.requests import ENDING_PHASES
 from kueue_provreq.world import World
 
 
@@ -75,3 +81,63 @@ def states_are_declared(world: World, ctx: CheckContext) -> list[str]:
     return [f"{name(wl)}: check {s.name} in undeclared state {s.state!r}"
             for wl in workloads(world) for s in wl.status.admission_checks
             if s.state not in ADMISSION_CHECK_MACHINE.states]
+
+
+@state_invariant()
+def one_live_request_per_check(world: World, ctx: CheckContext) -> list[str]:
+    """At most one ProvisioningRequest per (workload, check) is live (not Failed or
+    BookingExpired): a new attempt is created only for a failed or expired one, and unused requests
+    are deleted before anything is created (PC §1.6, §1.7)."""
+    out = []
+    for wl in workloads(world):
+        for s in wl.status.admission_checks:
+            live = [pr.metadata.name for _, pr in requests_of(world, wl, s.name)
+                    if provisioning_request_phase(pr) not in ENDING_PHASES]
+            if len(live) > 1:
+                out.append(f"{name(wl)} check {s.name}: live requests {live}")
+    return out
+
+
+@state_invariant()
+def requests_and_templates_owned(world: World, ctx: CheckContext) -> list[str]:
+    """Every ProvisioningRequest is controlled by an existing Workload and every PodTemplate by an
+    existing ProvisioningRequest or Workload (PC §1.7: controller refs, ownership transfer), so
+    deleting a workload garbage-collects every request and template made for it."""
+    uids = {o.metadata.uid: o for o in world}
+    out = []
+    for o in world:
+        if not isinstance(o, (ProvisioningRequest, PodTemplate)):
+            continue
+        ref = o.metadata.controller_ref()
+        owner = uids.get(ref.uid) if ref is not None else None
+        kinds = (c.WORKLOAD,) if isinstance(o, ProvisioningRequest) else (c.WORKLOAD, c.PROVISIONING_REQUEST)
+        if owner is None or owner.KIND not in kinds or owner.metadata.name != (ref.name if ref else ""):
+            out.append(f"{o.KIND} {o.metadata.namespace}/{o.metadata.name} has no live controlling owner")
+    return out
+
+
+@state_invariant("settled")
+def single_request_per_check(world: World, ctx: CheckContext) -> list[str]:
+    """Once settled, a (workload, check) has at most one ProvisioningRequest: older attempts and
+    requests out of sync with the config are deleted (PC §1.6)."""
+    out = []
+    for wl in workloads(world):
+        for s in wl.status.admission_checks:
+            prs = [pr.metadata.name for _, pr in requests_of(world, wl, s.name)]
+            if len(prs) > 1:
+                out.append(f"{name(wl)} check {s.name}: requests {prs}")
+    return out
+
+
+@state_invariant("settled")
+def finished_has_no_requests(world: World, ctx: CheckContext) -> list[str]:
+    """A finished workload owns no ProvisioningRequest once the provisioning controller has seen it
+    (PC §1.2, §1.12: Finished=True deletes every owned request)."""
+    out = []
+    for wl in workloads(world):
+        if wl.is_finished():
+            prs = [pr.metadata.name for pr in world.owned_by_name(c.PROVISIONING_REQUEST,
+                                                                  wl.metadata.namespace, wl.metadata.name)]
+            if prs:
+                out.append(f"finished {name(wl)} still owns {prs}")
+    return out
