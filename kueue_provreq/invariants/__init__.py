@@ -22,13 +22,10 @@ mirrored by the check meant to catch it.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.meta import find_condition
 from kueue_provreq.api.provisioning import (
     ProvisioningRequest,
-    RetryStrategy,
 )
 from kueue_provreq.api.workload import AdmissionCheckState, Workload
 from kueue_provreq.invariants.reading import (
@@ -37,6 +34,7 @@ from kueue_provreq.invariants.reading import (
     evicted_reason,
     name,
     workloads,
+    workloads_by_uid,
 )
 from kueue_provreq.invariants.registry import (
     CURRENT,
@@ -54,62 +52,41 @@ from kueue_provreq.invariants.registry import (
 from kueue_provreq.invariants.state import (
     admission_matches_reservation,
     admitted_only_with_quota,
+    attempts_within_backoff_limit,
     cluster_queue_within_nominal_quota,
+    finished_has_no_requests,
+    keep_quota_never_evicts_for_retry,
+    no_stuck_workload,
+    one_live_request_per_check,
+    requests_and_templates_owned,
+    retry_delay_is_exponential,
+    retry_not_overdue,
+    single_request_per_check,
     states_are_declared,
 )
-from kueue_provreq.invariants.step import admitted_only_with_ready_checks, finished_is_final, transitions_are_declared
+from kueue_provreq.invariants.step import (
+    admitted_only_with_ready_checks,
+    finished_is_final,
+    no_early_requeue,
+    transitions_are_declared,
+)
 from kueue_provreq.invariants.upstream import (
     attempt_of,
     eviction_count,
     nominal_retry_delay,
     requests_of,
-    retry_deadline,
     retry_strategy,
     waited_for_another_request,
-    waits_for_another_request,
 )
 from kueue_provreq.machines import (
     requests,
 )
-from kueue_provreq.machines.phases import provisioning_request_phase
 from kueue_provreq.world import World
 
 # --- reading a world ---------------------------------------------------------------------------
 
 
-def _checks_with_requests(world: World) -> Iterator[
-        tuple[Workload, AdmissionCheckState, RetryStrategy, list[tuple[int, ProvisioningRequest]]]]:
-    """Each provisioning check with a config and at least one request, with its retry strategy
-    and its requests by attempt (oldest first)."""
-    for wl in workloads(world):
-        for s in wl.status.admission_checks:
-            rs = retry_strategy(world, s.name)
-            prs = requests_of(world, wl, s.name)
-            if rs is not None and prs:
-                yield wl, s, rs, prs
-
-
 # --- state invariants ------------------------------------------------------------------------------
-
-
-_DEAD = requests.ENDING_PHASES
-"""The phases of a request whose attempt is over (``machines.requests``)."""
-
-
-@state_invariant()
-def keep_quota_never_evicts_for_retry(world: World, ctx: CheckContext) -> list[str]:
-    """Under KeepQuotaForProvReqRetry a failed attempt keeps the check Pending and the quota (the
-    ``keep_quota`` guard of ``request_failed``; PC §5 v0.9): no check is ever in Retry and no
-    workload is evicted for an admission check."""
-    if not ctx.keep_quota or not ctx.current:
-        return []
-    out: list[str] = []
-    for wl in workloads(world):
-        out.extend(f"{name(wl)}: check {s.name} in Retry under KeepQuotaForProvReqRetry"
-                   for s in wl.status.admission_checks if s.state == c.CHECK_RETRY)
-        if evicted_reason(wl) == c.REASON_ADMISSION_CHECK:
-            out.append(f"{name(wl)} evicted for an admission check under KeepQuotaForProvReqRetry")
-    return out
 
 
 @state_invariant()
@@ -125,76 +102,6 @@ def pods_ready_count_within_limit(world: World, ctx: CheckContext) -> list[str]:
     return [f"{name(wl)}: requeueState.count {wl.status.requeue_state.count} > limit {limit}"
             for wl in workloads(world)
             if wl.status.requeue_state is not None and (wl.status.requeue_state.count or 0) > limit]
-
-
-@state_invariant("settled")
-def retry_delay_is_exponential(world: World, ctx: CheckContext) -> list[str]:
-    """A check in Retry asks for ``requeueAfterSeconds = min(base*2^(n-1), max)`` with
-    ``n = retryCount+1``, the first step uncapped, to the second (the jitter is below 1e-4 and is
-    truncated away below 10000 s) -- PC §1.13, KEP-3258.  Recomputed on every reconcile while the
-    failed request exists, so it holds once the provisioning controller has seen the current config
-    -- unless another provisioning check of the workload needs a request and has none: then
-    syncCheckStates returns before writing any state (PC §1.9, C:602-605) and the check keeps
-    the delay of the retryStrategy it entered Retry with (found by the 10,000-example run, after
-    a retryStrategy change; ``waits_for_another_request``)."""
-    if not ctx.current:
-        return []
-    out = []
-    for wl, s, rs, prs in _checks_with_requests(world):
-        if s.state != c.CHECK_RETRY or s.requeue_after_seconds is None or \
-                provisioning_request_phase(prs[-1][1]) not in _DEAD:
-            continue  # without its failed request the check is not re-evaluated (PC §1.14)
-        if waits_for_another_request(world, wl, s.name):
-            continue
-        want = nominal_retry_delay((s.retry_count or 0) + 1, rs.backoff_base_seconds, rs.backoff_max_seconds)
-        if want < 10_000 and s.requeue_after_seconds != want:
-            out.append(f"{name(wl)} check {s.name}: requeueAfterSeconds {s.requeue_after_seconds}, "
-                       f"want {want} (attempt {(s.retry_count or 0) + 1})")
-    return out
-
-
-@state_invariant("settled")
-def retry_not_overdue(world: World, ctx: CheckContext) -> list[str]:
-    """Once ``lastTransitionTime + requeueAfterSeconds`` of a Retry check has passed, a workload
-    holding quota is evicted (AR A.7, as coded: the workload controller waits for ``requeueAt``,
-    then ``reconcileCheckBasedEviction`` evicts) -- the delay is honoured to the second, not later."""
-    if not ctx.retry_releases_quota:
-        return []
-    out = []
-    for wl in workloads(world):
-        if not wl.has_quota_reservation() or wl.is_evicted() or wl.is_finished():
-            continue
-        rs = wl.status.requeue_state
-        if rs is not None and rs.requeue_at is not None and rs.requeue_at > ctx.now:
-            continue  # requeueAt only moves forward: a delay shortened by a config change still waits
-        for s in wl.status.admission_checks:
-            due = retry_deadline(s)
-            if s.state == c.CHECK_RETRY and (due is None or due <= ctx.now):
-                out.append(f"{name(wl)} still holds quota with check {s.name} in Retry due at {due}")
-    return out
-
-
-@state_invariant("settled")
-def attempts_within_backoff_limit(world: World, ctx: CheckContext) -> list[str]:
-    """A check is in Retry only for attempts up to ``backoffLimitCount`` and is Rejected for a
-    failed or expired attempt only beyond it (PC §1.9, §1.13: the failure of attempt limit+1
-    rejects).  A Retry or Rejected decided under an earlier limit stays while another provisioning
-    check of the workload needs a request and has none, since syncCheckStates then returns before
-    writing any state (PC §1.9, C:602-605; found by the 10,000-example run, both ways, after
-    retryStrategy changes; ``waits_for_another_request``)."""
-    if not ctx.current:
-        return []
-    out = []
-    for wl, s, rs, prs in _checks_with_requests(world):
-        n, pr = prs[-1]
-        phase = provisioning_request_phase(pr)
-        if s.state in (c.CHECK_RETRY, c.CHECK_REJECTED) and waits_for_another_request(world, wl, s.name):
-            continue
-        if s.state == c.CHECK_RETRY and n > rs.backoff_limit_count:
-            out.append(f"{name(wl)} check {s.name}: Retry for attempt {n} > limit {rs.backoff_limit_count}")
-        if s.state == c.CHECK_REJECTED and phase in _DEAD and n <= rs.backoff_limit_count:
-            out.append(f"{name(wl)} check {s.name}: Rejected at attempt {n} <= limit {rs.backoff_limit_count}")
-    return out
 
 
 @state_invariant("settled")
@@ -255,22 +162,6 @@ def pods_ready_timeout_enforced(world: World, ctx: CheckContext) -> list[str]:
     return out
 
 
-@state_invariant("quiescent")
-def no_stuck_workload(world: World, ctx: CheckContext) -> list[str]:
-    """Once nothing is scheduled any more, no active, unfinished workload waits without quota
-    while a check is Retry or Rejected: the scheduler never reserves quota for such a workload
-    ("The workload has failed admission checks") and the workload controller only acts on checks of
-    workloads holding quota, so it would wait forever (KEP-3258, "Race Condition Between Admission
-    Check Updates and Workload Eviction"; Kueue issues #3322, #3543)."""
-    out: list[str] = []
-    for wl in workloads(world):
-        if wl.is_finished() or not wl.is_active or wl.has_quota_reservation():
-            continue
-        out.extend(f"{name(wl)} has no quota and check {s.name} stays {s.state}"
-                   for s in wl.status.admission_checks if s.state in (c.CHECK_RETRY, c.CHECK_REJECTED))
-    return out
-
-
 # --- transition invariants ---------------------------------------------------------------------------
 
 
@@ -299,7 +190,7 @@ def attempts_never_decrease(before: Snapshot, after: World, ctx: CheckContext) -
     (C:284-288) names the attempt ``retryCount+1`` again: "created attempt 1 after [2],
     retryCount None", found by the 10,000-example run.  See ``_numbering_restarted`` for the
     exact conditions; any other decrease is still reported."""
-    old_wls = {o.metadata.uid: o for o in workloads(before)}
+    old_wls = workloads_by_uid(before)
     out = []
     for pr in created_requests(before, after):
         wl = controlling_workload(after, pr)
@@ -367,7 +258,7 @@ def retry_moves_the_quota(before: Snapshot, after: World, ctx: CheckContext) -> 
     (found by the 10,000-example run; ``_no_quota_to_keep``)."""
     if not ctx.current:
         return []
-    old_wls = {o.metadata.uid: o for o in workloads(before)}
+    old_wls = workloads_by_uid(before)
     out = []
     for pr in created_requests(before, after):
         wl = controlling_workload(after, pr)
@@ -424,7 +315,7 @@ def no_request_after_rejection(before: Snapshot, after: World, ctx: CheckContext
     larger limit.  Upstream's own exception: while another provisioning check has no request,
     syncCheckStates writes nothing, the failed check stays Pending and PC §1.7 creates the next
     attempt whatever the limit (found by the 10,000-example run; ``waited_for_another_request``)."""
-    old = {o.metadata.uid: o for o in workloads(before)}
+    old = workloads_by_uid(before)
     out = []
     for pr in created_requests(before, after):
         wl = controlling_workload(after, pr)
@@ -464,7 +355,7 @@ def rejection_deactivates(before: Snapshot, after: World, ctx: CheckContext) -> 
     wait has none yet, and the inactive branch then evicts as for a manual deactivation (AR A.7,
     A.8 step 3) -- found by the 10,000-example run.  Exempt exactly then: the check was already
     Rejected on an active workload without DeactivationTarget when the step began."""
-    old = {o.metadata.uid: o for o in workloads(before)}
+    old = workloads_by_uid(before)
     out = []
     for wl in workloads(after):
         prev = old.get(wl.metadata.uid)
@@ -506,7 +397,7 @@ def pods_ready_limit_deactivates(before: Snapshot, after: World, ctx: CheckConte
     ``requeueState`` (AR B.3-B.4, KEP-1282)."""
     w = ctx.config.wait_for_pods_ready
     limit = w.requeuing_strategy.backoff_limit_count if w else None
-    old = {o.metadata.uid: o for o in workloads(before)}
+    old = workloads_by_uid(before)
     out = []
     for wl in workloads(after):
         prev = old.get(wl.metadata.uid)
@@ -524,29 +415,4 @@ def pods_ready_limit_deactivates(before: Snapshot, after: World, ctx: CheckConte
     return out
 
 
-@step_invariant()
-def no_early_requeue(before: Snapshot, after: World, ctx: CheckContext) -> list[str]:
-    """A workload in backoff gets quota again no earlier than ``requeueState.requeueAt``, and an
-    admission check eviction happens no earlier than the Retry deadline recorded there (AR A.7,
-    B.5: ``backoffWaitingTimeExpired``) -- the retry delay is honoured to the second, not sooner."""
-    old = {o.metadata.uid: o for o in workloads(before)}
-    out = []
-    for wl in workloads(after):
-        prev = old.get(wl.metadata.uid)
-        if prev is None:
-            continue
-        rs = prev.status.requeue_state
-        at = rs.requeue_at if rs is not None else None
-        if wl.has_quota_reservation() and not prev.has_quota_reservation() and at is not None and ctx.now < at:
-            out.append(f"{name(wl)} got quota at {ctx.now}, before requeueAt {at}")
-        if ctx.retry_releases_quota and evicted_reason(wl) == c.REASON_ADMISSION_CHECK and \
-                evicted_reason(prev) != c.REASON_ADMISSION_CHECK:
-            dues = [t for t in map(retry_deadline, prev.status.admission_checks) if t is not None]
-            if dues and ctx.now < max(dues):
-                out.append(f"{name(wl)} evicted at {ctx.now}, before its Retry deadline {max(dues)}")
-    return out
-
-
-__all__ = ["one_live_request_per_check", "requests_and_templates_owned", "single_request_per_check", "finished_has_no_requests", "states_are_declared", "transitions_are_declared", "finished_is_final", "admission_matches_reservation", "admitted_only_with_quota", "cluster_queue_within_nominal_quota",
-           "admitted_only_with_ready_checks", "CURRENT", "CheckContext", "Invariant", "PRE_KEP_3258", "STATE_INVARIANTS", "STEP_INVARIANTS",
-           "Snapshot", "attempt_of", "check_state", "check_step", "nominal_retry_delay", "requests_of"]
+__all__ = ["CURRENT", "CheckContext", "Invariant", "PRE_KEP_3258", "STATE_INVARIANTS", "STEP_INVARIANTS", "Snapshot", "attempt_of", "check_state", "check_step", "nominal_retry_delay", "requests_of", "admission_matches_reservation", "admitted_only_with_quota", "attempts_within_backoff_limit", "cluster_queue_within_nominal_quota", "finished_has_no_requests", "keep_quota_never_evicts_for_retry", "no_stuck_workload", "one_live_request_per_check", "requests_and_templates_owned", "retry_delay_is_exponential", "retry_not_overdue", "single_request_per_check", "states_are_declared", "admitted_only_with_ready_checks", "finished_is_final", "no_early_requeue", "transitions_are_declared"]

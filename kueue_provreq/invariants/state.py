@@ -9,20 +9,38 @@ states the rule and the upstream source it encodes: a section of
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from decimal import Decimal
 
 from kueue_provreq.api import constants as c
-from kueue_provreq.api.provisioning import PodTemplate, ProvisioningRequest
+from kueue_provreq.api.provisioning import PodTemplate, ProvisioningRequest, RetryStrategy
 from kueue_provreq.api.queues import ClusterQueue
-from kueue_provreq.invariants.reading import name, workloads
+from kueue_provreq.api.workload import AdmissionCheckState, Workload
+from kueue_provreq.invariants.reading import evicted_reason, name, workloads
 from kueue_provreq.invariants.registry import CheckContext, state_invariant
 from kueue_provreq.invariants.upstream import (
+    nominal_retry_delay,
     requests_of,
+    retry_deadline,
+    retry_strategy,
+    waits_for_another_request,
 )
 from kueue_provreq.machines import ADMISSION_CHECK_MACHINE
 from kueue_provreq.machines.phases import provisioning_request_phase
 from kueue_provreq.machines.requests import ENDING_PHASES
 from kueue_provreq.world import World
+
+
+def _checks_with_requests(world: World) -> Iterator[
+        tuple[Workload, AdmissionCheckState, RetryStrategy, list[tuple[int, ProvisioningRequest]]]]:
+    """Each check with a config and at least one request, with its retryStrategy and its
+    requests by attempt, oldest first."""
+    for wl in workloads(world):
+        for s in wl.status.admission_checks:
+            rs = retry_strategy(world, s.name)
+            prs = requests_of(world, wl, s.name)
+            if rs is not None and prs:
+                yield wl, s, rs, prs
 
 
 @state_invariant()
@@ -116,6 +134,76 @@ def requests_and_templates_owned(world: World, ctx: CheckContext) -> list[str]:
     return out
 
 
+@state_invariant()
+def keep_quota_never_evicts_for_retry(world: World, ctx: CheckContext) -> list[str]:
+    """Under KeepQuotaForProvReqRetry a failed attempt keeps the check Pending and the quota (the
+    ``keep_quota`` guard of ``request_failed``; PC §5 v0.9): no check is ever in Retry and no
+    workload is evicted for an admission check."""
+    if not ctx.keep_quota or not ctx.current:
+        return []
+    out: list[str] = []
+    for wl in workloads(world):
+        out.extend(f"{name(wl)}: check {s.name} in Retry under KeepQuotaForProvReqRetry"
+                   for s in wl.status.admission_checks if s.state == c.CHECK_RETRY)
+        if evicted_reason(wl) == c.REASON_ADMISSION_CHECK:
+            out.append(f"{name(wl)} evicted for an admission check under KeepQuotaForProvReqRetry")
+    return out
+
+
+@state_invariant("settled")
+def retry_delay_is_exponential(world: World, ctx: CheckContext) -> list[str]:
+    """A check in Retry asks for ``requeueAfterSeconds = min(base*2^(n-1), max)`` with
+    ``n = retryCount+1``, the first step uncapped, to the second (the jitter is below 1e-4 and is
+    truncated away below 10000 s; PC §1.13, KEP-3258).  The delay is recomputed on every
+    reconcile while the failed request exists (PC §1.9), so once settled it follows the current
+    retryStrategy.
+
+    Exemption: while another provisioning check of the workload needs a request and has none in
+    sync with its config, ``syncCheckStates`` returns before writing any state (PC §1.9,
+    C:602-605), and the check keeps the delay it entered Retry with
+    (:func:`~kueue_provreq.invariants.upstream.waits_for_another_request`)."""
+    if not ctx.current:
+        return []
+    out = []
+    for wl, s, rs, prs in _checks_with_requests(world):
+        if s.state != c.CHECK_RETRY or s.requeue_after_seconds is None or \
+                provisioning_request_phase(prs[-1][1]) not in ENDING_PHASES:
+            continue  # without its failed request the check is not re-evaluated (PC §1.14)
+        if waits_for_another_request(world, wl, s.name):
+            continue
+        want = nominal_retry_delay((s.retry_count or 0) + 1, rs.backoff_base_seconds, rs.backoff_max_seconds)
+        if want < 10_000 and s.requeue_after_seconds != want:
+            out.append(f"{name(wl)} check {s.name}: requeueAfterSeconds {s.requeue_after_seconds}, "
+                       f"want {want} (attempt {(s.retry_count or 0) + 1})")
+    return out
+
+
+@state_invariant("settled")
+def retry_not_overdue(world: World, ctx: CheckContext) -> list[str]:
+    """Once ``lastTransitionTime + requeueAfterSeconds`` of a Retry check has passed, a workload
+    holding quota is evicted: the workload controller waits for ``requeueAt``, then
+    ``reconcileCheckBasedEviction`` evicts (AR A.7, as coded).  The delay is honoured to the
+    second, not later.
+
+    Exemption: ``SetRequeueState`` moves ``requeueAt`` forward only (AR A.7), so while the
+    ``requeueAt`` recorded for a longer delay lies ahead, a Retry whose delay a config change
+    shortened still waits for it."""
+    if not ctx.retry_releases_quota:
+        return []
+    out = []
+    for wl in workloads(world):
+        if not wl.has_quota_reservation() or wl.is_evicted() or wl.is_finished():
+            continue
+        rs = wl.status.requeue_state
+        if rs is not None and rs.requeue_at is not None and rs.requeue_at > ctx.now:
+            continue
+        for s in wl.status.admission_checks:
+            due = retry_deadline(s)
+            if s.state == c.CHECK_RETRY and (due is None or due <= ctx.now):
+                out.append(f"{name(wl)} still holds quota with check {s.name} in Retry due at {due}")
+    return out
+
+
 @state_invariant("settled")
 def single_request_per_check(world: World, ctx: CheckContext) -> list[str]:
     """Once settled, a (workload, check) has at most one ProvisioningRequest: older attempts and
@@ -140,4 +228,45 @@ def finished_has_no_requests(world: World, ctx: CheckContext) -> list[str]:
                                                                   wl.metadata.namespace, wl.metadata.name)]
             if prs:
                 out.append(f"finished {name(wl)} still owns {prs}")
+    return out
+
+
+@state_invariant("settled")
+def attempts_within_backoff_limit(world: World, ctx: CheckContext) -> list[str]:
+    """A check is in Retry only for attempts up to ``backoffLimitCount`` and is Rejected for a
+    failed or expired attempt only beyond it (PC §1.9, §1.13: the failure of attempt limit+1
+    rejects).
+
+    Exemption: while another provisioning check of the workload needs a request and has none in
+    sync with its config, ``syncCheckStates`` returns before writing any state (PC §1.9,
+    C:602-605), so a Retry or a Rejected decided under an earlier ``backoffLimitCount`` stays
+    (:func:`~kueue_provreq.invariants.upstream.waits_for_another_request`)."""
+    if not ctx.current:
+        return []
+    out = []
+    for wl, s, rs, prs in _checks_with_requests(world):
+        n, pr = prs[-1]
+        phase = provisioning_request_phase(pr)
+        if s.state in (c.CHECK_RETRY, c.CHECK_REJECTED) and waits_for_another_request(world, wl, s.name):
+            continue
+        if s.state == c.CHECK_RETRY and n > rs.backoff_limit_count:
+            out.append(f"{name(wl)} check {s.name}: Retry for attempt {n} > limit {rs.backoff_limit_count}")
+        if s.state == c.CHECK_REJECTED and phase in ENDING_PHASES and n <= rs.backoff_limit_count:
+            out.append(f"{name(wl)} check {s.name}: Rejected at attempt {n} <= limit {rs.backoff_limit_count}")
+    return out
+
+
+@state_invariant("quiescent")
+def no_stuck_workload(world: World, ctx: CheckContext) -> list[str]:
+    """Once nothing is scheduled any more, no active, unfinished workload waits without quota
+    while a check is Retry or Rejected: the scheduler never reserves quota for such a workload
+    ("The workload has failed admission checks") and the workload controller only acts on checks of
+    workloads holding quota, so it would wait forever (KEP-3258, "Race Condition Between Admission
+    Check Updates and Workload Eviction"; Kueue issues #3322, #3543)."""
+    out: list[str] = []
+    for wl in workloads(world):
+        if wl.is_finished() or not wl.is_active or wl.has_quota_reservation():
+            continue
+        out.extend(f"{name(wl)} has no quota and check {s.name} stays {s.state}"
+                   for s in wl.status.admission_checks if s.state in (c.CHECK_RETRY, c.CHECK_REJECTED))
     return out

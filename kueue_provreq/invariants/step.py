@@ -18,11 +18,15 @@ from kueue_provreq.api.provisioning import ProvisioningRequest
 from kueue_provreq.api.queues import ClusterQueue
 from kueue_provreq.api.workload import Workload
 from kueue_provreq.invariants.reading import (
+    evicted_reason,
     name,
     workloads,
     workloads_by_uid,
 )
 from kueue_provreq.invariants.registry import CheckContext, Snapshot, step_invariant
+from kueue_provreq.invariants.upstream import (
+    retry_deadline,
+)
 from kueue_provreq.machines import (
     ADMISSION_CHECK_MACHINE,
     PROVISIONING_REQUEST_MACHINE,
@@ -117,4 +121,27 @@ def finished_is_final(before: Snapshot, after: World, ctx: CheckContext) -> list
             continue
         if not now.is_finished() or now.status.admission_checks != prev.status.admission_checks:
             out.append(f"finished {name(prev)} changed: phase {workload_phase(now)}")
+    return out
+
+
+@step_invariant()
+def no_early_requeue(before: Snapshot, after: World, ctx: CheckContext) -> list[str]:
+    """A workload in backoff gets quota again no earlier than ``requeueState.requeueAt``, and an
+    admission check eviction happens no earlier than the Retry deadline recorded there (AR A.7,
+    B.5: ``backoffWaitingTimeExpired``) -- the retry delay is honoured to the second, not sooner."""
+    old = workloads_by_uid(before)
+    out = []
+    for wl in workloads(after):
+        prev = old.get(wl.metadata.uid)
+        if prev is None:
+            continue
+        rs = prev.status.requeue_state
+        at = rs.requeue_at if rs is not None else None
+        if wl.has_quota_reservation() and not prev.has_quota_reservation() and at is not None and ctx.now < at:
+            out.append(f"{name(wl)} got quota at {ctx.now}, before requeueAt {at}")
+        if ctx.retry_releases_quota and evicted_reason(wl) == c.REASON_ADMISSION_CHECK and \
+                evicted_reason(prev) != c.REASON_ADMISSION_CHECK:
+            dues = [t for t in map(retry_deadline, prev.status.admission_checks) if t is not None]
+            if dues and ctx.now < max(dues):
+                out.append(f"{name(wl)} evicted at {ctx.now}, before its Retry deadline {max(dues)}")
     return out
