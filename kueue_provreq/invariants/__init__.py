@@ -58,6 +58,8 @@ from kueue_provreq.invariants.state import (
     keep_quota_never_evicts_for_retry,
     no_stuck_workload,
     one_live_request_per_check,
+    pods_ready_count_within_limit,
+    pods_ready_timeout_enforced,
     requests_and_templates_owned,
     retry_delay_is_exponential,
     retry_not_overdue,
@@ -68,6 +70,7 @@ from kueue_provreq.invariants.step import (
     admitted_only_with_ready_checks,
     finished_is_final,
     no_early_requeue,
+    pods_ready_limit_deactivates,
     transitions_are_declared,
 )
 from kueue_provreq.invariants.upstream import (
@@ -87,21 +90,6 @@ from kueue_provreq.world import World
 
 
 # --- state invariants ------------------------------------------------------------------------------
-
-
-@state_invariant()
-def pods_ready_count_within_limit(world: World, ctx: CheckContext) -> list[str]:
-    """``requeueState.count`` counts PodsReady-timeout evictions and never exceeds
-    ``waitForPodsReady.requeuingStrategy.backoffLimitCount``: the timeout that would exceed it
-    deactivates instead (AR B.3, B.4).  Before KEP-3258 the count was shared with admission check
-    retries, so this holds for the current semantics only."""
-    w = ctx.config.wait_for_pods_ready
-    limit = w.requeuing_strategy.backoff_limit_count if w else None
-    if limit is None or not ctx.current:
-        return []
-    return [f"{name(wl)}: requeueState.count {wl.status.requeue_state.count} > limit {limit}"
-            for wl in workloads(world)
-            if wl.status.requeue_state is not None and (wl.status.requeue_state.count or 0) > limit]
 
 
 @state_invariant("settled")
@@ -124,41 +112,6 @@ def rejected_check_deactivates(world: World, ctx: CheckContext) -> list[str]:
                        for s in wl.status.admission_checks if s.state == c.CHECK_REJECTED and not waiting)
         elif wl.has_quota_reservation():
             out.append(f"deactivated {name(wl)} still holds quota")
-    return out
-
-
-@state_invariant("settled")
-def pods_ready_timeout_enforced(world: World, ctx: CheckContext) -> list[str]:
-    """An admitted, active workload whose pods are not ready ``waitForPodsReady.timeout`` after
-    admission is evicted (PodsReadyTimeout) or deactivated (RequeuingLimitExceeded) -- AR B.2-B.4.
-    As coded, the workload controller checks the timeout after its backoff gate, which returns
-    while ``requeueState.requeueAt`` lies ahead (AR A.7, workload_controller.go:536-569, before
-    l.769-797); since KEP-3258 that holds back quota-holding workloads too, so an admitted
-    workload whose check went Retry (``requeueAt`` = the Retry deadline) is not evicted for the
-    timeout before ``requeueAt`` -- found by the 10,000-example run; the invariant allows exactly
-    that wait."""
-    w = ctx.config.wait_for_pods_ready
-    if w is None:
-        return []
-    out = []
-    for wl in workloads(world):
-        adm = wl.condition(c.WORKLOAD_ADMITTED)
-        if (adm is None or adm.status != c.TRUE or adm.last_transition_time is None or wl.is_evicted()
-                or not wl.is_active or wl.is_finished()):
-            continue
-        rs = wl.status.requeue_state
-        if ctx.current and rs is not None and rs.requeue_at is not None and rs.requeue_at > ctx.now:
-            continue  # the backoff gate returns first
-        pr = wl.condition(c.WORKLOAD_PODS_READY)
-        if pr is not None and pr.status == c.TRUE:
-            continue
-        if pr is not None and pr.reason == c.REASON_WAIT_FOR_RECOVERY:
-            limit = w.effective_recovery_timeout
-            since = pr.last_transition_time
-        else:
-            limit, since = w.timeout, adm.last_transition_time
-        if limit is not None and since is not None and ctx.now >= since + limit:
-            out.append(f"{name(wl)}: pods not ready {ctx.now - since}s after admission, timeout {limit}s")
     return out
 
 
@@ -390,29 +343,4 @@ def _rejected_before_the_user_deactivated(prev: Workload | None, checks: list[st
     return all(st is not None and st.state == c.CHECK_REJECTED for st in states)
 
 
-@step_invariant()
-def pods_ready_limit_deactivates(before: Snapshot, after: World, ctx: CheckContext) -> list[str]:
-    """PodsReady timeouts requeue the workload ``backoffLimitCount`` times; the next one
-    deactivates it with Evicted reason ``DeactivatedDueToRequeuingLimitExceeded`` and clears
-    ``requeueState`` (AR B.3-B.4, KEP-1282)."""
-    w = ctx.config.wait_for_pods_ready
-    limit = w.requeuing_strategy.backoff_limit_count if w else None
-    old = workloads_by_uid(before)
-    out = []
-    for wl in workloads(after):
-        prev = old.get(wl.metadata.uid)
-        reason = evicted_reason(wl)
-        if prev is None or reason is None or evicted_reason(prev) == reason:
-            continue
-        count = wl.status.requeue_state.count if wl.status.requeue_state else None
-        if reason == c.REASON_PODS_READY_TIMEOUT and limit is not None and ctx.current \
-                and (count or 0) > limit:
-            out.append(f"{name(wl)} requeued after timeout {count} > limit {limit}")
-        if reason == c.REASON_DEACTIVATED_DUE_TO + c.REASON_REQUEUING_LIMIT_EXCEEDED and \
-                (wl.is_active or wl.status.requeue_state is not None):
-            out.append(f"{name(wl)} over the requeuing limit but active={wl.is_active}, "
-                       f"requeueState={wl.status.requeue_state}")
-    return out
-
-
-__all__ = ["CURRENT", "CheckContext", "Invariant", "PRE_KEP_3258", "STATE_INVARIANTS", "STEP_INVARIANTS", "Snapshot", "attempt_of", "check_state", "check_step", "nominal_retry_delay", "requests_of", "admission_matches_reservation", "admitted_only_with_quota", "attempts_within_backoff_limit", "cluster_queue_within_nominal_quota", "finished_has_no_requests", "keep_quota_never_evicts_for_retry", "no_stuck_workload", "one_live_request_per_check", "requests_and_templates_owned", "retry_delay_is_exponential", "retry_not_overdue", "single_request_per_check", "states_are_declared", "admitted_only_with_ready_checks", "finished_is_final", "no_early_requeue", "transitions_are_declared"]
+__all__ = ["CURRENT", "CheckContext", "Invariant", "PRE_KEP_3258", "STATE_INVARIANTS", "STEP_INVARIANTS", "Snapshot", "attempt_of", "check_state", "check_step", "nominal_retry_delay", "requests_of", "admission_matches_reservation", "admitted_only_with_quota", "attempts_within_backoff_limit", "cluster_queue_within_nominal_quota", "finished_has_no_requests", "keep_quota_never_evicts_for_retry", "no_stuck_workload", "one_live_request_per_check", "pods_ready_count_within_limit", "pods_ready_timeout_enforced", "requests_and_templates_owned", "retry_delay_is_exponential", "retry_not_overdue", "single_request_per_check", "states_are_declared", "admitted_only_with_ready_checks", "finished_is_final", "no_early_requeue", "pods_ready_limit_deactivates", "transitions_are_declared"]

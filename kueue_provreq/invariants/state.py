@@ -150,6 +150,21 @@ def keep_quota_never_evicts_for_retry(world: World, ctx: CheckContext) -> list[s
     return out
 
 
+@state_invariant()
+def pods_ready_count_within_limit(world: World, ctx: CheckContext) -> list[str]:
+    """``requeueState.count`` counts PodsReady-timeout evictions and never exceeds
+    ``waitForPodsReady.requeuingStrategy.backoffLimitCount``: the timeout that would exceed it
+    deactivates instead (AR B.3, B.4).  Before KEP-3258 the count was shared with admission check
+    retries, so this holds for the current semantics only."""
+    w = ctx.config.wait_for_pods_ready
+    limit = w.requeuing_strategy.backoff_limit_count if w else None
+    if limit is None or not ctx.current:
+        return []
+    return [f"{name(wl)}: requeueState.count {wl.status.requeue_state.count} > limit {limit}"
+            for wl in workloads(world)
+            if wl.status.requeue_state is not None and (wl.status.requeue_state.count or 0) > limit]
+
+
 @state_invariant("settled")
 def retry_delay_is_exponential(world: World, ctx: CheckContext) -> list[str]:
     """A check in Retry asks for ``requeueAfterSeconds = min(base*2^(n-1), max)`` with
@@ -253,6 +268,42 @@ def attempts_within_backoff_limit(world: World, ctx: CheckContext) -> list[str]:
             out.append(f"{name(wl)} check {s.name}: Retry for attempt {n} > limit {rs.backoff_limit_count}")
         if s.state == c.CHECK_REJECTED and phase in ENDING_PHASES and n <= rs.backoff_limit_count:
             out.append(f"{name(wl)} check {s.name}: Rejected at attempt {n} <= limit {rs.backoff_limit_count}")
+    return out
+
+
+@state_invariant("settled")
+def pods_ready_timeout_enforced(world: World, ctx: CheckContext) -> list[str]:
+    """An admitted, active workload whose pods are not ready ``waitForPodsReady.timeout`` after
+    admission (``recoveryTimeout`` after a pod failed: PodsReady=False, WaitForRecovery) is
+    evicted (PodsReadyTimeout) or deactivated (RequeuingLimitExceeded) -- AR B.2-B.4.
+
+    Exemption: the workload controller looks at the timeout only after its backoff gate, which
+    returns while ``requeueState.requeueAt`` lies ahead (AR A.5, A.7: workload_controller.go
+    l.536-569 before l.769-797).  Under KEP-3258's semantics the gate holds back a workload
+    holding quota too, so an admitted workload whose check went Retry (``requeueAt`` = the
+    Retry deadline) is not evicted for the timeout before ``requeueAt``."""
+    w = ctx.config.wait_for_pods_ready
+    if w is None:
+        return []
+    out = []
+    for wl in workloads(world):
+        adm = wl.condition(c.WORKLOAD_ADMITTED)
+        if (adm is None or adm.status != c.TRUE or adm.last_transition_time is None or wl.is_evicted()
+                or not wl.is_active or wl.is_finished()):
+            continue
+        rs = wl.status.requeue_state
+        if ctx.current and rs is not None and rs.requeue_at is not None and rs.requeue_at > ctx.now:
+            continue  # the backoff gate returns first
+        pr = wl.condition(c.WORKLOAD_PODS_READY)
+        if pr is not None and pr.status == c.TRUE:
+            continue
+        if pr is not None and pr.reason == c.REASON_WAIT_FOR_RECOVERY:
+            limit = w.effective_recovery_timeout
+            since = pr.last_transition_time
+        else:
+            limit, since = w.timeout, adm.last_transition_time
+        if limit is not None and since is not None and ctx.now >= since + limit:
+            out.append(f"{name(wl)}: pods not ready {ctx.now - since}s after admission, timeout {limit}s")
     return out
 
 

@@ -125,6 +125,31 @@ def finished_is_final(before: Snapshot, after: World, ctx: CheckContext) -> list
 
 
 @step_invariant()
+def pods_ready_limit_deactivates(before: Snapshot, after: World, ctx: CheckContext) -> list[str]:
+    """PodsReady timeouts requeue the workload ``backoffLimitCount`` times; the next one
+    deactivates it with Evicted reason ``DeactivatedDueToRequeuingLimitExceeded`` and clears
+    ``requeueState`` (AR B.3-B.4, KEP-1282)."""
+    w = ctx.config.wait_for_pods_ready
+    limit = w.requeuing_strategy.backoff_limit_count if w else None
+    old = workloads_by_uid(before)
+    out = []
+    for wl in workloads(after):
+        prev = old.get(wl.metadata.uid)
+        reason = evicted_reason(wl)
+        if prev is None or reason is None or evicted_reason(prev) == reason:
+            continue
+        count = wl.status.requeue_state.count if wl.status.requeue_state else None
+        if reason == c.REASON_PODS_READY_TIMEOUT and limit is not None and ctx.current \
+                and (count or 0) > limit:
+            out.append(f"{name(wl)} requeued after timeout {count} > limit {limit}")
+        if reason == c.REASON_DEACTIVATED_DUE_TO + c.REASON_REQUEUING_LIMIT_EXCEEDED and \
+                (wl.is_active or wl.status.requeue_state is not None):
+            out.append(f"{name(wl)} over the requeuing limit but active={wl.is_active}, "
+                       f"requeueState={wl.status.requeue_state}")
+    return out
+
+
+@step_invariant()
 def no_early_requeue(before: Snapshot, after: World, ctx: CheckContext) -> list[str]:
     """A workload in backoff gets quota again no earlier than ``requeueState.requeueAt``, and an
     admission check eviction happens no earlier than the Retry deadline recorded there (AR A.7,
