@@ -33,7 +33,6 @@ from kueue_provreq.invariants.reading import (
     created_requests,
     evicted_reason,
     name,
-    workloads,
     workloads_by_uid,
 )
 from kueue_provreq.invariants.registry import (
@@ -46,7 +45,6 @@ from kueue_provreq.invariants.registry import (
     Snapshot,
     check_state,
     check_step,
-    state_invariant,
     step_invariant,
 )
 from kueue_provreq.invariants.state import (
@@ -60,6 +58,7 @@ from kueue_provreq.invariants.state import (
     one_live_request_per_check,
     pods_ready_count_within_limit,
     pods_ready_timeout_enforced,
+    rejected_check_deactivates,
     requests_and_templates_owned,
     retry_delay_is_exponential,
     retry_not_overdue,
@@ -71,6 +70,7 @@ from kueue_provreq.invariants.step import (
     finished_is_final,
     no_early_requeue,
     pods_ready_limit_deactivates,
+    rejection_deactivates,
     transitions_are_declared,
 )
 from kueue_provreq.invariants.upstream import (
@@ -90,29 +90,6 @@ from kueue_provreq.world import World
 
 
 # --- state invariants ------------------------------------------------------------------------------
-
-
-@state_invariant("settled")
-def rejected_check_deactivates(world: World, ctx: CheckContext) -> list[str]:
-    """A Rejected check never stays on an active workload, and a deactivated workload holds no
-    quota: Rejected sets DeactivationTarget, then ``spec.active=false``, then the eviction
-    (``DeactivatedDueToAdmissionCheck``) resets the check and the job integration releases the
-    quota (AR A.8).  As coded, the workload controller first waits out a ``requeueAt`` an
-    earlier Retry recorded (AR A.7: the backoff gate returns before the check-based eviction),
-    so a check rejected during that delay (CapacityRevoked after BookingExpired) is acted on
-    when the delay ends -- the explorer found this; the invariant allows exactly that wait."""
-    out: list[str] = []
-    for wl in workloads(world):
-        if wl.is_finished():
-            continue
-        rs = wl.status.requeue_state
-        waiting = rs is not None and rs.requeue_at is not None and rs.requeue_at > ctx.now
-        if wl.is_active:
-            out.extend(f"active {name(wl)} keeps check {s.name} Rejected"
-                       for s in wl.status.admission_checks if s.state == c.CHECK_REJECTED and not waiting)
-        elif wl.has_quota_reservation():
-            out.append(f"deactivated {name(wl)} still holds quota")
-    return out
 
 
 # --- transition invariants ---------------------------------------------------------------------------
@@ -292,55 +269,4 @@ def no_request_after_rejection(before: Snapshot, after: World, ctx: CheckContext
     return out
 
 
-_RESET_FROM_REJECTED = c.MSG_RESET_CHECK.format(state=c.CHECK_REJECTED)
-
-
-@step_invariant("settled")
-def rejection_deactivates(before: Snapshot, after: World, ctx: CheckContext) -> list[str]:
-    """When a step rejects a check of a workload holding quota, it ends deactivated
-    (``spec.active=false``) with Evicted reason ``DeactivatedDueToAdmissionCheck``, without quota
-    and without requests (AR A.8, PC §1.12).  The rejection shows in the settled world as the
-    check's "Reset to Pending after eviction. Previously: Rejected" message.
-
-    The Evicted reason is plain ``Deactivated`` when a user deactivates the workload after the
-    rejection but before the workload controller acted on it: the controller sets
-    DeactivationTarget only past its backoff gate, so a check rejected during a Retry's requeueAt
-    wait has none yet, and the inactive branch then evicts as for a manual deactivation (AR A.7,
-    A.8 step 3) -- found by the 10,000-example run.  Exempt exactly then: the check was already
-    Rejected on an active workload without DeactivationTarget when the step began."""
-    old = workloads_by_uid(before)
-    out = []
-    for wl in workloads(after):
-        prev = old.get(wl.metadata.uid)
-        fresh = [s.name for s in wl.status.admission_checks
-                 if s.message == _RESET_FROM_REJECTED and
-                 (prev is None or prev.check_state(s.name) != s)]
-        if not fresh or wl.is_finished():
-            continue
-        reason = evicted_reason(wl)
-        prs = [pr.metadata.name for pr in after.owned_by_name(
-            c.PROVISIONING_REQUEST, wl.metadata.namespace, wl.metadata.name)]
-        want = c.REASON_DEACTIVATED_DUE_TO + c.REASON_ADMISSION_CHECK
-        if reason == c.REASON_DEACTIVATED and _rejected_before_the_user_deactivated(prev, fresh):
-            want = c.REASON_DEACTIVATED
-        if wl.is_active or reason != want or \
-                wl.has_quota_reservation() or (prs and ctx.eviction_deletes_requests):
-            out.append(f"{name(wl)} rejected by {fresh} ended active={wl.is_active}, evicted={reason}, "
-                       f"quota={wl.has_quota_reservation()}, requests={prs}")
-    return out
-
-
-def _rejected_before_the_user_deactivated(prev: Workload | None, checks: list[str]) -> bool:
-    """Whether ``checks`` were all Rejected already, on an active workload the workload controller
-    had not yet marked with DeactivationTarget, when the step began: the deactivation in the step
-    is then the user's (``rejection_deactivates``)."""
-    if prev is None or not prev.is_active:
-        return False
-    target = prev.condition(c.WORKLOAD_DEACTIVATION_TARGET)
-    if target is not None and target.status == c.TRUE:
-        return False
-    states = [prev.check_state(n) for n in checks]
-    return all(st is not None and st.state == c.CHECK_REJECTED for st in states)
-
-
-__all__ = ["CURRENT", "CheckContext", "Invariant", "PRE_KEP_3258", "STATE_INVARIANTS", "STEP_INVARIANTS", "Snapshot", "attempt_of", "check_state", "check_step", "nominal_retry_delay", "requests_of", "admission_matches_reservation", "admitted_only_with_quota", "attempts_within_backoff_limit", "cluster_queue_within_nominal_quota", "finished_has_no_requests", "keep_quota_never_evicts_for_retry", "no_stuck_workload", "one_live_request_per_check", "pods_ready_count_within_limit", "pods_ready_timeout_enforced", "requests_and_templates_owned", "retry_delay_is_exponential", "retry_not_overdue", "single_request_per_check", "states_are_declared", "admitted_only_with_ready_checks", "finished_is_final", "no_early_requeue", "pods_ready_limit_deactivates", "transitions_are_declared"]
+__all__ = ["CURRENT", "CheckContext", "Invariant", "PRE_KEP_3258", "STATE_INVARIANTS", "STEP_INVARIANTS", "Snapshot", "attempt_of", "check_state", "check_step", "nominal_retry_delay", "requests_of", "admission_matches_reservation", "admitted_only_with_quota", "attempts_within_backoff_limit", "cluster_queue_within_nominal_quota", "finished_has_no_requests", "keep_quota_never_evicts_for_retry", "no_stuck_workload", "one_live_request_per_check", "pods_ready_count_within_limit", "pods_ready_timeout_enforced", "rejected_check_deactivates", "requests_and_templates_owned", "retry_delay_is_exponential", "retry_not_overdue", "single_request_per_check", "states_are_declared", "admitted_only_with_ready_checks", "finished_is_final", "no_early_requeue", "pods_ready_limit_deactivates", "rejection_deactivates", "transitions_are_declared"]

@@ -272,6 +272,31 @@ def attempts_within_backoff_limit(world: World, ctx: CheckContext) -> list[str]:
 
 
 @state_invariant("settled")
+def rejected_check_deactivates(world: World, ctx: CheckContext) -> list[str]:
+    """A Rejected check never stays on an active workload, and a deactivated workload holds no
+    quota: Rejected sets DeactivationTarget, then ``spec.active=false``, then the eviction
+    (``DeactivatedDueToAdmissionCheck``) resets the check and the job integration releases the
+    quota (AR A.8).
+
+    Exemption: the workload controller first waits out a ``requeueAt`` an earlier Retry
+    recorded (AR A.7, as coded: the backoff gate returns before the check-based eviction), so a
+    check rejected during that delay (CapacityRevoked after BookingExpired) stays Rejected on
+    the active workload until ``requeueAt``."""
+    out: list[str] = []
+    for wl in workloads(world):
+        if wl.is_finished():
+            continue
+        rs = wl.status.requeue_state
+        waiting = rs is not None and rs.requeue_at is not None and rs.requeue_at > ctx.now
+        if wl.is_active:
+            out.extend(f"active {name(wl)} keeps check {s.name} Rejected"
+                       for s in wl.status.admission_checks if s.state == c.CHECK_REJECTED and not waiting)
+        elif wl.has_quota_reservation():
+            out.append(f"deactivated {name(wl)} still holds quota")
+    return out
+
+
+@state_invariant("settled")
 def pods_ready_timeout_enforced(world: World, ctx: CheckContext) -> list[str]:
     """An admitted, active workload whose pods are not ready ``waitForPodsReady.timeout`` after
     admission (``recoveryTimeout`` after a pod failed: PodsReady=False, WaitForRecovery) is

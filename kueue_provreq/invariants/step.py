@@ -124,6 +124,59 @@ def finished_is_final(before: Snapshot, after: World, ctx: CheckContext) -> list
     return out
 
 
+_RESET_FROM_REJECTED = c.MSG_RESET_CHECK.format(state=c.CHECK_REJECTED)
+
+
+@step_invariant("settled")
+def rejection_deactivates(before: Snapshot, after: World, ctx: CheckContext) -> list[str]:
+    """When a step rejects a check of a workload holding quota, it ends deactivated
+    (``spec.active=false``) with Evicted reason ``DeactivatedDueToAdmissionCheck``, without quota,
+    and without requests where an eviction deletes them (AR A.8, PC §1.12).  The rejection shows
+    in the settled world as the check's "Reset to Pending after eviction. Previously: Rejected"
+    message.
+
+    Exemption: the Evicted reason is plain ``Deactivated`` when a user deactivated the workload
+    after the rejection but before the workload controller acted on it.  The controller sets
+    DeactivationTarget only past its backoff gate, so a check rejected during a Retry's
+    ``requeueAt`` wait has none yet, and the inactive branch then evicts as for a manual
+    deactivation (AR A.7, A.8 step 3).  Exempt exactly when the check was already Rejected, on an
+    active workload without DeactivationTarget, when the step began
+    (:func:`_rejected_before_the_user_deactivated`)."""
+    old = workloads_by_uid(before)
+    out = []
+    for wl in workloads(after):
+        prev = old.get(wl.metadata.uid)
+        fresh = [s.name for s in wl.status.admission_checks
+                 if s.message == _RESET_FROM_REJECTED and
+                 (prev is None or prev.check_state(s.name) != s)]
+        if not fresh or wl.is_finished():
+            continue
+        reason = evicted_reason(wl)
+        prs = [pr.metadata.name for pr in after.owned_by_name(
+            c.PROVISIONING_REQUEST, wl.metadata.namespace, wl.metadata.name)]
+        want = c.REASON_DEACTIVATED_DUE_TO + c.REASON_ADMISSION_CHECK
+        if reason == c.REASON_DEACTIVATED and _rejected_before_the_user_deactivated(prev, fresh):
+            want = c.REASON_DEACTIVATED
+        if wl.is_active or reason != want or \
+                wl.has_quota_reservation() or (prs and ctx.eviction_deletes_requests):
+            out.append(f"{name(wl)} rejected by {fresh} ended active={wl.is_active}, evicted={reason}, "
+                       f"quota={wl.has_quota_reservation()}, requests={prs}")
+    return out
+
+
+def _rejected_before_the_user_deactivated(prev: Workload | None, checks: list[str]) -> bool:
+    """Whether ``checks`` were all Rejected already, on an active workload the workload controller
+    had not yet marked with DeactivationTarget, when the step began: the deactivation in the step
+    is then the user's (:func:`rejection_deactivates`' exemption)."""
+    if prev is None or not prev.is_active:
+        return False
+    target = prev.condition(c.WORKLOAD_DEACTIVATION_TARGET)
+    if target is not None and target.status == c.TRUE:
+        return False
+    states = [prev.check_state(n) for n in checks]
+    return all(st is not None and st.state == c.CHECK_REJECTED for st in states)
+
+
 @step_invariant()
 def pods_ready_limit_deactivates(before: Snapshot, after: World, ctx: CheckContext) -> list[str]:
     """PodsReady timeouts requeue the workload ``backoffLimitCount`` times; the next one
