@@ -489,10 +489,10 @@ def test_a_plain_deactivated_reason_is_still_reported_otherwise(before_the_step:
 
 def test_eviction_count_reads_scheduling_stats() -> None:
     wl = Workload(ObjectMeta(name="w", namespace=NS))
-    assert inv.eviction_count(wl) == 0
+    assert inv.upstream.eviction_count(wl) == 0
     stats = FrozenMap({"evictions": (FrozenMap({"reason": "Preempted", "underlyingCause": "", "count": 2}),
                                      FrozenMap({"reason": "AdmissionCheck", "underlyingCause": "", "count": 1}))})
-    assert inv.eviction_count(wl.with_status(extra=FrozenMap({"schedulingStats": stats}))) == 3
+    assert inv.upstream.eviction_count(wl.with_status(extra=FrozenMap({"schedulingStats": stats}))) == 3
 
 
 def test_a_check_for_some_flavors_forgets_its_retries_with_the_quota() -> None:
@@ -511,7 +511,7 @@ def test_a_check_for_some_flavors_forgets_its_retries_with_the_quota() -> None:
         r.autoscaler(f"wl1-{GPU_CAPACITY}-1", "fail")  # Retry, evicted at once (delay 0), reserved again
         new = r.request(f"wl1-{GPU_CAPACITY}-1")
         state = r.workload().check_state(GPU_CAPACITY)
-        assert inv.eviction_count(r.workload()) == evictions
+        assert inv.upstream.eviction_count(r.workload()) == evictions
         assert new is not None and new.metadata.uid != old.metadata.uid
         assert state is not None and (state.state, state.retry_count) == (c.CHECK_PENDING, None)
     r.autoscaler(f"wl1-{CAPACITY}-1", "fail")
