@@ -12,10 +12,13 @@ Three kinds, one module each:
   ``syncCheckStates``' early return), which the invariants judge by.
 
 :mod:`~kueue_provreq.invariants.registry` holds the registry and the entry points the stateful
-tests, the explorer and anyone replaying a trace call: :func:`check_state` and
-:func:`check_step` run every invariant that applies under a :class:`CheckContext` (the clock,
-the configuration, and whether the controllers have ``settled`` or are ``quiescent``).
-:mod:`~kueue_provreq.invariants.reading` reads worlds for them.
+tests, the explorer and anyone replaying a trace call:
+:func:`~kueue_provreq.invariants.registry.check_state` and
+:func:`~kueue_provreq.invariants.registry.check_step` run every invariant that applies under a
+:class:`~kueue_provreq.invariants.registry.CheckContext` (the clock, the configuration, and
+whether the controllers have ``settled`` or are ``quiescent``).
+:mod:`~kueue_provreq.invariants.reading` reads worlds for them.  Every name callers use is
+importable from this package.
 
 Each invariant's docstring states the rule, the upstream source it encodes (a section of
 ``kueue-provisioning-controller.md``, "PC §x", of ``kueue-admission-and-requeue.md``, "AR x.y",

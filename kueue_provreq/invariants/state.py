@@ -3,8 +3,9 @@
 Each is ``f(world, ctx) -> violations`` and registers itself with
 :func:`~kueue_provreq.invariants.registry.state_invariant`, saying whether it holds in every
 state, once the controllers have settled, or once nothing is scheduled any more.  Its docstring
-states the rule and the upstream source it encodes: a section of
-``kueue-provisioning-controller.md`` (PC), of ``kueue-admission-and-requeue.md`` (AR), or a KEP.
+states the rule, the upstream source it encodes (a section of
+``kueue-provisioning-controller.md``, PC, of ``kueue-admission-and-requeue.md``, AR, or a KEP)
+and the exemptions upstream's code makes.
 """
 
 from __future__ import annotations

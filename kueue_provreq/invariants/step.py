@@ -4,9 +4,9 @@ Each is ``f(before, after, ctx) -> violations`` over one step (``before`` is the
 ``World.snapshot()`` the step started from, ``after`` the world it left) and registers itself
 with :func:`~kueue_provreq.invariants.registry.step_invariant`.  A step may chain several
 reconciles, so these speak of what a step can do, not of single writes (the engine checks
-those as they happen).  Each docstring states the rule and the upstream source it encodes: a
-section of ``kueue-provisioning-controller.md`` (PC), of ``kueue-admission-and-requeue.md``
-(AR), or a KEP.
+those against the machines in verify mode).  Each docstring states the rule, the upstream
+source it encodes (a section of ``kueue-provisioning-controller.md``, PC, of
+``kueue-admission-and-requeue.md``, AR, or a KEP) and the exemptions upstream's code makes.
 """
 
 from __future__ import annotations
