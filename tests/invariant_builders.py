@@ -1,7 +1,8 @@
 """Worlds for the invariant tests: small hand-built ones, and replays through the real engine.
 
 Hand-built worlds hold one ClusterQueue (2 cpu of flavor ``rf``), one ProvisioningRequest check
-``check`` and its config; :func:`workload` and :func:`request` make the objects a case needs.
+``check`` and its config; :func:`workload` and :func:`request` make the objects a case needs, on
+``tests/builders.py``'s clock and builders.
 
 :class:`Replay` drives the stateful tests' machine (``tests/test_stateful.py``) by hand: check
 ``capacity`` applies to every flavor, ``gpu-capacity`` to the GPU flavor only, and every rule
@@ -19,7 +20,7 @@ from kueue_provreq.api import constants as c
 from kueue_provreq.api import naming
 from kueue_provreq.api.config import Configuration, RequeuingStrategy, WaitForPodsReady
 from kueue_provreq.api.frozen import FrozenMap
-from kueue_provreq.api.meta import Condition, ObjectMeta, OwnerReference, Time
+from kueue_provreq.api.meta import Condition, ObjectMeta, OwnerReference
 from kueue_provreq.api.objects import KubeObject
 from kueue_provreq.api.provisioning import (
     PodTemplate,
@@ -43,59 +44,51 @@ from kueue_provreq.api.queues import (
     ResourceGroup,
     ResourceQuota,
 )
-from kueue_provreq.api.workload import (
-    Admission,
-    AdmissionCheckState,
-    PodSet,
-    PodSetAssignment,
-    Workload,
-    WorkloadSpec,
-)
+from kueue_provreq.api.workload import AdmissionCheckState, PodSetAssignment, RequeueState, Workload
 from kueue_provreq.explore.search import autoscaler_step
 from kueue_provreq.world import World
 
+import builders
 import test_stateful as sm
+from builders import NS, at, check_state
 
 # --- hand-built worlds -----------------------------------------------------------------------------
 
-NOW = Time(1_000)
-NS = "default"
+NOW = at(1_000)
 
 
-def cond(type_: str, status: str = c.TRUE, reason: str = "R", at: int = 900) -> Condition:
-    return Condition(type_, status, reason, "", Time(at))
+def cond(type_: str, status: str = c.TRUE, reason: str = "", seconds: float = 900) -> Condition:
+    """A condition set ``seconds`` after ``T0`` (by default shortly before :data:`NOW`)."""
+    return builders.cond(type_, status, reason, at=at(seconds))
 
 
-def workload(name: str = "wl", uid: str = "u-wl", *conds: Condition, checks: tuple[AdmissionCheckState, ...] = (),
-             cpu: int = 1, admitted: bool = True, **status: object) -> Workload:
-    """A workload of one pod set; by default reserved, admitted and running with check ``check``
-    Ready.  ``admitted=False`` leaves ``status.admission`` out even with QuotaReserved=True."""
-    adm = Admission("cq", (PodSetAssignment("main", FrozenMap({"cpu": "rf"}),
-                                            FrozenMap({"cpu": Quantity.parse(cpu)}), 1),))
-    if not conds:
-        conds = (cond(c.WORKLOAD_QUOTA_RESERVED), cond(c.WORKLOAD_ADMITTED), cond(c.WORKLOAD_PODS_READY))
-    wl = Workload(ObjectMeta(name=name, namespace=NS, uid=uid, creation_timestamp=Time(0)),
-                  WorkloadSpec(pod_sets=(PodSet("main"),), queue_name="lq"))
+def workload(name: str = "wl", *conds: Condition, checks: tuple[AdmissionCheckState, ...] = (), cpu: int = 1,
+             admitted: bool = True, requeue_state: RequeueState | None = None) -> Workload:
+    """A workload of one pod set in ClusterQueue ``cq``; by default reserved, admitted and
+    running, with check ``check`` Ready.  ``admitted=False`` leaves ``status.admission`` out even
+    with QuotaReserved=True."""
+    conds = conds or (cond(c.WORKLOAD_QUOTA_RESERVED), cond(c.WORKLOAD_ADMITTED), cond(c.WORKLOAD_PODS_READY))
     reserved = any(x.type == c.WORKLOAD_QUOTA_RESERVED and x.status == c.TRUE for x in conds)
-    return wl.with_status(conditions=conds, admission=adm if (reserved and admitted) else None,
-                          admission_checks=checks or (AdmissionCheckState("check", c.CHECK_READY, Time(900)),),
-                          **status)
+    assignment = PodSetAssignment("main", FrozenMap({"cpu": "rf"}), FrozenMap({"cpu": Quantity.parse(cpu)}), 1)
+    return builders.workload(name, conditions=conds, checks=checks or (READY,), requeue_state=requeue_state,
+                             admission=builders.admission("cq", assignment) if reserved and admitted else None)
 
 
-def request(attempt: int, *conds: Condition, owner: str = "wl", uid: str = "u-wl") -> ProvisioningRequest:
+def request(attempt: int, *conds: Condition, owner: str = "wl") -> ProvisioningRequest:
+    """Attempt ``attempt`` of check ``check`` of workload ``owner``."""
     return ProvisioningRequest(
         ObjectMeta(name=f"{owner}-check-{attempt}", namespace=NS, uid=f"u-pr-{owner}-{attempt}",
-                   owner_references=(OwnerReference(c.KUEUE_V1BETA2, c.WORKLOAD, owner, uid, True),)),
+                   owner_references=(OwnerReference(c.KUEUE_V1BETA2, c.WORKLOAD, owner, f"{owner}-uid", True),)),
         status=ProvisioningRequestStatus(conditions=conds))
 
 
-def template(pr: ProvisioningRequest) -> PodTemplate:
+def pod_template(pr: ProvisioningRequest) -> PodTemplate:
     return PodTemplate(ObjectMeta(name=f"ppt-{pr.metadata.name}-main", namespace=NS, uid=f"u-pt-{pr.metadata.name}",
                                   owner_references=(OwnerReference(c.AUTOSCALING_V1, c.PROVISIONING_REQUEST,
                                                                    pr.metadata.name, pr.metadata.uid, True),)))
 
 
-def base_objects(limit: int = 3) -> list[KubeObject]:
+def base_objects() -> list[KubeObject]:
     return [
         ClusterQueue(ObjectMeta(name="cq", uid="u-cq"), ClusterQueueSpec(
             resource_groups=(ResourceGroup(("cpu",), (FlavorQuotas("rf", (ResourceQuota("cpu", Quantity.parse(2)),)),)),),
@@ -104,14 +97,14 @@ def base_objects(limit: int = 3) -> list[KubeObject]:
             c.PROVISIONING_REQUEST_CONTROLLER_NAME,
             ParametersReference(c.KUEUE_GROUP, c.PROVISIONING_REQUEST_CONFIG, "prc"))),
         ProvisioningRequestConfig(ObjectMeta(name="prc", uid="u-prc"), ProvisioningRequestConfigSpec(
-            c.CLASS_CHECK_CAPACITY, retry_strategy=RetryStrategy(limit, 60, 1800))),
+            c.CLASS_CHECK_CAPACITY, retry_strategy=RetryStrategy(3, 60, 1800))),
     ]
 
 
 def good_world() -> World:
     """A workload admitted through its Provisioned request: every invariant holds."""
     pr = request(1, cond(c.PR_PROVISIONED))
-    return World([*base_objects(), workload(), pr, template(pr)])
+    return World([*base_objects(), workload(), pr, pod_template(pr)])
 
 
 def world_with(*objs: KubeObject) -> World:
@@ -130,13 +123,14 @@ KEEP = inv.CheckContext(now=NOW, config=Configuration(
 LIMITED = inv.CheckContext(now=NOW, config=Configuration(
     wait_for_pods_ready=WaitForPodsReady(requeuing_strategy=RequeuingStrategy(backoff_limit_count=1))))
 
-NOT_READY = (cond(c.WORKLOAD_QUOTA_RESERVED), cond(c.WORKLOAD_ADMITTED, at=0),
+NOT_READY = (cond(c.WORKLOAD_QUOTA_RESERVED), cond(c.WORKLOAD_ADMITTED, seconds=0),
              cond(c.WORKLOAD_PODS_READY, c.FALSE, c.REASON_WAIT_FOR_START))
-RETRY = AdmissionCheckState("check", c.CHECK_RETRY, Time(900), requeue_after_seconds=60)
+READY = check_state("check", c.CHECK_READY, at=at(900))
+RETRY = check_state("check", c.CHECK_RETRY, at=at(900), requeue_after=60)
 REJECTED = attrs.evolve(RETRY, state=c.CHECK_REJECTED)
-PENDING = (AdmissionCheckState("check", c.CHECK_PENDING, Time(900)),)
+PENDING = (check_state("check", c.CHECK_PENDING, at=at(900)),)
 PENDING_WL = (cond(c.WORKLOAD_QUOTA_RESERVED, c.FALSE),)
-FAILED_1 = request(1, cond(c.PR_FAILED, at=950))
+FAILED_1 = request(1, cond(c.PR_FAILED, seconds=950))
 
 
 # --- replays through the real engine -----------------------------------------------------------------
@@ -177,7 +171,7 @@ class Replay:
         self.m.settle_and_check(self.before)
 
     def request(self, name: str) -> ProvisioningRequest | None:
-        pr = self.m.world.get(c.PROVISIONING_REQUEST, NS, name)
+        pr = self.m.world.get(c.PROVISIONING_REQUEST, sm.NS, name)
         assert pr is None or isinstance(pr, ProvisioningRequest)
         return pr
 

@@ -22,13 +22,13 @@ def test_a_healthy_world_violates_nothing() -> None:
 
 
 def test_each_violation_names_its_invariant() -> None:
-    admitted_without_quota = workload("wl", "u-wl", cond(c.WORKLOAD_QUOTA_RESERVED, c.FALSE), cond(c.WORKLOAD_ADMITTED))
+    admitted_without_quota = workload("wl", cond(c.WORKLOAD_QUOTA_RESERVED, c.FALSE), cond(c.WORKLOAD_ADMITTED))
     assert inv.check_state(world_with(admitted_without_quota), CTX) == [
-        "admitted_only_with_quota: default/wl is Admitted without QuotaReserved=True"]
-    before = world_with(workload("wl", "u-wl", cond(c.WORKLOAD_FINISHED)))
-    after = world_with(workload("wl", "u-wl", cond(c.WORKLOAD_FINISHED), checks=PENDING))
+        "admitted_only_with_quota: ns/wl is Admitted without QuotaReserved=True"]
+    before = world_with(workload("wl", cond(c.WORKLOAD_FINISHED)))
+    after = world_with(workload("wl", cond(c.WORKLOAD_FINISHED), checks=PENDING))
     assert inv.check_step(before.snapshot(), after, CTX) == [
-        "finished_is_final: finished default/wl changed: phase Finished"]
+        "finished_is_final: finished ns/wl changed: phase Finished"]
 
 
 @pytest.mark.parametrize("settled, quiescent, expected", [
@@ -40,7 +40,7 @@ def test_an_invariant_applies_once_the_driver_guarantees_enough(settled: bool, q
                                                                  expected: list[str]) -> None:
     """``settled`` invariants apply once the controllers have caught up, ``quiescent`` ones once
     nothing is scheduled either; the world breaks one of each, and nothing that always applies."""
-    waiting = workload("wl", "u-wl", cond(c.WORKLOAD_QUOTA_RESERVED, c.FALSE), checks=(RETRY,))
+    waiting = workload("wl", cond(c.WORKLOAD_QUOTA_RESERVED, c.FALSE), checks=(RETRY,))
     world = world_with(waiting, request(1, cond(c.PR_FAILED)), request(2, cond(c.PR_FAILED)))
     ctx = inv.CheckContext(now=CTX.now, settled=settled, quiescent=quiescent)
     assert [v.split(":")[0] for v in inv.check_state(world, ctx)] == expected

@@ -13,12 +13,12 @@ import attrs
 import pytest
 from kueue_provreq import invariants as inv
 from kueue_provreq.api import constants as c
-from kueue_provreq.api.meta import Time
 from kueue_provreq.api.provisioning import RetryStrategy
 from kueue_provreq.api.workload import AdmissionCheckState, RequeueState
 from kueue_provreq.explore.search import EPOCH
 from kueue_provreq.world import World
 
+from builders import at
 from invariant_builders import (
     CAPACITY,
     CTX,
@@ -44,9 +44,9 @@ from invariant_builders import (
 # invariant -> (the world that breaks it, its context)
 CASES: dict[str, Callable[[], tuple[World, inv.CheckContext]]] = {
     "admitted_only_with_quota": lambda: (world_with(workload(
-        "wl", "u-wl", cond(c.WORKLOAD_QUOTA_RESERVED, c.FALSE), cond(c.WORKLOAD_ADMITTED))), CTX),
+        "wl", cond(c.WORKLOAD_QUOTA_RESERVED, c.FALSE), cond(c.WORKLOAD_ADMITTED))), CTX),
     "admission_matches_reservation": lambda: (world_with(workload(admitted=False)), CTX),
-    "cluster_queue_within_nominal_quota": lambda: (world_with(workload(cpu=2), workload("wl2", "u2")), CTX),
+    "cluster_queue_within_nominal_quota": lambda: (world_with(workload(cpu=2), workload("wl2")), CTX),
     "states_are_declared": lambda: (world_with(workload(checks=(AdmissionCheckState("check", "Maybe"),))), CTX),
     "one_live_request_per_check": lambda: (world_with(workload(), request(1), request(2)), CTX),
     "requests_and_templates_owned": lambda: (world_with(request(1)), CTX),
@@ -54,15 +54,15 @@ CASES: dict[str, Callable[[], tuple[World, inv.CheckContext]]] = {
     "pods_ready_count_within_limit": lambda: (world_with(workload(requeue_state=RequeueState(2))), LIMITED),
     "retry_delay_is_exponential": lambda: (world_with(workload(checks=(attrs.evolve(RETRY, retry_count=1),)),
                                                       request(2, cond(c.PR_FAILED))), CTX),
-    "retry_not_overdue": lambda: (world_with(workload(checks=(RETRY,))), inv.CheckContext(now=Time(960))),
+    "retry_not_overdue": lambda: (world_with(workload(checks=(RETRY,))), inv.CheckContext(now=at(960))),
     "single_request_per_check": lambda: (world_with(workload(), request(1, cond(c.PR_FAILED)), request(2)), CTX),
-    "finished_has_no_requests": lambda: (world_with(workload("wl", "u-wl", cond(c.WORKLOAD_FINISHED)),
+    "finished_has_no_requests": lambda: (world_with(workload("wl", cond(c.WORKLOAD_FINISHED)),
                                                     request(1)), CTX),
     "attempts_within_backoff_limit": lambda: (world_with(workload(checks=(RETRY,)), request(4, cond(c.PR_FAILED))), CTX),
     "rejected_check_deactivates": lambda: (world_with(workload(checks=(REJECTED,))), CTX),
-    "pods_ready_timeout_enforced": lambda: (world_with(workload("wl", "u-wl", *NOT_READY)),
-                                            inv.CheckContext(now=Time(1800))),
-    "no_stuck_workload": lambda: (world_with(workload("wl", "u-wl", *PENDING_WL, checks=(RETRY,))), QUIET),
+    "pods_ready_timeout_enforced": lambda: (world_with(workload("wl", *NOT_READY)),
+                                            inv.CheckContext(now=at(1800))),
+    "no_stuck_workload": lambda: (world_with(workload("wl", *PENDING_WL, checks=(RETRY,))), QUIET),
 }
 
 

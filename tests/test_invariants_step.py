@@ -19,6 +19,7 @@ from kueue_provreq.api.provisioning import ProvisioningRequest, RetryStrategy
 from kueue_provreq.api.workload import AdmissionCheckState, RequeueState, Workload
 from kueue_provreq.world import World
 
+from builders import at
 from invariant_builders import (
     CAPACITY,
     CTX,
@@ -48,34 +49,34 @@ PENDING_AFTER_RESET = AdmissionCheckState("check", c.CHECK_PENDING, NOW, c.MSG_R
 
 # invariant -> (the step that breaks it, its context)
 CASES: dict[str, Callable[[], tuple[frozenset[KubeObject], World, inv.CheckContext]]] = {
-    "transitions_are_declared": lambda: (*step([workload("wl", "u-wl", cond(c.WORKLOAD_FINISHED))], [workload()]), CTX),
+    "transitions_are_declared": lambda: (*step([workload("wl", cond(c.WORKLOAD_FINISHED))], [workload()]), CTX),
     "admitted_only_with_ready_checks": lambda: (*step(
-        [workload("wl", "u-wl", cond(c.WORKLOAD_QUOTA_RESERVED), checks=PENDING)],
+        [workload("wl", cond(c.WORKLOAD_QUOTA_RESERVED), checks=PENDING)],
         [workload(checks=PENDING)]), CTX),
-    "finished_is_final": lambda: (*step([workload("wl", "u-wl", cond(c.WORKLOAD_FINISHED))],
-                                        [workload("wl", "u-wl", cond(c.WORKLOAD_FINISHED), checks=PENDING)]), CTX),
+    "finished_is_final": lambda: (*step([workload("wl", cond(c.WORKLOAD_FINISHED))],
+                                        [workload("wl", cond(c.WORKLOAD_FINISHED), checks=PENDING)]), CTX),
     "attempts_never_decrease": lambda: (*step(
         [workload(checks=PENDING), request(3, cond(c.PR_FAILED))],
         [workload(checks=PENDING), request(3, cond(c.PR_FAILED)), request(2)]), CTX),
     "retry_moves_the_quota": lambda: (*step(
-        [workload("wl", "u-wl", cond(c.WORKLOAD_QUOTA_RESERVED, at=100), checks=PENDING), FAILED_1],
-        [workload("wl", "u-wl", cond(c.WORKLOAD_QUOTA_RESERVED, at=100), checks=PENDING), FAILED_1, request(2)]),
+        [workload("wl", cond(c.WORKLOAD_QUOTA_RESERVED, seconds=100), checks=PENDING), FAILED_1],
+        [workload("wl", cond(c.WORKLOAD_QUOTA_RESERVED, seconds=100), checks=PENDING), FAILED_1, request(2)]),
         CTX),
     "no_request_after_rejection": lambda: (*step(
-        [workload("wl", "u-wl", cond(c.WORKLOAD_QUOTA_RESERVED), checks=(REJECTED,)), FAILED_1],
-        [workload("wl", "u-wl", cond(c.WORKLOAD_QUOTA_RESERVED), checks=(REJECTED,)), FAILED_1, request(2)]), CTX),
+        [workload("wl", cond(c.WORKLOAD_QUOTA_RESERVED), checks=(REJECTED,)), FAILED_1],
+        [workload("wl", cond(c.WORKLOAD_QUOTA_RESERVED), checks=(REJECTED,)), FAILED_1, request(2)]), CTX),
     "rejection_deactivates": lambda: (*step(
-        [workload("wl", "u-wl", cond(c.WORKLOAD_QUOTA_RESERVED), checks=(REJECTED,))],
-        [workload("wl", "u-wl", cond(c.WORKLOAD_QUOTA_RESERVED),
+        [workload("wl", cond(c.WORKLOAD_QUOTA_RESERVED), checks=(REJECTED,))],
+        [workload("wl", cond(c.WORKLOAD_QUOTA_RESERVED),
                   cond(c.WORKLOAD_EVICTED, reason="DeactivatedDueToAdmissionCheck"),
                   checks=(PENDING_AFTER_RESET,))]), CTX),
     "pods_ready_limit_deactivates": lambda: (*step(
-        [workload("wl", "u-wl", *NOT_READY, requeue_state=RequeueState(1))],
-        [workload("wl", "u-wl", *NOT_READY, cond(c.WORKLOAD_EVICTED, reason=c.REASON_PODS_READY_TIMEOUT),
+        [workload("wl", *NOT_READY, requeue_state=RequeueState(1))],
+        [workload("wl", *NOT_READY, cond(c.WORKLOAD_EVICTED, reason=c.REASON_PODS_READY_TIMEOUT),
                   requeue_state=RequeueState(2))]), LIMITED),
     "no_early_requeue": lambda: (*step(
-        [workload("wl", "u-wl", *PENDING_WL, requeue_state=RequeueState(None, Time(2_000)))],
-        [workload("wl", "u-wl", cond(c.WORKLOAD_QUOTA_RESERVED))]), CTX),
+        [workload("wl", *PENDING_WL, requeue_state=RequeueState(None, at(2_000)))],
+        [workload("wl", cond(c.WORKLOAD_QUOTA_RESERVED))]), CTX),
 }
 
 
@@ -109,28 +110,30 @@ def without_the_wait(r: Replay, broken: str) -> tuple[frozenset[KubeObject], Wor
 def test_quota_kept_under_keep_quota_and_released_by_default() -> None:
     """The rule's two faces: attempt 2 made while holding the quota is right under
     KeepQuotaForProvReqRetry, and made after an eviction and re-reservation is right by default."""
-    held = workload("wl", "u-wl", cond(c.WORKLOAD_QUOTA_RESERVED, at=100), checks=PENDING)
+    held = workload("wl", cond(c.WORKLOAD_QUOTA_RESERVED, seconds=100), checks=PENDING)
     before, after = step([held, FAILED_1], [held, FAILED_1, request(2)])
     assert inv.retry_moves_the_quota(before, after, KEEP) == []
-    waiting = workload("wl", "u-wl", cond(c.WORKLOAD_QUOTA_RESERVED, c.FALSE, at=960),
-                       cond(c.WORKLOAD_EVICTED, reason=c.REASON_ADMISSION_CHECK, at=960), checks=PENDING)
-    again = workload("wl", "u-wl", cond(c.WORKLOAD_QUOTA_RESERVED, at=980),
-                     cond(c.WORKLOAD_EVICTED, c.FALSE, c.REASON_QUOTA_RESERVED, at=980), checks=PENDING)
+    waiting = workload("wl", cond(c.WORKLOAD_QUOTA_RESERVED, c.FALSE, seconds=960),
+                       cond(c.WORKLOAD_EVICTED, reason=c.REASON_ADMISSION_CHECK, seconds=960), checks=PENDING)
+    again = workload("wl", cond(c.WORKLOAD_QUOTA_RESERVED, seconds=980),
+                     cond(c.WORKLOAD_EVICTED, c.FALSE, c.REASON_QUOTA_RESERVED, seconds=980), checks=PENDING)
     before, after = step([waiting, FAILED_1], [again, FAILED_1, request(2)])
     assert inv.retry_moves_the_quota(before, after, CTX) == []
     assert inv.retry_moves_the_quota(before, after, KEEP)
 
 
-def lagging_check() -> Replay:
+def lagging_check(capacity_limit: int = 2) -> Replay:
     """Up to the point where ``capacity`` made attempt 2 without going Retry.
 
-    1. wl1 (one pod, 1 cpu, 1 gpu) holds quota in both flavors: wl1-capacity-1, wl1-gpu-capacity-1.
+    1. capacity's backoffLimitCount becomes ``capacity_limit``; wl1 (one pod, 1 cpu, 1 gpu)
+       holds quota in both flavors: wl1-capacity-1, wl1-gpu-capacity-1.
     2. wl1-gpu-capacity-1 is Provisioned: gpu-capacity is Ready.
     3. gpu-capacity's class changes: its request is out of sync and deleted, and a Ready check
        never gets a new one (PC §1.7), so from now on every syncCheckStates returns early.
     4. wl1-capacity-1 fails: capacity stays Pending, retryCount None, and wl1-capacity-2 is made
-       at once, with the quota held."""
+       at once, with the quota held, whatever the limit."""
     r = Replay()
+    r.m.change_config(CAPACITY, c.CLASS_CHECK_CAPACITY, {}, RetryStrategy(capacity_limit, 60, 1800), ())
     r.m.create_workload([(1, 1, 1)], {}, None)
     r.autoscaler("wl1-gpu-capacity-1", "provision")
     r.m.change_config(GPU_CAPACITY, c.CLASS_BEST_EFFORT_ATOMIC, {}, RetryStrategy(2, 0, 0), ())
@@ -222,26 +225,15 @@ def test_keep_quota_still_reports_an_attempt_after_losing_the_quota(broken: str)
 def test_an_attempt_beyond_the_limit_while_another_check_waits_for_its_request() -> None:
     """The same early return ignores ``backoffLimitCount``: with a limit of 0 the failure of
     attempt 1 should reject capacity, but it stays Pending and attempt 2 is made."""
-    r = limit_zero_lagging_check()
+    r = lagging_check(capacity_limit=0)
     state = r.workload().check_state(CAPACITY)
     assert state is not None and state.state == c.CHECK_PENDING and r.request("wl1-capacity-2") is not None
     assert inv.no_request_after_rejection(r.before, r.m.world, r.ctx()) == []
 
 
-def limit_zero_lagging_check() -> Replay:
-    """:func:`lagging_check` with capacity's ``backoffLimitCount`` 0."""
-    r = Replay()
-    r.m.create_workload([(1, 1, 1)], {}, None)
-    r.m.change_config(CAPACITY, c.CLASS_CHECK_CAPACITY, {}, RetryStrategy(0, 60, 1800), ())
-    r.autoscaler("wl1-gpu-capacity-1", "provision")
-    r.m.change_config(GPU_CAPACITY, c.CLASS_BEST_EFFORT_ATOMIC, {}, RetryStrategy(2, 0, 0), ())
-    r.autoscaler("wl1-capacity-1", "fail")
-    return r
-
-
 @pytest.mark.parametrize("broken", WAIT_BROKEN)
 def test_an_attempt_beyond_the_limit_is_reported_when_nothing_waits(broken: str) -> None:
-    r = limit_zero_lagging_check()
+    r = lagging_check(capacity_limit=0)
     before, after = without_the_wait(r, broken)
     assert inv.no_request_after_rejection(before, after, r.ctx()) == [
         "request wl1-capacity-2: attempt 2 beyond limit 0"]

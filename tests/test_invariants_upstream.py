@@ -17,12 +17,12 @@ from kueue_provreq.api.provisioning import (
     ProvisioningRequestConfigSpec,
     ProvisioningRequestSpec,
 )
-from kueue_provreq.api.workload import Admission, PodSet, PodSetAssignment, Workload, WorkloadSpec
+from kueue_provreq.api.workload import Admission, PodSet, PodSetAssignment
 from kueue_provreq.controllers.backoff import nominal_delay_seconds
 from kueue_provreq.controllers.provisioning import ReconcileError, _synced_with_config, req_is_needed
 from kueue_provreq.invariants import upstream
 
-from invariant_builders import NS
+from builders import NS, workload
 
 
 def test_backoff_agrees_with_the_controllers_backoff() -> None:
@@ -51,9 +51,7 @@ def test_needs_request_agrees_with_req_is_needed(sets: list[tuple[int, FrozenMap
     as needing a request."""
     pod_sets_ = tuple(PodSet(f"ps{i}", n, t) for i, (n, t, _) in enumerate(sets))
     assignments = {f"ps{i}": PodSetAssignment(f"ps{i}", count=a) for i, (_, _, a) in enumerate(sets) if a != "missing"}
-    wl = Workload(ObjectMeta(name="wl", namespace=NS, uid="u-wl"), WorkloadSpec(pod_sets=pod_sets_))
-    if admitted:
-        wl = wl.with_status(admission=Admission("cq", tuple(assignments.values())))
+    wl = workload("wl", pod_sets=pod_sets_, admission=Admission("cq", tuple(assignments.values())) if admitted else None)
     prc = ProvisioningRequestConfig(ObjectMeta(name="prc"), ProvisioningRequestConfigSpec(
         c.CLASS_CHECK_CAPACITY, managed_resources=tuple(sorted(managed))))
     try:
@@ -87,7 +85,7 @@ def test_requests_of_selects_by_controller_and_name_oldest_first() -> None:
     """A check's requests are those the workload controls whose name carries the check (PC §1.5):
     not those of an earlier workload of the same name, nor those it only owns, nor another
     check's."""
-    wl = Workload(ObjectMeta(name="wl", namespace=NS, uid="u-wl"))
+    wl = workload("wl", uid="u-wl")
     objs = [_request("wl-check-10"), _request("wl-check-2"), _request("wl-check-7", owner_uid="u-earlier"),
             _request("wl-check-8", controller=False), _request("wl-other-5")]
     assert [(n, pr.metadata.name) for n, pr in upstream.requests_of(objs, wl, "check")] == [
@@ -95,7 +93,7 @@ def test_requests_of_selects_by_controller_and_name_oldest_first() -> None:
 
 
 def test_eviction_count_reads_scheduling_stats() -> None:
-    wl = Workload(ObjectMeta(name="w", namespace=NS))
+    wl = workload("w")
     assert upstream.eviction_count(wl) == 0
     stats = FrozenMap({"evictions": (FrozenMap({"reason": "Preempted", "underlyingCause": "", "count": 2}),
                                      FrozenMap({"reason": "AdmissionCheck", "underlyingCause": "", "count": 1}))})
