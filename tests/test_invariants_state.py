@@ -18,6 +18,7 @@ from kueue_provreq.api.workload import AdmissionCheckState, RequeueState
 from kueue_provreq.explore.search import EPOCH
 from kueue_provreq.world import World
 
+import test_invariants_preemption
 from builders import at
 from invariant_builders import (
     CAPACITY,
@@ -64,6 +65,9 @@ CASES: dict[str, Callable[[], tuple[World, inv.CheckContext]]] = {
                                             inv.CheckContext(now=at(1800))),
     "no_stuck_workload": lambda: (world_with(workload("wl", *PENDING_WL, checks=(RETRY,))), QUIET),
 }
+
+
+CASES.update(test_invariants_preemption.STATE_CASES)
 
 
 def test_every_state_invariant_has_a_case() -> None:

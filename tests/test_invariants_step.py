@@ -19,6 +19,7 @@ from kueue_provreq.api.provisioning import ProvisioningRequest, RetryStrategy
 from kueue_provreq.api.workload import AdmissionCheckState, RequeueState, Workload
 from kueue_provreq.world import World
 
+import test_invariants_preemption
 from builders import at
 from invariant_builders import (
     CAPACITY,
@@ -78,6 +79,9 @@ CASES: dict[str, Callable[[], tuple[frozenset[KubeObject], World, inv.CheckConte
         [workload("wl", *PENDING_WL, requeue_state=RequeueState(None, at(2_000)))],
         [workload("wl", cond(c.WORKLOAD_QUOTA_RESERVED))]), CTX),
 }
+
+
+CASES.update(test_invariants_preemption.STEP_CASES)
 
 
 def test_every_step_invariant_has_a_case() -> None:

@@ -7,6 +7,8 @@ Three kinds, one module each:
 * :mod:`~kueue_provreq.invariants.step` -- *step invariants*, ``f(before, after, ctx) ->
   violations``: what every step must respect, ``before`` being the ``World.snapshot()`` the
   step started from and ``after`` the world it left;
+* :mod:`~kueue_provreq.invariants.preemption` -- both kinds, for preemption within a
+  ClusterQueue and KEP-993's preemption policy;
 * :mod:`~kueue_provreq.invariants.upstream` -- upstream's rules derived again from the spec
   (attempt numbers, the backoff formula, ``reqIsNeeded``, "in sync with the config",
   ``syncCheckStates``' early return), which the invariants judge by.
@@ -33,6 +35,12 @@ that a controller's mistake is not mirrored by the check meant to catch it.
 
 from __future__ import annotations
 
+from kueue_provreq.invariants.preemption import (
+    no_preemption_before_the_policy_allows_it,
+    preempted_only_by_policy,
+    preemption_required_only_under_kep_993,
+    running_within_nominal_quota,
+)
 from kueue_provreq.invariants.registry import (
     CURRENT,
     PRE_KEP_3258,
@@ -84,9 +92,12 @@ __all__ = ["CURRENT", "CheckContext", "Invariant", "PRE_KEP_3258", "STATE_INVARI
            "admitted_only_with_ready_checks", "attempt_of", "attempts_never_decrease",
            "attempts_within_backoff_limit", "check_state", "check_step",
            "cluster_queue_within_nominal_quota", "finished_has_no_requests", "finished_is_final",
-           "keep_quota_never_evicts_for_retry", "no_early_requeue", "no_request_after_rejection",
+           "keep_quota_never_evicts_for_retry", "no_early_requeue", "no_preemption_before_the_policy_allows_it",
+           "no_request_after_rejection",
            "no_stuck_workload", "nominal_retry_delay", "one_live_request_per_check",
            "pods_ready_count_within_limit", "pods_ready_limit_deactivates", "pods_ready_timeout_enforced",
+           "preempted_only_by_policy", "preemption_required_only_under_kep_993",
            "rejected_check_deactivates", "rejection_deactivates", "requests_and_templates_owned",
            "requests_of", "retry_delay_is_exponential", "retry_moves_the_quota", "retry_not_overdue",
+           "running_within_nominal_quota",
            "single_request_per_check", "states_are_declared", "transitions_are_declared"]

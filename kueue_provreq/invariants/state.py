@@ -69,7 +69,11 @@ def cluster_queue_within_nominal_quota(world: World, ctx: CheckContext) -> list[
     """The usage of a ClusterQueue (the sum of ``resourceUsage`` of every workload holding quota in
     it, per flavor and resource) never exceeds its nominal quota: the model has no cohorts, so
     nothing may be borrowed (AR A.3, A.10: reserved quota counts in the ClusterQueue's usage).
-    A finished workload keeps QuotaReserved=True but no longer counts: Kueue's cache drops it."""
+    A finished workload keeps QuotaReserved=True but no longer counts: Kueue's cache drops it.
+    Under KEP-993 a reservation may count on preemptions not issued yet ("assuming that
+    necessary preemptions will happen"), so only ``running_within_nominal_quota`` holds there."""
+    if ctx.config.kep_993_preemption:
+        return []
     usage: dict[tuple[str, str, str], Decimal] = {}
     for wl in workloads(world):
         adm = wl.status.admission

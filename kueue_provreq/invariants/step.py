@@ -331,7 +331,9 @@ def rejection_deactivates(before: Snapshot, after: World, ctx: CheckContext) -> 
     in the settled world as the check's "Reset to Pending after eviction. Previously: Rejected"
     message.
 
-    Exemption: the Evicted reason is plain ``Deactivated`` when a user deactivated the workload
+    Exemptions: a check rejected while the workload's eviction was in flight (``Evicted=True``
+    before the step) deactivates it, and the eviction under way keeps its reason
+    (kubernetes-sigs/kueue#14309).  The Evicted reason is plain ``Deactivated`` when a user deactivated the workload
     after the rejection but before the workload controller acted on it.  The controller sets
     DeactivationTarget only past its backoff gate, so a check rejected during a Retry's
     ``requeueAt`` wait has none yet, and the inactive branch then evicts as for a manual
@@ -353,6 +355,8 @@ def rejection_deactivates(before: Snapshot, after: World, ctx: CheckContext) -> 
         want = c.REASON_DEACTIVATED_DUE_TO + c.REASON_ADMISSION_CHECK
         if reason == c.REASON_DEACTIVATED and _rejected_before_the_user_deactivated(prev, fresh):
             want = c.REASON_DEACTIVATED
+        elif prev is not None and reason is not None and evicted_reason(prev) == reason:
+            want = reason  # #14309: rejected while an eviction was in flight, which keeps its reason
         if wl.is_active or reason != want or \
                 wl.has_quota_reservation() or (prs and ctx.eviction_deletes_requests):
             out.append(f"{name(wl)} rejected by {fresh} ended active={wl.is_active}, evicted={reason}, "
