@@ -23,11 +23,14 @@ from kueue_provreq.api.queues import (
     FlavorQuotas,
     ResourceGroup,
 )
-from kueue_provreq.api.workload import Workload
-from kueue_provreq.controllers import kep993
+from kueue_provreq.api.workload import AdmissionCheckState, Workload
+from kueue_provreq.controllers import kep993, provisioning
+from kueue_provreq.controllers import workload_status as ws
+from kueue_provreq.controllers.context import Context
 from kueue_provreq.manifests import check_object
-from kueue_provreq.world import World
+from kueue_provreq.world import Txn, Update, World
 
+import test_provisioning as tp
 from builders import ADMITTED, T0, admission, check_state, cond, reserved_in, workload
 
 KEP = frozenset({SEMANTICS_KEP_993_PREEMPTION})
@@ -196,3 +199,76 @@ def test_preemptions_pending_counts_what_may_still_run() -> None:
     me = workload("me")
     assert not kep993.preemptions_pending(me, {CPU: Decimal(1)}, running, NOMINAL)
     assert kep993.preemptions_pending(me, {CPU: Decimal(2)}, running, NOMINAL)
+
+
+# --- the provisioning check under KEP-993 ---------------------------------------------------------
+
+
+
+KEP_CONFIG = Configuration(semantics=KEP)
+NOT_FOUND = (tp.cond(c.PR_ACCEPTED), tp.cond(c.PR_PROVISIONED, c.FALSE, "Capacity is not found, CA will try later"))
+
+
+def provision(state: str, *conditions: Any, config: Configuration = KEP_CONFIG, retry_count: int | None = None,
+              prc: Any = None, attempt: int = 1) -> str:
+    """The check's state after one provisioning reconcile, starting from ``state`` with the
+    request of ``attempt`` in ``conditions``; the same state when nothing is written."""
+    checks = (AdmissionCheckState("check1", state, Time(T0), retry_count=retry_count),)
+    objs = tp.base(tp.request(f"wl-check1-{attempt}", *conditions), wl=tp.workload(checks=checks), prc=prc)
+    result = provisioning.reconcile(World(objs), tp.KEY, Context(Time(T0 + 10), config))
+    written = [e.obj for e in result.effects if isinstance(e, Update) and isinstance(e.obj, Workload)]
+    st = written[-1].check_state("check1") if written else None
+    return state if st is None else st.state
+
+
+@pytest.mark.parametrize("state", [c.CHECK_PENDING, c.CHECK_READY, c.CHECK_RETRY, c.CHECK_REJECTED,
+                                   c.CHECK_PREEMPTION_REQUIRED])
+def test_capacity_not_found_asks_for_preemption_under_kep_993_only(state: str) -> None:
+    assert provision(state, *NOT_FOUND) == c.CHECK_PREEMPTION_REQUIRED
+    assert provision(state, *NOT_FOUND, config=Configuration()) == c.CHECK_PENDING
+
+
+def test_the_message_is_cluster_autoscalers() -> None:
+    checks = (AdmissionCheckState("check1", c.CHECK_PENDING, Time(T0)),)
+    objs = tp.base(tp.request("wl-check1-1", *NOT_FOUND), wl=tp.workload(checks=checks))
+    st = tp.state_of(provisioning.reconcile(World(objs), tp.KEY, Context(Time(T0), KEP_CONFIG)))
+    assert (st.state, st.message) == (c.CHECK_PREEMPTION_REQUIRED, "Capacity is not found, CA will try later")
+
+
+@pytest.mark.parametrize("conditions, retry_count, prc, want", [
+    ((tp.cond(c.PR_PROVISIONED),), None, None, c.CHECK_READY),
+    ((tp.cond(c.PR_FAILED),), None, None, c.CHECK_RETRY),
+    ((tp.cond(c.PR_FAILED),), 1, None, c.CHECK_PREEMPTION_REQUIRED),  # not a newer attempt: unchanged
+    ((tp.cond(c.PR_PROVISIONED), tp.cond(c.PR_CAPACITY_REVOKED)), None, None, c.CHECK_REJECTED),
+    ((), None, None, c.CHECK_PENDING),
+])
+def test_a_check_that_asked_for_preemption_follows_its_request(conditions: tuple[Any, ...], retry_count: int | None,
+                                                               prc: Any, want: str) -> None:
+    assert provision(c.CHECK_PREEMPTION_REQUIRED, *conditions, retry_count=retry_count, prc=prc) == want
+
+
+def test_a_check_that_asked_for_preemption_is_rejected_past_the_limit_or_kept_pending() -> None:
+    from kueue_provreq.api.provisioning import RetryStrategy
+    assert provision(c.CHECK_PREEMPTION_REQUIRED, tp.cond(c.PR_FAILED),
+                     prc=tp.config(retry_strategy=RetryStrategy(0, 60, 1800))) == c.CHECK_REJECTED
+    keep = attrs.evolve(KEP_CONFIG, feature_gates=KEP_CONFIG.feature_gates.set(c.GATE_KEEP_QUOTA_FOR_PROVREQ_RETRY, True))
+    assert provision(c.CHECK_PREEMPTION_REQUIRED, tp.cond(c.PR_FAILED), config=keep) == c.CHECK_PENDING
+
+
+def test_a_check_that_asked_for_preemption_becomes_inactive_or_needless() -> None:
+    checks = (AdmissionCheckState("check1", c.CHECK_PREEMPTION_REQUIRED, Time(T0)),)
+    missing = [tp.workload(checks=checks), tp.check(prc="gone"), *tp.flavors()]
+    assert tp.state_of(provisioning.reconcile(World(missing), tp.KEY, Context(Time(T0), KEP_CONFIG))).state == \
+        c.CHECK_PENDING
+    needless = tp.base(wl=tp.workload(checks=checks), prc=tp.config(managed_resources=("example.com/none",)))
+    assert tp.state_of(provisioning.reconcile(World(needless), tp.KEY, Context(Time(T0), KEP_CONFIG))).state == \
+        c.CHECK_READY
+
+
+def test_eviction_resets_a_check_that_asked_for_preemption() -> None:
+    wl = workload(conditions=(reserved_in(),), admission=admission(),
+                  checks=(check_state("check1", c.CHECK_PREEMPTION_REQUIRED),))
+    txn = Txn(World([wl]), Time(T0))
+    new, fired = ws.evict(txn, wl, c.REASON_PREEMPTED, "m")
+    assert [s.state for s in new.status.admission_checks] == [c.CHECK_PENDING]
+    assert ("PreemptionRequired", "reset_on_eviction", "Pending") in {(t.source, t.trigger, t.target) for t in fired}
