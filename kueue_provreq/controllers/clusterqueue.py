@@ -1,12 +1,14 @@
-"""The ClusterQueue status reconciler: the ``Active`` condition and the workload counts.
+"""The ClusterQueue status reconciler: the ``Active`` condition, the workload counts and the
+quota in use.
 
-Kueue derives a ClusterQueue's activity in its scheduler cache from the
-objects it references (``clusterQueue.updateWithAdmissionChecks``,
-``inactiveReason``), and the ClusterQueue controller copies it into
-``status.conditions`` together with ``pendingWorkloads`` (queue manager),
-``reservingWorkloads`` and ``admittedWorkloads`` (cache).  The scheduler
-reads :func:`inactive_reason` too, so the condition and the scheduler's
-"inactive" never disagree.  MultiKueue and topology reasons are not modelled.
+Kueue derives a ClusterQueue's activity in its scheduler cache (:mod:`.activity`: missing or
+inactive flavors and checks, MultiKueue constraints), and the ClusterQueue controller copies it
+into ``status.conditions`` together with ``pendingWorkloads`` (queue manager; every pending
+workload of an inactive queue counts as inadmissible), ``reservingWorkloads`` and
+``admittedWorkloads``, and ``flavorsReservation`` (every workload holding quota) and
+``flavorsUsage`` (the admitted ones) from the cache.  The scheduler reads the same activity, so
+the condition and the scheduler's "inactive" never disagree.  Topology reasons and terminating
+queues are not modelled.
 """
 
 from __future__ import annotations
