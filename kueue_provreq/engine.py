@@ -21,7 +21,7 @@ import attrs
 
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.evolve import same
-from kueue_provreq.api.objects import Key, KubeObject, key_of
+from kueue_provreq.api.objects import JOB_KINDS, Key, KubeObject, key_of
 from kueue_provreq.api.workload import Workload
 from kueue_provreq.controllers import registry, scheduler
 from kueue_provreq.controllers.context import Context
@@ -151,7 +151,7 @@ class Manager:
             self._enqueue_every(ctl)
 
     def _enqueue_every(self, ctl: registry.Controller) -> None:
-        keys = self._cluster_queues() if ctl.kind == c.CLUSTER_QUEUE else self.world.keys(ctl.kind)
+        keys = self._cluster_queues() if ctl.kinds == (c.CLUSTER_QUEUE,) else ctl.keys(self.world)
         for key in keys:
             self._enqueue(ctl.name, key)
 
@@ -172,6 +172,11 @@ class Manager:
                     self._changed_self(ctl, key, obj, writer, ctx)
                 elif route is Route.ALL:
                     self._enqueue_every(ctl)
+                elif route is Route.OWNING_JOB:
+                    if obj is None:  # deleted: which job it was is no longer known
+                        self._enqueue_every(ctl)
+                    for job_key in _owning_jobs(key, obj):
+                        self._enqueue(ctl.name, job_key)
                 else:
                     owners = _owners(world, key, obj) if route is Route.OWNER else _owned(world, key, obj)
                     if owners is None:  # deleted: whose it was is no longer known
@@ -380,7 +385,7 @@ class Manager:
         """Every reconcile of ``names`` not in ``skip`` would change nothing: what the engine
         does not schedule needs no scheduling, and a settle ends at a real fixed point."""
         for name in names:
-            for key in self.world.keys(registry.BY_NAME[name].kind):
+            for key in registry.BY_NAME[name].keys(self.world):
                 if (name, key) not in skip:
                     self._check_quiet_one(name, key, "it was not scheduled", ctx)
 
@@ -414,8 +419,16 @@ def _owners(world: World, key: Key, obj: KubeObject | None) -> list[Key] | None:
     return out
 
 
+def _owning_jobs(key: Key, obj: KubeObject | None) -> list[Key]:
+    """The jobs that control ``obj`` (a Workload): its controller owner references of a job kind."""
+    if obj is None:
+        return []
+    return [(ref.kind, key[1], ref.name) for ref in obj.metadata.owner_references
+            if ref.controller and ref.kind in JOB_KINDS]
+
+
 def _owned(world: World, key: Key, obj: KubeObject | None) -> list[Key] | None:
-    """The Workloads ``obj`` (a Job) owns; None when it was deleted."""
+    """The Workloads ``obj`` (a job) owns; None when it was deleted."""
     if obj is None:
         return None
     return [key_of(wl) for wl in world.owned_by_name(c.WORKLOAD, key[1], key[2])]

@@ -4,7 +4,8 @@
 yaml|json`` prints (a ``v1 List``, or a typed ``<Kind>List``); loads every object of a kind
 the model uses, with every problem of every file collected before anything fails; skips real
 kinds the model does not use with a count for one summary line; gives each ``generateName``
-object its own reproducible name; applies an object defined twice in order, as ``kubectl
+object its own reproducible name; puts a namespaced object that names no namespace in
+``default``, as kubectl does with its default context; applies an object defined twice in order, as ``kubectl
 apply`` would, with a warning naming both places; and finds the newest timestamp, the moment
 a cluster dump was taken.
 
@@ -28,12 +29,13 @@ from typing import Any, Final, TextIO
 
 import attrs
 
+from kueue_provreq.api import constants as c
 from kueue_provreq.api.objects import KubeObject, key_of
 from kueue_provreq.errors import KueueProvreqError
 from kueue_provreq.manifests import kubernetes
 from kueue_provreq.manifests.codec import parse_time
 from kueue_provreq.manifests.errors import ManifestError
-from kueue_provreq.manifests.objects import API_VERSIONS, JOB_KINDS, STRICT, check_object
+from kueue_provreq.manifests.objects import API_VERSIONS, STRICT, check_object
 from kueue_provreq.manifests.yamlio import SourcedDict, load_file, load_yaml_documents, locate
 
 #: Real kinds of the groups the model reads that it does not use: skipped, not errors.
@@ -165,7 +167,7 @@ def skipped_kind(doc: Mapping[str, Any]) -> str | None:
     """``Kind (apiVersion)`` when ``doc`` is a real kind the model does not use; None when it
     is to be loaded (a kind the model uses, or an unknown one that loading reports)."""
     kind, api_version = doc.get("kind"), doc.get("apiVersion")
-    if not isinstance(kind, str) or kind in API_VERSIONS or kind in JOB_KINDS:
+    if not isinstance(kind, str) or kind in API_VERSIONS:
         return None
     group, version = _group_version(api_version)
     label = f"{kind} ({api_version})"
@@ -228,20 +230,24 @@ def load_inputs(sources: Sequence[str], *, validation: str = STRICT, stdin: Text
                                         "run or conform", obj=f"scenario {doc.get('name')!r}",
                                         source=_where(doc)))
             continue
-        checked = check_object(doc, validation=validation, unmodelled=True)
+        checked = check_object(doc, validation=validation)
         errors.extend(checked.errors)
         warnings.extend(checked.warnings)
         if checked.obj is not None:
             loaded.append((checked.obj, doc))
-        elif not checked.errors:
-            skipped[f"{doc.get('kind')} ({doc.get('apiVersion')}, checked; not modelled yet)"] += 1
     if errors:
         raise InputErrors(errors)
-    objects = _merge_duplicates(_name_generated(loaded), warnings)
+    objects = _merge_duplicates(_name_generated(_in_namespace(loaded)), warnings)
     if not objects and not skipped:
         raise InputErrors([ManifestError(f"no objects in {', '.join(sources)}")])
     return Inputs(objects=tuple(objects), warnings=tuple(warnings), skipped=dict(skipped),
                   newest_timestamp=newest_timestamp(documents))
+
+
+def _in_namespace(loaded: list[tuple[KubeObject, Any]]) -> list[tuple[KubeObject, Any]]:
+    """A namespaced object without a namespace is in ``default``."""
+    return [(attrs.evolve(obj, metadata=attrs.evolve(obj.metadata, namespace=c.DEFAULT_NAMESPACE))
+             if obj.NAMESPACED and not obj.metadata.namespace else obj, doc) for obj, doc in loaded]
 
 
 def _name_generated(loaded: list[tuple[KubeObject, Any]]) -> list[tuple[KubeObject, Any]]:
