@@ -21,6 +21,7 @@ import attrs
 
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.evolve import same
+from kueue_provreq.api.meta import TimeLike
 from kueue_provreq.api.objects import JOB_KINDS, Key, KubeObject, key_of
 from kueue_provreq.api.workload import Workload
 from kueue_provreq.controllers import registry, scheduler
@@ -311,8 +312,11 @@ class Manager:
             self.deleted_owners[(c.PROVISIONING_REQUEST, effect.namespace, effect.name)] = ref.name
 
     # --- settle -------------------------------------------------------------------
-    def settle(self, ctx: Context, controllers: Iterable[str] = ALL_CONTROLLERS) -> None:
-        """Reconcile what is due until nothing changes at ``ctx.now``."""
+    def settle(self, ctx: Context | TimeLike, controllers: Iterable[str] = ALL_CONTROLLERS) -> None:
+        """Reconcile what is due until nothing changes at ``ctx.now``.  ``ctx`` may be a time
+        alone (seconds, RFC 3339 text or a ``datetime``): the default Configuration then."""
+        if not isinstance(ctx, Context):
+            ctx = Context(now=ctx)
         # The models hold no reference cycles (a test checks that), so reference counting frees
         # every object a settle drops; the cyclic collector would only walk the whole world
         # again and again, which makes large settles superlinear.  It is paused meanwhile.

@@ -31,7 +31,7 @@ from kueue_provreq.api import naming
 from kueue_provreq.api.config import Configuration
 from kueue_provreq.api.frozen import FrozenMap
 from kueue_provreq.api.job import Job, JobSet, PyTorchJob
-from kueue_provreq.api.meta import Conditions, Time, is_true
+from kueue_provreq.api.meta import Conditions, Time, TimeLike, is_true
 from kueue_provreq.api.objects import JOB_KINDS, JobObject, KubeObject
 from kueue_provreq.api.provisioning import (
     ProvisioningRequest,
@@ -49,6 +49,7 @@ from kueue_provreq.machines import WorkloadPhase as P
 from kueue_provreq.machines.phases import workload_phase
 from kueue_provreq.manifests.codec import format_duration, format_time
 from kueue_provreq.manifests.inputs import generated_name
+from kueue_provreq.timestamps import to_time
 from kueue_provreq.world import Create, Delete, Effect, Event, MetricInc, Result, Update, World
 
 # --- the world ------------------------------------------------------------------------------
@@ -424,8 +425,10 @@ def findings(world: World, after: World, now: Time, config: Configuration = Conf
     return out
 
 
-def explain(objects: Sequence[KubeObject], now: Time, config: Configuration = Configuration()) -> Report:
-    """The report for ``objects`` at ``now`` (seconds since the epoch)."""
+def explain(objects: Sequence[KubeObject], at: TimeLike, config: Configuration = Configuration()) -> Report:
+    """The report for ``objects`` at ``at`` (seconds since the epoch, RFC 3339 text or a
+    ``datetime``)."""
+    now = to_time(at)
     world = build_world(objects, now, config)
     ctx = Context(now=now, config=config)
     # The queues' and checks' own status, as Kueue's controllers settle it once they run: fresh

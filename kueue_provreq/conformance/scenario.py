@@ -16,6 +16,7 @@ import attrs
 
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.config import Configuration
+from kueue_provreq.api.meta import TimeLike
 from kueue_provreq.api.objects import KINDS, Key, KubeObject
 from kueue_provreq.api.workload import Admission
 from kueue_provreq.engine import ALL_CONTROLLERS, SCHEDULER
@@ -28,6 +29,7 @@ from kueue_provreq.manifests import (
     load_object,
     parse_duration,
 )
+from kueue_provreq.timestamps import to_time
 from kueue_provreq.world import Fault
 
 DEFAULT_CLOCK = "2024-01-01T00:00:00Z"
@@ -189,12 +191,20 @@ class Expect:
 Step = Union[Settle, Reconcile, Advance, Autoscaler, SetQuotaReservation, Apply, Delete, Patch, Expect]
 
 
+def _clock(value: TimeLike) -> float:
+    """A start time given in Python: seconds kept as they are (fractions too), RFC 3339 text and
+    ``datetime`` read as the edges of the API read them."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    return float(to_time(value))
+
+
 @attrs.frozen
 class Scenario:
     name: str
     source: str
-    clock: float
-    """The start time, epoch seconds."""
+    clock: float = attrs.field(converter=_clock)
+    """The start time, epoch seconds (RFC 3339 text and ``datetime`` are accepted)."""
     config: Configuration
     faults: tuple[Fault, ...]
     objects: tuple[KubeObject, ...]

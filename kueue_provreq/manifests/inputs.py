@@ -85,6 +85,8 @@ class Inputs:
     """``Kind (group/version)`` -> how many objects of it were skipped."""
     newest_timestamp: int | None = None
     """The newest time any input records (epoch seconds), or None when none records one."""
+    errors: tuple[ManifestError, ...] = ()
+    """With ``keep_going``: what the API server would refuse, left out of ``objects``."""
 
     def skipped_line(self) -> str | None:
         """One line naming the skipped kinds, or None when nothing was skipped."""
@@ -204,10 +206,14 @@ def newest_timestamp(documents: Iterable[Any]) -> int | None:
     return max((t for doc in documents for t in _times(doc)), default=None)
 
 
-def load_inputs(sources: Sequence[str], *, validation: str = STRICT, stdin: TextIO | None = None) -> Inputs:
+def load_inputs(sources: Sequence[str], *, validation: str = STRICT, stdin: TextIO | None = None,
+                keep_going: bool = False) -> Inputs:
     """Every object of every ``-f`` source; raises :class:`InputErrors` with every error of
     every file (``validation`` is kubectl's ``--validate``, see
-    :func:`~kueue_provreq.manifests.objects.check_object`)."""
+    :func:`~kueue_provreq.manifests.objects.check_object`).  With ``keep_going``, as ``kubectl
+    apply`` creates what the API server accepts and reports the rest, the objects (and files)
+    with errors are left out and their errors returned in :attr:`Inputs.errors`; it raises only
+    when nothing is left."""
     errors: list[ManifestError] = []
     warnings: list[ManifestError] = []
     documents: list[Any] = []
@@ -235,13 +241,13 @@ def load_inputs(sources: Sequence[str], *, validation: str = STRICT, stdin: Text
         warnings.extend(checked.warnings)
         if checked.obj is not None:
             loaded.append((checked.obj, doc))
-    if errors:
+    if errors and (not keep_going or not loaded):
         raise InputErrors(errors)
     objects = _merge_duplicates(_name_generated(_in_namespace(loaded)), warnings)
     if not objects and not skipped:
         raise InputErrors([ManifestError(f"no objects in {', '.join(sources)}")])
     return Inputs(objects=tuple(objects), warnings=tuple(warnings), skipped=dict(skipped),
-                  newest_timestamp=newest_timestamp(documents))
+                  newest_timestamp=newest_timestamp(documents), errors=tuple(errors))
 
 
 def _in_namespace(loaded: list[tuple[KubeObject, Any]]) -> list[tuple[KubeObject, Any]]:
