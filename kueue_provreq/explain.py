@@ -13,8 +13,8 @@ suspended: :func:`kueue_provreq.controllers.job.defaulted`), and the job reconci
 Kueue does the moment the job exists.  The Workload is named as upstream names it
 (:func:`kueue_provreq.api.naming.workload_name_for_owner`: ``job-<name>-<hash>`` for a Job); a
 job given only ``generateName`` is named by the loader
-(:func:`~kueue_provreq.manifests.inputs.generated_name`, one name per object; objects built in
-code get the first name of their prefix).  A Workload already among the manifests for a job
+(:func:`~kueue_provreq.api.naming.generated_name`, one name per object; objects built in
+code get the first name of their prefix the world does not hold yet).  A Workload already among the manifests for a job
 (its owner reference names the job, as in a cluster dump) is used as it is.  Every job is
 reported too: the Workload that stands for it, or why Kueue does not manage it.
 """
@@ -29,7 +29,6 @@ import attrs
 from kueue_provreq.api import constants as c
 from kueue_provreq.api import naming
 from kueue_provreq.api.config import Configuration
-from kueue_provreq.api.frozen import FrozenMap
 from kueue_provreq.api.job import Job, JobSet, PyTorchJob
 from kueue_provreq.api.meta import Conditions, Time, TimeLike, is_true
 from kueue_provreq.api.objects import JOB_KINDS, JobObject, KubeObject
@@ -48,7 +47,6 @@ from kueue_provreq.machines import Actor, CheckTrigger, requests
 from kueue_provreq.machines import WorkloadPhase as P
 from kueue_provreq.machines.phases import workload_phase
 from kueue_provreq.manifests.codec import format_duration, format_time
-from kueue_provreq.manifests.inputs import generated_name
 from kueue_provreq.timestamps import to_time
 from kueue_provreq.world import Create, Delete, Effect, Event, MetricInc, Result, Update, World
 
@@ -64,11 +62,7 @@ def build_world(objects: Iterable[KubeObject], now: Time, config: Configuration 
         if obj.metadata.uid and obj.metadata.name:
             world.put(obj)  # first, so that fresh uids are counted past the given ones
     for i, obj in enumerate(given):
-        meta = obj.metadata
-        name = meta.name or generated_name(meta.namespace, str(meta.extra.get("generateName", "")))
-        extra = FrozenMap({k: v for k, v in meta.extra.items() if k != "generateName"})
-        obj = world.created(attrs.evolve(obj, metadata=attrs.evolve(meta, name=name, extra=extra)), now, i)
-        world.put(job.defaulted(world, obj, config))
+        world.put(job.defaulted(world, world.created(obj, now, i), config))
     return world
 
 

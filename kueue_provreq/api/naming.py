@@ -23,6 +23,23 @@ def limit_object_name(name: str) -> str:
     return raw[: c.OBJECT_NAME_MAX_PREFIX].decode(errors="ignore") + "-" + digest
 
 
+_GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+"""``k8s.io/apimachinery/pkg/util/rand``'s alphabet (no vowels, no look-alike digits)."""
+
+
+def generated_name(namespace: str, prefix: str, ordinal: int = 0) -> str:
+    """``prefix`` + 5 characters, as the API server completes ``generateName``, but
+    reproducible: the ``ordinal``-th object with this prefix in this namespace gets the same
+    name every time (and another than the others).
+
+    >>> generated_name("default", "sample-job-"), generated_name("default", "sample-job-", 1)
+    ('sample-job-hql7p', 'sample-job-qwdtm')
+    """
+    seed = f"{namespace}/{prefix}" if ordinal == 0 else f"{namespace}/{prefix}#{ordinal}"
+    digest = hashlib.sha1(seed.encode()).digest()
+    return prefix + "".join(_GENERATE_ALPHABET[b % len(_GENERATE_ALPHABET)] for b in digest[:5])
+
+
 def workload_name_for_owner(kind: str, group: str, name: str, uid: str) -> str:
     """``jobframework.GetWorkloadNameForOwnerWithGVK``: ``<kind, lower case>-<name>``, cut to
     247 characters, ``-`` and the first 5 hex digits of ``sha1("<kind>\\n<group>\\n<name>\\n<uid>")``

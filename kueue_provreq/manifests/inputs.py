@@ -20,7 +20,6 @@ skipped.
 
 from __future__ import annotations
 
-import hashlib
 import sys
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -30,6 +29,7 @@ from typing import Any, Final, TextIO
 import attrs
 
 from kueue_provreq.api import constants as c
+from kueue_provreq.api.naming import generated_name
 from kueue_provreq.api.objects import KubeObject, key_of
 from kueue_provreq.errors import KueueProvreqError
 from kueue_provreq.manifests import kubernetes
@@ -50,8 +50,6 @@ UNUSED_KINDS: Final[dict[str, frozenset[str]]] = {
 MAX_ERRORS: Final = 50
 """The errors shown before the rest are only counted."""
 
-_GENERATE_ALPHABET: Final = "bcdfghjklmnpqrstvwxz2456789"
-"""``k8s.io/apimachinery/pkg/util/rand``'s alphabet (no vowels, no look-alike digits)."""
 
 #: Fields that record when something happened (not when it will): the newest is a dump's "now".
 OBSERVED_TIMES: Final = frozenset({
@@ -60,19 +58,6 @@ OBSERVED_TIMES: Final = frozenset({
     "eventTime", "lastObservedTime", "lastScheduleTime", "lastSuccessfulTime", "renewTime",
     "acquireTime", "lastChangeTime", "lastUpdate", "startedAt", "finishedAt",
 })
-
-
-def generated_name(namespace: str, prefix: str, ordinal: int = 0) -> str:
-    """``prefix`` + 5 characters, as the API server completes ``generateName``, but
-    reproducible: the ``ordinal``-th object of the inputs with this prefix in this namespace
-    gets the same name every time (and another than the others).
-
-    >>> generated_name("default", "sample-job-"), generated_name("default", "sample-job-", 1)
-    ('sample-job-hql7p', 'sample-job-qwdtm')
-    """
-    seed = f"{namespace}/{prefix}" if ordinal == 0 else f"{namespace}/{prefix}#{ordinal}"
-    digest = hashlib.sha1(seed.encode()).digest()
-    return prefix + "".join(_GENERATE_ALPHABET[b % len(_GENERATE_ALPHABET)] for b in digest[:5])
 
 
 @attrs.frozen
