@@ -6,6 +6,7 @@ it, all through the engine every entry point uses (``World`` + ``Manager.settle`
 from __future__ import annotations
 
 import hashlib
+import json
 from typing import Any
 
 import attrs
@@ -281,3 +282,18 @@ def test_explain_reports_an_unlabeled_job_as_not_managed(tmp_path: Any) -> None:
     out = cli("explain", "-f", str(path), "--at", "2024-01-01T00:00:00Z", "--config", str(config))
     assert "Job default/plain is managed by Kueue: no kueue.x-k8s.io/queue-name label" in out.stdout
     assert "no spec.queueName" in out.stdout
+
+
+def test_explain_describes_the_workloads_of_every_job_of_upstreams_examples(upstream: Any) -> None:
+    out = cli("explain", "-f", str(upstream / "examples"), "--at", "2024-01-01T00:00:00Z", "-o", "json")
+    # upstream's own minimal-cq.yaml is refused by its ClusterQueue webhook; the rest is explained
+    assert out.returncode == 2
+    (error,) = [line for line in out.stderr.splitlines() if ": error: " in line]
+    assert "minimal-cq.yaml" in error
+    state = json.loads(out.stdout)["state"]
+    managed = {s["subject"].split()[0] for s in state if s["state"] == "managed by Kueue"}
+    assert managed == {"Job", "JobSet", "PyTorchJob"}
+    workloads = [s["subject"] for s in state if s["subject"].startswith("workload ")]
+    assert any("/jobset-sleep-job-" in w for w in workloads) and any("/pytorchjob-pytorch-simple-" in w
+                                                                    for w in workloads)
+    assert len(workloads) == 5  # three Jobs (two from generateName), a JobSet, a PyTorchJob
