@@ -136,7 +136,8 @@ def _manifest_options(cmd: argparse.ArgumentParser, outputs: tuple[str, ...]) ->
     cmd.add_argument("--validate", type=_validation_level, default=STRICT, metavar="|".join(VALIDATION_LEVELS),
                      help="unknown fields are errors (strict, the default), warnings (warn) or "
                           "dropped silently (ignore), as kubectl's --validate (true and false too)")
-    _config_option(cmd, "for manageJobsWithoutQueueName, waitForPodsReady and feature gates")
+    _config_option(cmd, "for manageJobsWithoutQueueName, integrations.frameworks, waitForPodsReady and "
+                        "feature gates")
 
 
 def _validation_level(text: str) -> str:

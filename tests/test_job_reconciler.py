@@ -297,3 +297,14 @@ def test_explain_describes_the_workloads_of_every_job_of_upstreams_examples(upst
     assert any("/jobset-sleep-job-" in w for w in workloads) and any("/pytorchjob-pytorch-simple-" in w
                                                                     for w in workloads)
     assert len(workloads) == 5  # three Jobs (two from generateName), a JobSet, a PyTorchJob
+
+
+def test_an_admission_for_another_number_of_podsets_is_a_reconcile_error() -> None:
+    js = INTEGRATIONS[c.JOBSET].with_suspend(jobset(), True)
+    wl = reconciler.workload_for(js, Configuration())
+    extra = attrs.evolve(wl.spec.pod_sets[0], name="extra")
+    wl = attrs.evolve(wl, spec=attrs.evolve(wl.spec, pod_sets=(*wl.spec.pod_sets, extra))).with_status(
+        conditions=(builders.reserved_in(), builders.ADMITTED),
+        admission=Admission("cq", tuple(PodSetAssignment(ps, FrozenMap()) for ps in ("workers", "extra"))))
+    result = reconciler.reconcile(World([js, wl]), (c.JOBSET, NS, "js"), Context(now=T0))
+    assert result.error == "invalid podset infos: expecting 1 podset, got 2" and not result.effects

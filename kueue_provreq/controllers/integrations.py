@@ -32,7 +32,7 @@ from kueue_provreq.api.job import Job, JobSet, PyTorchJob, ReplicaSpec
 from kueue_provreq.api.meta import Json
 from kueue_provreq.api.objects import JobObject
 from kueue_provreq.api.workload import PodSet
-from kueue_provreq.controllers.podsets import PodSetInfo, merge_into, restore_into
+from kueue_provreq.controllers.podsets import BadPodSetsInfo, PodSetInfo, merge_into, restore_into
 
 J = TypeVar("J", Job, JobSet, PyTorchJob)
 
@@ -82,8 +82,11 @@ class Integration(Generic[J]):
 
     def started(self, job: J, infos: Sequence[PodSetInfo]) -> J:
         """``RunWithPodSetsInfo``: unsuspended, each template with its podset's info merged in
-        (raises :class:`~kueue_provreq.controllers.podsets.PodSetInfoConflict`)."""
-        merged = [merge_into(t, info) for t, info in zip(self.templates(job), infos, strict=True)]
+        (raises :class:`~kueue_provreq.controllers.podsets.BadPodSetsInfo`)."""
+        templates = self.templates(job)
+        if len(infos) != len(templates):
+            raise BadPodSetsInfo(f"invalid podset infos: expecting {len(templates)} podset, got {len(infos)}")
+        merged = [merge_into(t, info) for t, info in zip(templates, infos)]
         return self.with_templates(self.with_suspend(job, False), merged)
 
     def stopped(self, job: J, infos: Sequence[PodSetInfo] | None) -> J:

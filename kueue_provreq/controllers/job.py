@@ -61,9 +61,10 @@ Not modelled: finishing the Workload when the job finishes (a scenario patches `
 suspending the child jobs of a managed job, ``managedJobsNamespaceSelector`` (every namespace
 is taken to match; Kueue's default leaves out ``kube-system`` and its own), priority classes
 (the Workload's priority is 0), elastic jobs, prebuilt Workloads, replacing a Workload that no
-longer matches its job, and the ``UpdatedAdmissionCheck`` events.  Upstream finishes a Workload
-whose job cannot be started because its pod set updates conflict; the model reports the
-conflict as a reconcile error.
+longer matches its job, the Workload's ``resource-in-use`` finalizer, and the
+``UpdatedAdmissionCheck`` events.  Upstream finishes a Workload
+whose job cannot be started (its pod set updates conflict, or its admission has another number
+of podsets than the job); the model reports it as a reconcile error.
 """
 
 from __future__ import annotations
@@ -301,7 +302,7 @@ def _start(txn: Txn, integration: Integration[Any], job: JobObject, wl: Workload
     assert wl.status.admission is not None
     try:
         started = integration.started(job, podsets.from_status(txn, wl))
-    except (podsets.PodSetInfoConflict, LookupError) as e:
+    except (podsets.BadPodSetsInfo, LookupError) as e:
         return str(e)
     err = txn.update(started)
     if err is None:

@@ -20,9 +20,11 @@ from kueue_provreq.api.workload import PodSet, PodSetUpdate, Workload
 from kueue_provreq.world import Txn
 
 
-class PodSetInfoConflict(Exception):
-    """Two sources set one key to different values (``podset.BadPodSetsUpdateError``): upstream
-    treats it as permanent and never starts the job."""
+class BadPodSetsInfo(Exception):
+    """What cannot be put in a job's pod templates: two sources setting one key to different
+    values (``podset.BadPodSetsUpdateError``), or infos for another number of podsets than the
+    job has (``BadPodSetsInfoLenError``).  Upstream treats both as permanent and never starts the
+    job."""
 
 
 @attrs.frozen
@@ -49,7 +51,7 @@ class PodSetInfo:
 def _merge_map(field: str, mine: FrozenMap[str, str], theirs: Mapping[str, str]) -> FrozenMap[str, str]:
     for key, value in mine.items():
         if key in theirs and theirs[key] != value:
-            raise PodSetInfoConflict(c.ERR_POD_SET_UPDATE_CONFLICT.format(
+            raise BadPodSetsInfo(c.ERR_POD_SET_UPDATE_CONFLICT.format(
                 field=field, key=key, value1=value, value2=theirs[key]))
     return mine.merged({k: v for k, v in theirs.items() if k not in mine})
 
@@ -63,7 +65,7 @@ def from_status(txn: Txn, wl: Workload) -> tuple[PodSetInfo, ...]:
     """``getPodSetsInfoFromStatus``: per assigned podset (in the admission's order, which is the
     podsets' order), the admitted count, its flavors' node labels and tolerations, the podset
     label, and the podSetUpdates of every admission check.  Raises
-    :class:`PodSetInfoConflict`, or ``LookupError`` for a flavor that does not exist."""
+    :class:`BadPodSetsInfo`, or ``LookupError`` for a flavor that does not exist."""
     assert wl.status.admission is not None
     out = []
     for i, psa in enumerate(wl.status.admission.pod_set_assignments):
@@ -86,8 +88,8 @@ def from_status(txn: Txn, wl: Workload) -> tuple[PodSetInfo, ...]:
             if update is not None:
                 try:
                     info = info.merged(_update_info(update))
-                except PodSetInfoConflict as e:
-                    raise PodSetInfoConflict(f"in admission check {check.name!r}: {e}") from None
+                except BadPodSetsInfo as e:
+                    raise BadPodSetsInfo(f"in admission check {check.name!r}: {e}") from None
         out.append(info)
     return tuple(out)
 
@@ -115,7 +117,7 @@ def _with(template: FrozenMap[str, Json], labels: Mapping[str, str], annotations
 
 def merge_into(template: FrozenMap[str, Json], info: PodSetInfo) -> FrozenMap[str, Json]:
     """``podset.Merge``: ``info`` added to the template's labels, annotations, node selector and
-    tolerations (raises :class:`PodSetInfoConflict`)."""
+    tolerations (raises :class:`BadPodSetsInfo`)."""
     current = from_pod_set(PodSet(info.name, info.count, template))
     have = current.merged(info)
     if have == current:
