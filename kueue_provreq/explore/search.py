@@ -111,7 +111,8 @@ class Action:
 
     def describe(self) -> str:
         if self.kind == "reconcile":
-            target = f" {self.workload}" if self.target_kind == c.WORKLOAD else f" {self.target_kind} {self.workload}"
+            where = self.workload.removeprefix("/")  # a cluster-scoped object has no namespace
+            target = f" {where}" if self.target_kind == c.WORKLOAD else f" {self.target_kind} {where}"
             return f"reconcile {self.controller}" + (target if self.workload else "")
         if self.kind == "advance":
             return f"advance {self.seconds}s"
