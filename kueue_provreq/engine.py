@@ -426,11 +426,11 @@ def _owners(world: World, key: Key, obj: KubeObject | None) -> list[Key] | None:
 
 
 def _owning_jobs(key: Key, obj: KubeObject | None) -> list[Key]:
-    """The jobs that control ``obj`` (a Workload): its controller owner references of a job kind."""
+    """The jobs ``obj`` (a Workload) names as owners: those whose Workload it is
+    (``controllers.job.workload_of``)."""
     if obj is None:
         return []
-    return [(ref.kind, key[1], ref.name) for ref in obj.metadata.owner_references
-            if ref.controller and ref.kind in JOB_KINDS]
+    return [(ref.kind, key[1], ref.name) for ref in obj.metadata.owner_references if ref.kind in JOB_KINDS]
 
 
 def _owned(world: World, key: Key, obj: KubeObject | None) -> list[Key] | None:

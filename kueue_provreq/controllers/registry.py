@@ -40,7 +40,7 @@ class Route(enum.Enum):
     OWNED = "owned"
     """The Workloads it owns (a job's)."""
     OWNING_JOB = "owning-job"
-    """The job that controls it (a Workload's controller owner of a job kind)."""
+    """The jobs it names as owners (a Workload's)."""
     ALL = "all"
     """Every object the controller reconciles (configuration everyone reads)."""
 
