@@ -8,7 +8,8 @@ that a platform engineer sees the reason as well as the effect.
 
 Jobs (batch/v1 Job, JobSet, PyTorchJob) become Workloads the way a cluster makes them: each is
 created as the API server stores it, through Kueue's job webhook (the default LocalQueue, created
-suspended: :func:`kueue_provreq.controllers.job.defaulted`), and the job reconciler of the model
+suspended: :func:`kueue_provreq.controllers.job.defaulted`; a job with a uid, as a dump holds
+it, is stored already and taken as it is), and the job reconciler of the model
 (:mod:`kueue_provreq.controllers.job`) creates the Workload of every job that has none yet, as
 Kueue does the moment the job exists.  The Workload is named as upstream names it
 (:func:`kueue_provreq.api.naming.workload_name_for_owner`: ``job-<name>-<hash>`` for a Job); a
@@ -55,14 +56,15 @@ from kueue_provreq.world import Create, Delete, Effect, Event, MetricInc, Result
 
 def build_world(objects: Iterable[KubeObject], now: Time, config: Configuration = Configuration()) -> World:
     """The objects as the API server would store them on create, in order: a uid, generation 1
-    and the creation time ``now`` unless given, and for a job Kueue's webhook defaults."""
+    and the creation time ``now`` unless given, and for a job without a uid Kueue's webhook
+    defaults."""
     world = World()
     given = list(objects)
     for obj in given:
         if obj.metadata.uid and obj.metadata.name:
             world.put(obj)  # first, so that fresh uids are counted past the given ones
     for i, obj in enumerate(given):
-        world.put(job.defaulted(world, world.created(obj, now, i), config))
+        world.put(world.created(job.defaulted(world, obj, config), now, i))
     return world
 
 

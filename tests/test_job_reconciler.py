@@ -36,10 +36,10 @@ LABELLED = FrozenMap({c.LABEL_QUEUE_NAME: "lq"})
 MJWQN = Configuration(manage_jobs_without_queue_name=True)
 
 
-def job(name: str = "j", labels: FrozenMap[str, str] = LABELLED, suspend: bool | None = None, uid: str = "",
-        owners: tuple[OwnerReference, ...] = (), **spec: Any) -> Job:
-    return Job(ObjectMeta(name=name, namespace=NS, uid=uid or f"{name}-uid", labels=labels, owner_references=owners),
-               JobSpec(suspend=suspend, template=POD, **spec))
+def job(name: str = "j", labels: FrozenMap[str, str] = LABELLED, suspend: bool | None = None,
+        uid: str | None = None, owners: tuple[OwnerReference, ...] = (), **spec: Any) -> Job:
+    return Job(ObjectMeta(name=name, namespace=NS, uid=f"{name}-uid" if uid is None else uid, labels=labels,
+                          owner_references=owners), JobSpec(suspend=suspend, template=POD, **spec))
 
 
 def jobset(name: str = "js", labels: FrozenMap[str, str] = LABELLED) -> JobSet:
@@ -122,8 +122,8 @@ def test_management(obj: Job, config: Configuration, managed: bool, why: str) ->
     assert verdict.managed is managed and why in verdict.why and verdict.error is None
 
 
-def child(owner_uid: str = "js-uid") -> Job:
-    return job("js-workers-0", owners=(OwnerReference(c.JOBSET_V1ALPHA2, c.JOBSET, "js", owner_uid, True),))
+def child(owner_uid: str = "js-uid", uid: str | None = None) -> Job:
+    return job("js-workers-0", uid=uid, owners=(OwnerReference(c.JOBSET_V1ALPHA2, c.JOBSET, "js", owner_uid, True),))
 
 
 def test_a_job_under_a_managed_jobset_is_the_jobsets() -> None:
@@ -159,20 +159,21 @@ def default_queue() -> LocalQueue:
 
 
 def test_the_webhook_suspends_a_job_kueue_manages() -> None:
-    assert reconciler.defaulted(World(), job(), Configuration()).spec.suspend is True  # type: ignore[union-attr]
-    unlabeled = job(labels=FrozenMap())
+    assert reconciler.defaulted(World(), job(uid=""), Configuration()).spec.suspend is True  # type: ignore[union-attr]
+    unlabeled = job(labels=FrozenMap(), uid="")
     assert reconciler.defaulted(World(), unlabeled, Configuration()) is unlabeled
     assert reconciler.defaulted(World(), unlabeled, MJWQN).spec.suspend is True  # type: ignore[union-attr]
 
 
 def test_the_webhook_gives_an_unlabeled_job_the_local_queue_named_default() -> None:
-    new = reconciler.defaulted(World([default_queue()]), job(labels=FrozenMap()), Configuration())
+    new = reconciler.defaulted(World([default_queue()]), job(labels=FrozenMap(), uid=""), Configuration())
     assert new.metadata.labels == {c.LABEL_QUEUE_NAME: "default"} and new.spec.suspend is True  # type: ignore[union-attr]
 
 
 @pytest.mark.parametrize("obj, config", [
-    (child(), Configuration()),                                          # owned by a managed kind
-    (job(labels=FrozenMap()), Configuration(frameworks=(c.FRAMEWORK_JOBSET,))),  # no webhook for it
+    (child(uid=""), Configuration()),                                              # owned by a managed kind
+    (job(uid=""), Configuration(frameworks=(c.FRAMEWORK_JOBSET,))),                # no webhook for it
+    (job(), Configuration()),                                                      # stored already (a uid)
 ])
 def test_the_webhook_leaves_alone(obj: Job, config: Configuration) -> None:
     unlabeled = attrs.evolve(obj, metadata=attrs.evolve(obj.metadata, labels=FrozenMap()))

@@ -186,7 +186,7 @@ class Run:
     # --- the world ---------------------------------------------------------------------
     def _created(self, obj: KubeObject) -> KubeObject:
         """``obj`` as the API server stores it on create, Kueue's job webhook included."""
-        return job.defaulted(self.world, self.world.created(_scoped(obj), self.now), self.scenario.config)
+        return self.world.created(job.defaulted(self.world, _scoped(obj), self.scenario.config), self.now)
 
     def _build_world(self) -> None:
         for i, obj in enumerate(self.scenario.objects):

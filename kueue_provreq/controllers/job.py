@@ -54,7 +54,8 @@ gone, so stopping it changes nothing in the world.
 
 **On create** (:func:`defaulted`), Kueue's mutating webhook for job kinds gives a job without a
 queue-name label the LocalQueue ``default`` when its namespace has one, and suspends a job Kueue
-will manage; the drivers (the conformance runner, ``explain``) apply it to the jobs they create.
+will manage; the drivers (the conformance runner, ``explain``) apply it to the jobs they create
+(those without a uid: one with a uid is stored already).
 A job put in a world without it is suspended by the reconciler instead, as above.
 
 Not modelled: finishing the Workload when the job finishes (a scenario patches ``Finished``),
@@ -176,12 +177,14 @@ def _managed_ancestor(read: World | Txn, job: JobObject, config: Configuration) 
 
 
 def defaulted(read: World | Txn, obj: KubeObject, config: Configuration) -> KubeObject:
-    """What Kueue's mutating webhook for job kinds does on create: ``ApplyDefaultLocalQueue``
-    (no queue-name label, a LocalQueue ``default`` in the namespace, no owner of an enabled job
-    kind: the label becomes ``default``) then ``ApplyDefaultForSuspend`` (a job Kueue manages is
-    created suspended).  Other objects, and jobs of integrations not enabled, are returned as
-    they are."""
-    if not isinstance(obj, _JOB_TYPES) or integration_of(obj).framework not in config.frameworks:
+    """What Kueue's mutating webhook for job kinds does to ``obj`` as it is created:
+    ``ApplyDefaultLocalQueue`` (no queue-name label, a LocalQueue ``default`` in the namespace,
+    no owner of an enabled job kind: the label becomes ``default``) then
+    ``ApplyDefaultForSuspend`` (a job Kueue manages is created suspended).  Other objects, jobs
+    of integrations not enabled, and objects that carry a uid (stored already, as in a cluster
+    dump: the webhook ran when they were created) are returned as they are."""
+    if not isinstance(obj, _JOB_TYPES) or obj.metadata.uid or \
+            integration_of(obj).framework not in config.frameworks:
         return obj
     job: JobObject = obj
     meta = job.metadata
