@@ -53,6 +53,16 @@ FRAMEWORKS: Final = (
 DEFAULT_LOCAL_QUEUE_NAME: Final = "default"
 """The LocalQueue a job without a queue-name label is put in when its namespace has one so named."""
 DEFAULT_POD_SET_NAME: Final = "main"
+# conditions that say a job finished: batch/v1, JobSet, Kubeflow
+JOB_COMPLETE: Final = "Complete"
+JOB_FAILED: Final = "Failed"
+JOBSET_COMPLETED: Final = "Completed"
+KUBEFLOW_JOB_SUCCEEDED: Final = "Succeeded"
+PYTORCH_REPLICA_MASTER: Final = "Master"
+PYTORCH_REPLICA_WORKER: Final = "Worker"
+BATCH_JOB_NAME_LABEL: Final = "batch.kubernetes.io/job-name"
+BATCH_MANAGED_LABELS: Final = ("job-name", "controller-uid", BATCH_JOB_NAME_LABEL, "batch.kubernetes.io/controller-uid")
+"""Pod template labels the batch controller manages (with the legacy ``job-name`` and ``controller-uid``)."""
 
 # --- controller names ---------------------------------------------------------
 PROVISIONING_REQUEST_CONTROLLER_NAME: Final = "kueue.x-k8s.io/provisioning-request"

@@ -36,10 +36,6 @@ from kueue_provreq.controllers.podsets import BadPodSetsInfo, PodSetInfo, merge_
 
 J = TypeVar("J", Job, JobSet, PyTorchJob)
 
-#: Pod template labels the batch controller manages; the Workload's copy keeps only ``job-name``.
-_BATCH_MANAGED_LABELS = ("job-name", "controller-uid", "batch.kubernetes.io/job-name",
-                         "batch.kubernetes.io/controller-uid")
-_KEPT_LABEL = "batch.kubernetes.io/job-name"
 _GO_TRUE = frozenset({"1", "t", "T", "TRUE", "true", "True"})
 """What Go's ``strconv.ParseBool`` reads as true."""
 
@@ -107,7 +103,8 @@ class JobIntegration(Integration[Job]):
     def pod_sets(self, job: Job) -> tuple[PodSet, ...]:
         template = job.spec.template
         labels = (template.get("metadata") or EMPTY).get("labels") or EMPTY
-        managed = [k for k in _BATCH_MANAGED_LABELS if k != _KEPT_LABEL and k in labels]
+        # the Workload's copy keeps only batch.kubernetes.io/job-name of the batch controller's labels
+        managed = [k for k in c.BATCH_MANAGED_LABELS if k != c.BATCH_JOB_NAME_LABEL and k in labels]
         if managed:
             kept = FrozenMap({k: v for k, v in labels.items() if k not in managed})
             template = template.set("metadata", template["metadata"].set("labels", kept))
@@ -127,7 +124,7 @@ class JobIntegration(Integration[Job]):
         return attrs.evolve(job, spec=attrs.evolve(job.spec, suspend=suspend))
 
     def finished(self, job: Job) -> bool:
-        return _conditions_true(job.status, "Complete", "Failed")
+        return _conditions_true(job.status, c.JOB_COMPLETE, c.JOB_FAILED)
 
     def active(self, job: Job) -> bool:
         return bool(job.status.get("active"))
@@ -145,7 +142,7 @@ class JobIntegration(Integration[Job]):
         if infos:
             # the labels the batch controller manages are kept as they are
             labels = (job.spec.template.get("metadata") or EMPTY).get("labels") or EMPTY
-            managed = {k: labels[k] for k in _BATCH_MANAGED_LABELS if k in labels}
+            managed = {k: labels[k] for k in c.BATCH_MANAGED_LABELS if k in labels}
             infos = [attrs.evolve(infos[0], labels=infos[0].labels.merged(managed)), *infos[1:]]
         job = super().stopped(job, infos)
         status = job.status.without("startTime")
@@ -195,7 +192,7 @@ class JobSetIntegration(Integration[JobSet]):
         return attrs.evolve(job, spec=attrs.evolve(job.spec, suspend=suspend))
 
     def finished(self, job: JobSet) -> bool:
-        return _conditions_true(job.status, "Completed", "Failed")
+        return _conditions_true(job.status, c.JOBSET_COMPLETED, c.JOB_FAILED)
 
     def active(self, job: JobSet) -> bool:
         return any((s.get("active") or 0) > 0 for s in job.status.get("replicatedJobsStatus") or ())
@@ -206,7 +203,7 @@ class PyTorchJobIntegration(Integration[PyTorchJob]):
     group = c.KUBEFLOW_GROUP
     api_version = c.KUBEFLOW_V1
     framework = c.FRAMEWORK_PYTORCH_JOB
-    REPLICA_TYPES: ClassVar[tuple[str, ...]] = ("Master", "Worker")
+    REPLICA_TYPES: ClassVar[tuple[str, ...]] = (c.PYTORCH_REPLICA_MASTER, c.PYTORCH_REPLICA_WORKER)
     """``OrderedReplicaTypes``: the podsets' order."""
 
     def _types(self, job: PyTorchJob) -> list[str]:
@@ -235,7 +232,7 @@ class PyTorchJobIntegration(Integration[PyTorchJob]):
         return attrs.evolve(job, spec=attrs.evolve(job.spec, run_policy=policy))
 
     def finished(self, job: PyTorchJob) -> bool:
-        return _conditions_true(job.status, "Succeeded", "Failed")
+        return _conditions_true(job.status, c.KUBEFLOW_JOB_SUCCEEDED, c.JOB_FAILED)
 
     def active(self, job: PyTorchJob) -> bool:
         return any((s.get("active") or 0) != 0 for s in (job.status.get("replicaStatuses") or EMPTY).values())
