@@ -118,10 +118,11 @@ def test_the_job_webhook_refuses_malformed_gates(value: str, message: str) -> No
 
 
 def test_well_formed_gates_pass_and_reach_the_workload() -> None:
-    from kueue_provreq.explain import workload_for_job
+    from kueue_provreq.controllers.job import workload_for
 
     checked = check_object(job({c.ANNOTATION_ADMISSION_GATED_BY: "example.com/a, b.io/x"}))
     assert checked.errors == () and checked.obj is not None
     obj = attrs.evolve(checked.obj, metadata=attrs.evolve(checked.obj.metadata, uid="job-uid"))
-    wl = workload_for_job(obj)  # type: ignore[arg-type]
+    wl = workload_for(obj, Configuration())  # type: ignore[arg-type]
     assert wl.metadata.annotations[c.ANNOTATION_ADMISSION_GATED_BY] == "example.com/a, b.io/x"
+    assert c.ANNOTATION_ADMISSION_GATED_BY not in workload_for(obj, GATE_OFF).metadata.annotations  # type: ignore[arg-type]

@@ -62,8 +62,6 @@ from kueue_provreq.manifests.nodes import (
     quantity_value,
 )
 
-JOBSET_KIND: Final = "JobSet"
-PYTORCH_JOB_KIND: Final = "PyTorchJob"
 MAX_DOCUMENT_BYTES: Final = 3 * 1024 * 1024
 MAX_DEPTH: Final = 100
 
@@ -727,9 +725,9 @@ def schema_of(kind: str, api_version: str, kep_993: bool = False) -> Node:
         return _builtin("io.k8s.api.core.v1.PodTemplate")
     if kind == c.JOB:
         return _builtin("io.k8s.api.batch.v1.Job")
-    if kind == JOBSET_KIND:
+    if kind == c.JOBSET:
         return JOBSET
-    if kind == PYTORCH_JOB_KIND:
+    if kind == c.PYTORCH_JOB:
         return PYTORCH_JOB
     raise KeyError(kind)
 
@@ -763,7 +761,7 @@ def validate_metadata(kind: str, metadata: Mapping[str, Any], out: Problems) -> 
 
 #: ``validation.IsDomainPrefixedPath``'s path part (``httpPathFmt``).
 _HTTP_PATH: Final = re.compile(r"[A-Za-z0-9/\-._~%!$&'()*+,;=:]+")
-_GATED_KINDS: Final = (c.JOB, JOBSET_KIND, PYTORCH_JOB_KIND)
+_GATED_KINDS: Final = (c.JOB, c.JOBSET, c.PYTORCH_JOB)
 
 
 def validate_admission_gates(value: Any, path: str, out: Problems) -> None:
@@ -799,4 +797,31 @@ def validate(kind: str, api_version: str, body: Mapping[str, Any], out: Problems
     against the schemas with KEP-993's extension (:func:`schema_of`)."""
     metadata = body.get("metadata")
     validate_metadata(kind, metadata if isinstance(metadata, Mapping) else {}, out)
+    mark = len(out.errors)
     schema_of(kind, api_version, kep_993).check(body, "", out)
+    if kind == c.JOB and len(out.errors) == mark:
+        _job_webhook_rules(body, out)
+
+
+def _job_webhook_rules(job: Mapping[str, Any], out: Problems) -> None:
+    """Kueue's Job webhook on create (``validatePartialAdmissionCreate``): the minimum
+    parallelism of partial admission is a whole number between 1 and one less than the pods
+    the Job runs at once (``parallelism``, capped by ``completions``)."""
+    annotations = (job.get("metadata") or {}).get("annotations") or {}
+    text = annotations.get(c.ANNOTATION_JOB_MIN_PARALLELISM)
+    if not isinstance(text, str):
+        return
+    path = f"metadata.annotations[{c.ANNOTATION_JOB_MIN_PARALLELISM}]"
+    if _GO_INT.fullmatch(text) is None:
+        out.error(f'{describe(text)}: strconv.Atoi: parsing "{text}": invalid syntax', path)
+        return
+    spec = job.get("spec") or {}
+    pods = spec.get("parallelism", 1) if spec.get("parallelism") is not None else 1
+    if spec.get("completions") is not None:
+        pods = min(pods, spec["completions"])
+    if not 0 < int(text) < pods:
+        out.error(f"{int(text)}: should be between 0 and {pods - 1}", path)
+
+
+_GO_INT: Final = re.compile(r"[+-]?[0-9]+")
+"""What Go's ``strconv.Atoi`` reads."""
