@@ -22,8 +22,10 @@ shows a target evicted needs none).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from decimal import Decimal
+
+import attrs
 
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.config import Configuration
@@ -119,6 +121,27 @@ def can_make_room(preemptor: Workload, holding: Sequence[tuple[Workload, Amounts
     ``amount`` of it (the flavor assigner then ranks the flavor ``Preempt``, not "no
     candidates")."""
     return bool(find_targets(preemptor, holding, frozenset({fr}), {fr: amount}, nominal, policy, config, now))
+
+
+@attrs.frozen
+class QueueView:
+    """What the preemptor sees of one ClusterQueue in a scheduling cycle: every workload holding
+    quota there with what it holds, the nominal quota and the ``withinClusterQueue`` policy."""
+
+    holding: tuple[tuple[Workload, Amounts], ...]
+    nominal: Amounts
+    policy: str
+    config: Configuration
+    now: Time
+
+    def oracle(self, preemptor: Workload) -> Callable[[FlavorResource, Decimal], bool]:
+        """The flavor assigner's question for ``preemptor``: could preemption free this much?"""
+        return lambda fr, amount: can_make_room(preemptor, self.holding, fr, amount, self.nominal, self.policy,
+                                                self.config, self.now)
+
+    def targets(self, preemptor: Workload, needs: frozenset[FlavorResource], wants: Amounts) -> list[Workload]:
+        """``GetTargets`` for the whole assignment."""
+        return find_targets(preemptor, self.holding, needs, wants, self.nominal, self.policy, self.config, self.now)
 
 
 def preemption_message(preemptor: Workload, cq: str) -> str:

@@ -31,7 +31,7 @@ condition changes, so that repeated cycles settle.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from decimal import ROUND_CEILING, Decimal
 from functools import lru_cache
 
@@ -44,17 +44,22 @@ from kueue_provreq.api.objects import Key
 from kueue_provreq.api.quantity import Quantity
 from kueue_provreq.api.queues import ClusterQueue
 from kueue_provreq.api.workload import Admission, PodSet, PodSetAssignment, Workload
-from kueue_provreq.controllers import queues, workload_status
+from kueue_provreq.controllers import kep993, preemption, queues, workload_status
 from kueue_provreq.controllers.activity import inactive_reason
 from kueue_provreq.controllers.context import Context
 from kueue_provreq.machines import Guard, Transition, WorkloadTrigger
+from kueue_provreq.machines.phases import held_back
 from kueue_provreq.world import NOTHING, Result, Txn, World, truncate
 
 FlavorResource = tuple[str, str]
 Usage = dict[FlavorResource, Decimal]
 
-# Flavor assignment modes, ordered from worst to best as upstream's FlavorAssignmentMode.
-_NO_FIT, _PREEMPT, _FIT = 0, 1, 2
+# Flavor assignment modes, ordered from worst to best as upstream's granular modes: no fit, short
+# of quota with no preemption candidates, short with candidates (preemption can make room), fit.
+_NO_FIT, _NO_CANDIDATES, _PREEMPT, _FIT = 0, 1, 2, 3
+
+Oracle = Callable[[FlavorResource, Decimal], bool]
+"""``SimulatePreemption``: whether preemption could free this much of a flavor's resource."""
 _ZERO = Decimal(0)
 
 
@@ -202,17 +207,30 @@ class QuotaTable:
 @attrs.frozen
 class Assignment:
     """The flavor assigner's answer: podset assignments when the workload fits, else the
-    ``QuotaReserved=False`` reason and message."""
+    ``QuotaReserved=False`` reason and message; when it is short of quota (``WaitingForQuota``),
+    also the assignment it would take and what it is short of, for the preemptor."""
 
     pod_sets: tuple[PodSetAssignment, ...] = ()
     reason: str | None = None
     message: str = ""
+    needs: frozenset[FlavorResource] = frozenset()
+    """The flavors' resources short of quota (upstream's ``flavorResourcesNeedPreemption``)."""
+
+    @property
+    def wants(self) -> Usage:
+        """The quota the podset assignments take, per flavor and resource."""
+        out: Usage = {}
+        for psa in self.pod_sets:
+            for resource, flavor in psa.flavors.items():
+                out[(flavor, resource)] = out.get((flavor, resource), _ZERO) + psa.resource_usage[resource].value
+        return out
 
 
 def _try_flavor(flavor: str, resources: list[str], requests: Mapping[str, Decimal], own: Usage,
-                table: QuotaTable, used: Usage) -> tuple[int, list[str]]:
+                table: QuotaTable, used: Usage, oracle: Oracle | None) -> tuple[int, list[str]]:
     """``fitsResourceQuota`` for each resource of one group in one flavor: above the nominal
-    quota never fits; above what is left would need preemption."""
+    quota never fits; above what is left needs preemption, which the ``oracle`` says could make
+    room or not (no oracle: it could not)."""
     mode = _FIT
     reasons: list[str] = []
     for name in resources:
@@ -227,19 +245,25 @@ def _try_flavor(flavor: str, resources: list[str], requests: Mapping[str, Decima
         if want > available:
             reasons.append(c.MSG_INSUFFICIENT_UNUSED_QUOTA.format(
                 resource=name, flavor=flavor, more=format_amount(name, want - available)))
-            mode = _PREEMPT
+            candidates = oracle is not None and oracle((flavor, name), want)
+            mode = min(mode, _PREEMPT if candidates else _NO_CANDIDATES)
     return mode, reasons
 
 
-def assign_flavors(wl: Workload, table: QuotaTable, used: Usage, counts: Sequence[int] | None = None) -> Assignment:
+def assign_flavors(wl: Workload, table: QuotaTable, used: Usage, counts: Sequence[int] | None = None,
+                   oracle: Oracle | None = None, stop_at_preempt: bool = False) -> Assignment:
     """``FlavorAssigner.Assign`` without cohorts: podset by podset, each resource group takes
-    its first flavor where every requested resource of the group fits, else the first where
-    preemption could help; earlier podsets' assignments count against later ones.  ``counts``
-    (partial admission) replaces the podsets' counts."""
+    its first flavor where every requested resource of the group fits, else the best of those
+    tried (preemption with candidates, then without); earlier podsets' assignments count against
+    later ones.  ``counts`` (partial admission) replaces the podsets' counts; the ``oracle``
+    tells a flavor preemption can make room in from one it cannot; ``stop_at_preempt``
+    (``flavorFungibility.whenCanPreempt: MayStopSearch``) takes the first such flavor instead
+    of trying the next."""
     own: Usage = {}
     assigned: list[PodSetAssignment] = []
     messages: list[str] = []
     waiting = False
+    needs: set[FlavorResource] = set()
     counts_pods = "pods" in table.group_of
     for i, ps in enumerate(wl.spec.pod_sets):
         count = ps.count if counts is None else counts[i]
@@ -262,7 +286,7 @@ def assign_flavors(wl: Workload, table: QuotaTable, used: Usage, counts: Sequenc
             best_mode = _NO_FIT
             tried: list[str] = []
             for flavor in group_flavors:
-                flavor_mode, why = _try_flavor(flavor, resources, requests, own, table, used)
+                flavor_mode, why = _try_flavor(flavor, resources, requests, own, table, used, oracle)
                 if flavor_mode == _FIT:
                     best, best_mode = flavor, _FIT
                     tried.clear()
@@ -270,12 +294,17 @@ def assign_flavors(wl: Workload, table: QuotaTable, used: Usage, counts: Sequenc
                 tried.extend(why)
                 if flavor_mode > best_mode:
                     best, best_mode = flavor, flavor_mode
+                if flavor_mode == _PREEMPT and stop_at_preempt:
+                    break
             if best is None:
                 reasons, failure = tried, c.REASON_EXCEEDS_MAX_QUOTA
                 break
             reasons.extend(tried)
             mode = min(mode, best_mode)
             flavors.update({r: best for r in resources})
+            if best_mode != _FIT:
+                needs.update((best, r) for r in resources if requests[r] + own.get((best, r), _ZERO) >
+                             max(_ZERO, table.nominal.get((best, r), _ZERO) - used.get((best, r), _ZERO)))
         if failure is not None or mode != _FIT:
             messages.append(c.MSG_ASSIGN_FLAVORS_FAILED.format(podset=ps.name, reasons=", ".join(sorted(reasons))))
         if failure is not None:
@@ -287,7 +316,7 @@ def assign_flavors(wl: Workload, table: QuotaTable, used: Usage, counts: Sequenc
             name=ps.name, flavors=FrozenMap({r: flavors[r] for r in sorted(flavors)}),
             resource_usage=FrozenMap({r: _quantity(requests[r]) for r in names}), count=count))
     if waiting:
-        return Assignment(reason=c.REASON_WAITING_FOR_QUOTA, message="; ".join(messages))
+        return Assignment(tuple(assigned), c.REASON_WAITING_FOR_QUOTA, "; ".join(messages), frozenset(needs))
     return Assignment(pod_sets=tuple(assigned))
 
 
@@ -359,8 +388,11 @@ class _Cycle:
         if new != wl and self.write(new):
             self.txn.event(c.EVENT_TYPE_WARNING, reason, message, wl)
 
-    def admit(self, wl: Workload, cq: ClusterQueue, pod_sets: tuple[PodSetAssignment, ...]) -> bool:
-        """``admit`` / ``prepareWorkload`` and the events of ``recordWorkloadAdmissionMetrics``."""
+    def admit(self, wl: Workload, cq: ClusterQueue, pod_sets: tuple[PodSetAssignment, ...],
+              preemptions_pending: bool = False) -> Workload | None:
+        """``admit`` / ``prepareWorkload`` and the events of ``recordWorkloadAdmissionMetrics``;
+        ``preemptions_pending`` (KEP-993 only): the quota is still held by workloads being
+        preempted, so the reservation is not admitted in the same write."""
         now, name = self.ctx.now, cq.metadata.name
         new = workload_status.set_quota_reservation(wl, Admission(name, pod_sets), now)
         used = frozenset(f for psa in pod_sets for f in psa.flavors.values())
@@ -371,68 +403,147 @@ class _Cycle:
         complete = all(check in present for check in required)
         reserve = workload_status.fire(wl, WorkloadTrigger.RESERVE_QUOTA, {
             Guard.ALL_CHECKS_READY: complete and workload_status.all_checks_ready(new),
-            Guard.PREEMPTIONS_PENDING: False})
+            Guard.PREEMPTIONS_PENDING: preemptions_pending})
         if complete:
             # Admitted=True when the machine says so; else Admitted=False with its reason
-            new = workload_status.sync_admitted_condition(new, now, self.ctx.config)
+            new = workload_status.sync_admitted_condition(new, now, self.ctx.config, preemptions_pending)
         if not self.write(new, (reserve,)):
-            return False
+            return None
         requeued = find_condition(wl.status.conditions, c.WORKLOAD_REQUEUED)
         queued_at = requeued.last_transition_time if requeued is not None else wl.metadata.creation_timestamp
         waited = now - (queued_at if queued_at is not None else now)
         self.txn.event(c.EVENT_TYPE_NORMAL, c.EVENT_QUOTA_RESERVED, c.MSG_EVENT_QUOTA_RESERVED.format(cq=name, seconds=waited), new)
         if new.is_admitted():
             self.txn.event(c.EVENT_TYPE_NORMAL, c.EVENT_ADMITTED, c.MSG_EVENT_ADMITTED.format(cq=name, seconds=0), new)
-        return True
+        return new
 
-    def assign(self, wl: Workload, table: QuotaTable, used: Usage) -> Assignment:
-        """``getInitialAssignments``: the whole workload, else (partial admission) the largest
-        counts that fit, else the whole workload's reason."""
-        whole = assign_flavors(wl, table, used)
-        if whole.reason is None or not self.ctx.config.gate(c.GATE_PARTIAL_ADMISSION) \
-                or not can_be_partially_admitted(wl):
-            return whole
-        return reduced_assignment(wl, table, used) or whole
+    def assign(self, wl: Workload, table: QuotaTable, used: Usage, view: preemption.QueueView | None,
+               stop_at_preempt: bool) -> tuple[Assignment, list[Workload]]:
+        """``getInitialAssignments``: the whole workload when it fits, or when it fits by
+        preempting (with the targets, ``view`` being what the preemptor sees of the queue);
+        else (partial admission) the largest counts that fit; else the whole workload's reason.
+        Partial admission that needs preemption is not modelled."""
+        oracle = view.oracle(wl) if view is not None else None
+        whole = assign_flavors(wl, table, used, oracle=oracle, stop_at_preempt=stop_at_preempt)
+        if whole.reason is None:
+            return whole, []
+        if view is not None and whole.needs:
+            targets = view.targets(wl, whole.needs, whole.wants)
+            if targets:
+                return whole, targets
+        if not self.ctx.config.gate(c.GATE_PARTIAL_ADMISSION) or not can_be_partially_admitted(wl):
+            return whole, []
+        return reduced_assignment(wl, table, used) or whole, []
 
-    def walk(self, world: World, cq: ClusterQueue, pending: list[Workload], used: Usage) -> bool:
+    def walk(self, world: World, cq: ClusterQueue, pending: list[Workload], reserving: list[Workload]) -> bool:
         """Try one ClusterQueue's pending workloads in order; False when blockAdmission
         stops the whole scheduling loop."""
         name = cq.metadata.name
+        table = QuotaTable.of(cq)
+        holding = [(wl, usage_of([wl])) for wl in reserving]
+        used = usage_of(reserving)
+        running = list(holding)  # what may still run, for KEP-993's admission (this cycle's join)
+        kep_993 = self.ctx.config.kep_993_preemption
+        if kep_993:
+            holding, used = self.kep_993_pass(world, cq, table, holding)
+        if not pending:
+            return True
         problem = inactive_reason(world, cq)
         if problem is not None:
             for wl in pending:
                 self.park(wl, c.REASON_SUSPENDED, c.MSG_CQ_INACTIVE.format(cq=name))
             return True
         strict = cq.spec.queueing_strategy == c.STRICT_FIFO
-        table = QuotaTable.of(cq)
         wfpr = self.ctx.config.wait_for_pods_ready
         block = wfpr is not None and wfpr.block_admission
+        preempts = cq.spec.within_cluster_queue != c.PREEMPTION_POLICY_NEVER
+        stop_at_preempt = cq.spec.when_can_preempt == c.MAY_STOP_SEARCH
         # Workloads asking for the same podsets get the same answer until the usage changes
         # (upstream's SchedulingEquivalenceHashing); this keeps long queues of look-alikes cheap.
-        answers: dict[tuple[PodSet, ...], Assignment] = {}
+        # Who may be preempted depends on the preemptor, so a queue that preempts asks each one.
+        answers: dict[tuple[PodSet, ...], tuple[Assignment, list[Workload]]] = {}
         for wl in pending:
             if queues.has_failed_checks(wl):
                 self.park(wl, c.REASON_PENDING_EVALUATION, c.MSG_FAILED_ADMISSION_CHECKS)
             else:
-                found = answers.get(wl.spec.pod_sets)
-                if found is None:
-                    found = answers[wl.spec.pod_sets] = self.assign(wl, table, used)
-                if found.reason is not None:
+                view = preemption.QueueView(tuple(holding), table.nominal, cq.spec.within_cluster_queue,
+                                            self.ctx.config, self.ctx.now) if preempts else None
+                found, targets = answers.get(wl.spec.pod_sets) or self.assign(wl, table, used, view, stop_at_preempt)
+                if not preempts:
+                    answers[wl.spec.pod_sets] = (found, targets)
+                if targets and not kep_993:
+                    self.preempt(wl, cq, found, targets)
+                    return True  # the preemptor stays at the head until its targets release their quota
+                if found.reason is not None and not targets:
                     self.park(wl, found.reason, found.message)
                 elif block and self.not_ready:
                     self.park(wl, c.REASON_WAITING_FOR_PODS_READY, c.MSG_WAITING_FOR_PODS_READY)
                     return False
-                elif self.admit(wl, cq, found.pod_sets):
+                elif (new := self.admit(wl, cq, found.pod_sets, kep_993 and kep993.preemptions_pending(
+                        wl, found.wants, running, table.nominal))) is not None:
                     answers.clear()
-                    for psa in found.pod_sets:
-                        for resource, flavor in psa.flavors.items():
-                            used[(flavor, resource)] = used.get((flavor, resource), _ZERO) + \
-                                psa.resource_usage[resource].value
+                    wants = found.wants
+                    gone = {t.metadata.uid for t in targets}
+                    for target, held in holding:
+                        if target.metadata.uid in gone:
+                            _subtract(used, held)
+                    holding = [pair for pair in holding if pair[0].metadata.uid not in gone] + [(new, wants)]
+                    running.append((new, wants))
+                    for fr, value in wants.items():
+                        used[fr] = used.get(fr, _ZERO) + value
                     self.not_ready += 1
                     continue
             if strict:
                 break
         return True
+
+    # --- preemption within the queue (default semantics) ------------------------------------------
+
+    def preempt(self, wl: Workload, cq: ClusterQueue, found: Assignment, targets: list[Workload]) -> None:
+        """``IssuePreemptions`` and the preemptor's ``requeueAndUpdate``: ``QuotaReserved=False``
+        ``WaitingForPreemptedWorkloads``, its assignment's message and "Pending the preemption of
+        N workload(s)".  Without a reservation, it waits at the head of its queue (BestEffortFIFO
+        keeps such a preemptor sticky, StrictFIFO keeps any head) until the targets release their
+        quota, and is then admitted."""
+        preempted, error = preemption.issue(self.txn, wl, targets, cq.metadata.name)
+        self.error = self.error or error
+        self.park(wl, c.REASON_WAITING_FOR_PREEMPTED_WORKLOADS,
+                  found.message + c.MSG_PENDING_PREEMPTION.format(count=preempted))
+
+    # --- KEP-993 (the kep-993-preemption semantics) ------------------------------------------------
+
+    def kep_993_pass(self, world: World, cq: ClusterQueue, table: QuotaTable,
+                     holding: list[tuple[Workload, Usage]]) -> tuple[list[tuple[Workload, Usage]], Usage]:
+        """The queue's reservations as KEP-993 reads them (:func:`kep993.plan`): issue the
+        preemptions whose preemptor's policy now allows them, take back the reservations whose
+        preemptions can no longer happen, and return what the next reservations see: the
+        workloads holding quota that nobody claimed, and their usage."""
+        plan = kep993.plan(cq, holding, table.nominal, self.ctx.config, self.ctx.now)
+        by_uid = {wl.metadata.uid: wl for wl, _ in holding}
+        for uid, targets in plan.claims.items():
+            preemptor = by_uid[uid]
+            if kep993.policy_allows(world, preemptor, cq):
+                _, error = preemption.issue(self.txn, preemptor, targets, cq.metadata.name)
+                self.error = self.error or error
+        for wl in plan.invalid:
+            if not wl.is_admitted() and not wl.is_evicted():
+                self.revoke(wl)
+        gone = plan.claimed | {wl.metadata.uid for wl in plan.invalid}
+        return [pair for pair in holding if pair[0].metadata.uid not in gone], dict(plan.used)
+
+    def revoke(self, wl: Workload) -> None:
+        """KEP-993's re-validation fails: the preemptions the reservation counted on can no
+        longer happen, so it is taken back (``QuotaReserved=False`` ``WaitingForQuota``)."""
+        new = workload_status.unset_quota_reservation(wl, c.REASON_WAITING_FOR_QUOTA,
+                                                      c.MSG_KEP_993_RESERVATION_REVOKED, self.ctx.now, self.ctx.config)
+        fired = workload_status.fire(wl, WorkloadTrigger.REVOKE_RESERVATION, {Guard.BACKOFF: held_back(new)})
+        if self.write(new, (fired,)):
+            self.txn.event(c.EVENT_TYPE_WARNING, c.REASON_WAITING_FOR_QUOTA, c.MSG_KEP_993_RESERVATION_REVOKED, wl)
+
+
+def _subtract(used: Usage, held: Mapping[FlavorResource, Decimal]) -> None:
+    for fr, value in held.items():
+        used[fr] = used.get(fr, _ZERO) - value
 
 
 def schedule(world: World, ctx: Context, key: Key | None = None) -> Result:
@@ -453,13 +564,17 @@ def schedule(world: World, ctx: Context, key: Key | None = None) -> Result:
     wfpr = ctx.config.wait_for_pods_ready
     if wfpr is not None and wfpr.block_admission:
         cycle.not_ready = sum(1 for wls in found.reserving.values() for wl in wls if not queues.pods_ready(wl))
-    for name in sorted(found.ready):
-        pending = found.ready[name]
+    names = set(found.ready)
+    if ctx.config.kep_993_preemption:
+        # KEP-993: a queue's reservations may have preemptions to issue with nothing pending
+        names |= {name for name in found.reserving if only is None or name == only}
+    for name in sorted(names):
+        pending = found.ready.get(name, [])
         cq = world.get(c.CLUSTER_QUEUE, "", name)
         if not isinstance(cq, ClusterQueue):
             for wl in pending:
                 cycle.park(wl, c.REASON_MISCONFIGURED, c.MSG_CQ_NOT_FOUND.format(cq=name))
             continue
-        if not cycle.walk(world, cq, pending, usage_of(found.reserving.get(name, []))):
+        if not cycle.walk(world, cq, pending, found.reserving.get(name, [])):
             break
     return cycle.txn.result(error=cycle.error)
