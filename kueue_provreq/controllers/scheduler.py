@@ -40,7 +40,7 @@ import attrs
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.frozen import FrozenMap
 from kueue_provreq.api.meta import Json, find_condition
-from kueue_provreq.api.objects import Key
+from kueue_provreq.api.objects import Key, key_of
 from kueue_provreq.api.quantity import Quantity
 from kueue_provreq.api.queues import ClusterQueue
 from kueue_provreq.api.workload import Admission, PodSet, PodSetAssignment, Workload
@@ -528,8 +528,40 @@ class _Cycle:
         for wl in plan.invalid:
             if not wl.is_admitted() and not wl.is_evicted():
                 self.revoke(wl)
+        self.kep_993_admit(cq, table, holding, {wl.metadata.uid for wl in plan.invalid})
         gone = plan.claimed | {wl.metadata.uid for wl in plan.invalid}
         return [pair for pair in holding if pair[0].metadata.uid not in gone], dict(plan.used)
+
+    def kep_993_admit(self, cq: ClusterQueue, table: QuotaTable, holding: list[tuple[Workload, Usage]],
+                      revoked: set[str]) -> None:
+        """KEP-993's "recheck that Admission settings are still valid" before ``Admitted``: a
+        reservation whose checks are all Ready is admitted when it fits beside what may still
+        run in the queue (the admitted workloads, and the evicted ones not released yet), else it
+        stays ``Admitted=False`` ``WaitingForPreemptedWorkloads``.  It depends on the other
+        workloads of the queue, so the scheduler decides it, not the workload controller."""
+        now, config, name = self.ctx.now, self.ctx.config, cq.metadata.name
+        running = [(wl, used) for wl, used in holding if wl.is_admitted() or wl.is_evicted()]
+        for old, used in holding:
+            wl = self.txn.get(*key_of(old))
+            if not isinstance(wl, Workload) or wl.metadata.uid in revoked or wl.is_admitted() or wl.is_evicted() \
+                    or not wl.has_quota_reservation() or not workload_status.all_checks_ready(wl):
+                continue
+            present = {s.name for s in wl.status.admission_checks}
+            if not all(check in present for check in workload_status.checks_for_workload(wl, cq)):
+                continue  # the workload controller has not listed its flavors' checks yet
+            pending = kep993.preemptions_pending(wl, used, running, table.nominal)
+            new = workload_status.sync_admitted_condition(wl, now, config, pending)
+            if pending:
+                if new is not wl:
+                    self.write(new)
+                continue
+            if self.write(new, (workload_status.fire(wl, WorkloadTrigger.ADMIT),)):
+                reserved = wl.condition(c.WORKLOAD_QUOTA_RESERVED)
+                since = reserved.last_transition_time if reserved is not None and \
+                    reserved.last_transition_time is not None else now
+                self.txn.event(c.EVENT_TYPE_NORMAL, c.EVENT_ADMITTED,
+                               c.MSG_EVENT_ADMITTED.format(cq=name, seconds=now - since), new)
+                running.append((new, used))
 
     def revoke(self, wl: Workload) -> None:
         """KEP-993's re-validation fails: the preemptions the reservation counted on can no

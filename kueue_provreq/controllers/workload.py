@@ -54,7 +54,6 @@ from kueue_provreq.api.meta import Condition, Time
 from kueue_provreq.api.objects import Key
 from kueue_provreq.api.queues import ClusterQueue, LocalQueue
 from kueue_provreq.api.workload import Workload
-from kueue_provreq.controllers import kep993, queues, scheduler
 from kueue_provreq.controllers import workload_status as ws
 from kueue_provreq.controllers.backoff import NS, wait_time_ns
 from kueue_provreq.controllers.context import Context
@@ -111,10 +110,11 @@ def reconcile(world: World, key: Key, ctx: Context) -> Result:
     new = wl
     events: list[Effect] = []
     fired: list[Transition] = []
-    if not _true(conds, c.WORKLOAD_ADMITTED):
-        pending = ctx.config.kep_993_preemption and cq is not None and _true(conds, c.WORKLOAD_QUOTA_RESERVED) \
-            and ws.all_checks_ready(wl) and _preemptions_pending(txn, wl, cq)
-        new = _sync_unadmitted(wl, conds, ctx, events, fired, pending)
+    if not _true(conds, c.WORKLOAD_ADMITTED) and not (
+            ctx.config.kep_993_preemption and _true(conds, c.WORKLOAD_QUOTA_RESERVED) and ws.all_checks_ready(wl)):
+        # KEP-993: the scheduler re-validates the quota of a reservation whose checks are all
+        # Ready before admitting it (``scheduler._Cycle.kep_993_admit``)
+        new = _sync_unadmitted(wl, conds, ctx, events, fired)
         if new is not wl:
             conds = new.status.conditions_by_type
     requeue_after: float | None = None
@@ -296,11 +296,10 @@ def _wanted_checks(wl: Workload, cq: ClusterQueue) -> tuple[str, ...]:
 
 
 def _sync_unadmitted(wl: Workload, conds: Conds, ctx: Context, events: list[Effect],
-                     fired: list[Transition], preemptions_pending: bool = False) -> Workload:
+                     fired: list[Transition]) -> Workload:
     """``QuotaReserved=False Deactivated`` for an inactive workload without quota (gate
     UnadmittedWorkloadsObservability), then ``SyncAdmittedCondition`` with its event; with
-    quota and every check Ready that is the workload machine's ``admit``, unless (KEP-993
-    only) ``preemptions_pending``."""
+    quota and every check Ready that is the workload machine's ``admit``."""
     now = ctx.now
     config = ctx.config
     observability = config.gate(c.GATE_UNADMITTED_OBSERVABILITY)
@@ -308,11 +307,11 @@ def _sync_unadmitted(wl: Workload, conds: Conds, ctx: Context, events: list[Effe
     if observability and not wl.is_active and not _true(conds, c.WORKLOAD_QUOTA_RESERVED):
         new = ws.set_cond(new, c.WORKLOAD_QUOTA_RESERVED, c.FALSE, c.REASON_DEACTIVATED,
                           c.MSG_DEACTIVATED, now)
-    elif not preemptions_pending and _admitted_false_is_current(wl, conds, observability):
+    elif _admitted_false_is_current(wl, conds, observability):
         return wl
-    if _true(conds, c.WORKLOAD_QUOTA_RESERVED) and ws.all_checks_ready(wl) and not preemptions_pending:
+    if _true(conds, c.WORKLOAD_QUOTA_RESERVED) and ws.all_checks_ready(wl):
         fired.append(ws.fire(wl, WorkloadTrigger.ADMIT))
-    new = ws.sync_admitted_condition(new, now, config, preemptions_pending)
+    new = ws.sync_admitted_condition(new, now, config)
     if new.is_admitted() and new.status.admission is not None:
         reserved = _ltt(conds.get(c.WORKLOAD_QUOTA_RESERVED))
         events.append(_event(new, c.EVENT_TYPE_NORMAL, c.EVENT_ADMITTED, c.MSG_EVENT_ADMITTED.format(
@@ -338,16 +337,6 @@ def _admitted_false_is_current(wl: Workload, conds: Conds, observability: bool) 
         reason, message = c.REASON_NO_RESERVATION, c.MSG_NO_RESERVATION
     return (admitted.status == c.FALSE and admitted.reason == reason and admitted.message == message
             and admitted.observed_generation == wl.metadata.generation)
-
-
-def _preemptions_pending(txn: Txn, wl: Workload, cq: ClusterQueue) -> bool:
-    """KEP-993 only: whether the workload would exceed its queue's nominal quota beside the
-    workloads that may still run there (admitted, or evicted and not released yet)."""
-    table = scheduler.QuotaTable.of(cq)
-    running = [(other, scheduler.usage_of([other])) for other in txn.world.objects(c.WORKLOAD)
-               if isinstance(other, Workload) and other.status.admission is not None
-               and other.status.admission.cluster_queue == cq.metadata.name and queues.holds_quota(other)]
-    return kep993.preemptions_pending(wl, scheduler.usage_of([wl]), running, table.nominal)
 
 
 # --- step 6 ---------------------------------------------------------------------------

@@ -68,7 +68,8 @@ _workload = _declare(
         {"trigger": W.REVOKE_RESERVATION, "source": P.QUOTA_RESERVED, "dest": P.BACKOFF,
          "conditions": [Guard.BACKOFF]},
         {"trigger": W.REVOKE_RESERVATION, "source": P.QUOTA_RESERVED, "dest": P.PENDING},
-        # workload controller: quota and every check Ready (an admitted workload is never
+        # workload controller (KEP-993: the scheduler, re-validating the quota): quota and every
+        # check Ready (an admitted workload is never
         # un-admitted while it keeps its quota: the Admitted sync skips admitted workloads).
         # An evicted one still holding quota may be marked Admitted until the job releases it.
         {"trigger": W.ADMIT, "source": P.QUOTA_RESERVED, "dest": P.ADMITTED},
@@ -123,7 +124,7 @@ WORKLOAD_MACHINE: MachineTable[P, W] = MachineTable.from_machine(
     "workload", "Workload admission lifecycle", _workload, P, W, {
         W.RESERVE_QUOTA: (Actor.SCHEDULER, Actor.USER),
         W.REVOKE_RESERVATION: (Actor.SCHEDULER,),
-        W.ADMIT: (Actor.WORKLOAD,),
+        W.ADMIT: (Actor.WORKLOAD, Actor.SCHEDULER),
         W.EVICT: (Actor.WORKLOAD, Actor.SCHEDULER),
         W.RELEASE_QUOTA: (Actor.JOB,),
         W.UNSET_QUOTA: (Actor.USER,),
