@@ -78,9 +78,12 @@ class Plan:
 
 
 def reservation_order(wl: Workload, config: Configuration) -> tuple[Time, int, Time, str]:
-    """The order the scheduler gave quota in: the reservation time, then (one cycle reserves
-    several) the queue order within a cycle."""
-    return (_reserved_at(wl), -preemption.priority(wl), ws.queue_order_timestamp(wl, config), wl.metadata.uid)
+    """The order the scheduler gave quota in, as far as the objects tell: the reservation time
+    (``QuotaReserved``'s, whole seconds).  Reservations of the same second may come from one
+    cycle or several; only a higher priority can over-commit a queue (a preemptor takes lower
+    priorities only), so among them the lower priorities count as the earlier, then the queue
+    order."""
+    return (_reserved_at(wl), preemption.priority(wl), ws.queue_order_timestamp(wl, config), wl.metadata.uid)
 
 
 def plan(cq: ClusterQueue, holding: Sequence[tuple[Workload, Amounts]], nominal: Amounts,

@@ -55,6 +55,11 @@ def add_explore_command(subparsers: Any) -> None:
     p.add_argument("--outcomes", type=_outcomes, default=tuple(RequestTrigger), metavar="TRIGGER,...",
                    help="the ProvisioningRequest triggers Cluster Autoscaler may fire (default: all of "
                         + ", ".join(RequestTrigger) + ")")
+    p.add_argument("--preemption", action="store_true",
+                   help="preemption within the ClusterQueue: with --workloads 2, the second workload has a "
+                        "higher priority and arrives at any moment, and the quota (one pod unless --quota) "
+                        "makes it preempt the first; under kep-993-preemption the checks are "
+                        "AfterCheckPassedOrOnDemand")
     p.add_argument("--max-states", type=int, default=None, help="stop after this many states")
     p.add_argument("--scenario-out", type=Path, default=None,
                    help="write the counterexample scenario there instead of to stdout")
@@ -86,10 +91,14 @@ def semantics_label(switches: frozenset[str]) -> str:
 
 
 def run_explore(args: argparse.Namespace) -> int:
-    opts = Options(workloads=args.workloads, checks=args.checks, depth=args.depth,
-                   backoff_limit=args.backoff_limit, keep_quota=args.keep_quota, semantics=args.semantics,
-                   granularity=args.granularity, symmetry=not args.no_symmetry, max_states=args.max_states,
-                   quota=args.quota, outcomes=args.outcomes)
+    try:
+        opts = Options(workloads=args.workloads, checks=args.checks, depth=args.depth,
+                       backoff_limit=args.backoff_limit, keep_quota=args.keep_quota, semantics=args.semantics,
+                       granularity=args.granularity, symmetry=not args.no_symmetry, max_states=args.max_states,
+                       quota=args.quota, outcomes=args.outcomes, preemption=args.preemption)
+    except ValueError as e:
+        print(f"kueue-provreq explore: error: {e}", file=sys.stderr)
+        return 2
     start = time.perf_counter()
 
     def progress(depth: int, states: int) -> None:

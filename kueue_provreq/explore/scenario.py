@@ -17,7 +17,7 @@ from typing import Any
 
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.workload import Workload
-from kueue_provreq.explore.search import NAMESPACE, Action, Explorer, Violation
+from kueue_provreq.explore.search import NAMESPACE, Action, Explorer, Violation, late_arrival
 from kueue_provreq.machines import RequestTrigger, requests
 from kueue_provreq.manifests import dump_object
 from kueue_provreq.manifests.configuration import SEMANTICS_FIELD
@@ -30,12 +30,15 @@ _RECONCILE_KEYS = {c.WORKLOAD: "workload", c.ADMISSION_CHECK: "admissionCheck", 
                    c.JOB: "job", c.JOBSET: "jobSet", c.PYTORCH_JOB: "pyTorchJob"}
 
 
-def step_of(action: Action, settles: bool = False) -> list[dict[str, Any]]:
+def step_of(action: Action, settles: bool = False, arrival: Workload | None = None) -> list[dict[str, Any]]:
     """The conformance steps one explorer action stands for; ``settles``: the explorer settled
-    after it (``settle`` granularity)."""
+    after it (``settle`` granularity); ``arrival``: the workload a ``submit`` creates."""
     if action.kind == "settle":
         return [{"settle": {}}]
     then: list[dict[str, Any]] = [{"settle": {}}] if settles else []
+    if action.kind == "submit":
+        assert arrival is not None
+        return [{"apply": dump_object(arrival)}, *then]
     if action.kind == "advance":
         return [{"advance": f"{action.seconds}s"}, *then]
     if action.kind == "reconcile":
@@ -64,7 +67,7 @@ def to_scenario(ex: Explorer, violation: Violation, name: str, description: str)
     if ex.opts.semantics:
         config[SEMANTICS_FIELD] = sorted(ex.opts.semantics)
     settles = ex.opts.granularity == "settle"
-    steps = [s for a in violation.trace for s in step_of(a, settles)]
+    steps = [s for a in violation.trace for s in step_of(a, settles, late_arrival(ex.opts))]
     world = violation.world
     if violation.raised:
         return {"name": name, "description": description, "config": config,

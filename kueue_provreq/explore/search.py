@@ -31,7 +31,7 @@ import attrs
 
 from kueue_provreq import invariants as inv
 from kueue_provreq.api import constants as c
-from kueue_provreq.api.config import Configuration, parse_semantics
+from kueue_provreq.api.config import SEMANTICS_KEP_993_PREEMPTION, Configuration, parse_semantics
 from kueue_provreq.api.frozen import FrozenMap, freeze
 from kueue_provreq.api.meta import Condition, ObjectMeta, Time, set_condition
 from kueue_provreq.api.objects import Key, KubeObject
@@ -48,6 +48,7 @@ from kueue_provreq.api.queues import (
     AdmissionChecksStrategy,
     AdmissionCheckStrategyRule,
     ClusterQueue,
+    ClusterQueuePreemption,
     ClusterQueueSpec,
     FlavorQuotas,
     LocalQueue,
@@ -95,6 +96,15 @@ class Options:
     Less makes the workloads compete; one per workload lets symmetric states arise."""
     outcomes: tuple[str, ...] = tuple(RequestTrigger)
     """The ProvisioningRequest machine's triggers Cluster Autoscaler may fire (default: all)."""
+    preemption: bool = False
+    """Two workloads of different priority in a queue that preempts (``withinClusterQueue:
+    LowerPriority``): ``wla`` is there from the start, the higher-priority ``wlb`` arrives at any
+    moment (the ``submit`` action), and the quota (one pod, unless given) makes it preempt.
+    Under KEP-993 (``kep-993-preemption``) every check is ``AfterCheckPassedOrOnDemand``."""
+
+    def __attrs_post_init__(self) -> None:
+        if self.preemption and self.workloads != 2:
+            raise ValueError("the preemption world has two workloads (--workloads 2)")
 
 
 @attrs.frozen
@@ -102,7 +112,7 @@ class Action:
     """One step of a trace, in the conformance format's vocabulary."""
 
     kind: str
-    """``settle``, ``reconcile``, ``advance`` or ``autoscaler``."""
+    """``settle``, ``reconcile``, ``advance``, ``autoscaler`` or ``submit`` (a workload arrives)."""
     controller: str = ""
     workload: str = ""
     """``NS/NAME`` of the object a reconcile is for (a Workload, or a ``target_kind`` object)."""
@@ -120,6 +130,8 @@ class Action:
             return f"advance {self.seconds}s"
         if self.kind == "autoscaler":
             return f"autoscaler {self.trigger} {self.request}"
+        if self.kind == "submit":
+            return f"submit {self.workload}"
         return self.kind
 
 
@@ -162,27 +174,42 @@ def build_config(opts: Options) -> Configuration:
 
 def build_objects(opts: Options) -> list[KubeObject]:
     """One ClusterQueue with ``quota`` cpus, ``checks`` provisioning checks, and ``workloads``
-    identical one-pod, one-cpu workloads (the only difference is the name)."""
+    identical one-pod, one-cpu workloads (the only difference is the name); in the preemption
+    world the second one has a higher priority and arrives later (:func:`late_arrival`)."""
     checks = [f"check{i + 1}" for i in range(opts.checks)]
-    cpu = Quantity.parse(opts.workloads if opts.quota is None else opts.quota)
+    cpu = Quantity.parse((1 if opts.preemption else opts.workloads) if opts.quota is None else opts.quota)
+    preemption = ClusterQueuePreemption(c.PREEMPTION_POLICY_LOWER_PRIORITY) if opts.preemption else None
     objs: list[KubeObject] = [
         ResourceFlavor(ObjectMeta(name="default-flavor")),
         ClusterQueue(ObjectMeta(name="cq"), ClusterQueueSpec(
             resource_groups=(ResourceGroup(("cpu",), (FlavorQuotas("default-flavor", (ResourceQuota("cpu", cpu),)),)),),
-            admission_checks_strategy=AdmissionChecksStrategy(tuple(AdmissionCheckStrategyRule(n) for n in checks)))),
+            admission_checks_strategy=AdmissionChecksStrategy(tuple(AdmissionCheckStrategyRule(n) for n in checks)),
+            preemption=preemption)),
         LocalQueue(ObjectMeta(name="lq", namespace=NAMESPACE), LocalQueueSpec("cq")),
     ]
+    waits = opts.preemption and SEMANTICS_KEP_993_PREEMPTION in opts.semantics
     for name in checks:
         objs.append(AdmissionCheck(ObjectMeta(name=name), AdmissionCheckSpec(
             c.PROVISIONING_REQUEST_CONTROLLER_NAME,
-            ParametersReference(c.KUEUE_GROUP, c.PROVISIONING_REQUEST_CONFIG, name))))
+            ParametersReference(c.KUEUE_GROUP, c.PROVISIONING_REQUEST_CONFIG, name),
+            preemption_policy=c.PREEMPTION_POLICY_AFTER_CHECK_PASSED_OR_ON_DEMAND if waits else None)))
         objs.append(ProvisioningRequestConfig(ObjectMeta(name=name), ProvisioningRequestConfigSpec(
             c.CLASS_CHECK_CAPACITY, retry_strategy=RetryStrategy(opts.backoff_limit, 60, 1800))))
     template = freeze({"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}})
-    for name in WORKLOAD_NAMES[:opts.workloads]:
+    for name in WORKLOAD_NAMES[:1 if opts.preemption else opts.workloads]:
         objs.append(Workload(ObjectMeta(name=name, namespace=NAMESPACE),
                              WorkloadSpec(pod_sets=(PodSet("main", 1, template),), queue_name="lq")))
     return objs
+
+
+def late_arrival(opts: Options) -> Workload | None:
+    """The preemption world's second workload, ``wlb``: priority 10 against ``wla``'s 0, created
+    when the ``submit`` action brings it."""
+    if not opts.preemption:
+        return None
+    template = freeze({"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}})
+    return Workload(ObjectMeta(name=WORKLOAD_NAMES[1], namespace=NAMESPACE),
+                    WorkloadSpec(pod_sets=(PodSet("main", 1, template),), queue_name="lq", priority=10))
 
 
 def initial_world(objs: Sequence[KubeObject], now: Time) -> World:
@@ -293,6 +320,9 @@ class Explorer:
                     yield Action("autoscaler", request=pr.metadata.name, trigger=trigger)
         if node.settled and node.wake is not None:
             yield Action("advance", seconds=math.ceil(node.wake))
+        late = late_arrival(self.opts)
+        if late is not None and node.world.get(c.WORKLOAD, NAMESPACE, late.metadata.name) is None:
+            yield Action("submit", workload=f"{NAMESPACE}/{late.metadata.name}")
 
     def step(self, node: _Node, action: Action) -> _Node:
         world, now = node.world.copy(), node.now
@@ -303,6 +333,10 @@ class Explorer:
             autoscaler_step(world, pr, action.trigger, now)
         elif action.kind == "advance":
             now = Time(now + action.seconds)
+        elif action.kind == "submit":
+            late = late_arrival(self.opts)
+            assert late is not None
+            world.put(world.created(late, now))
         elif action.kind == "reconcile":
             ns, _, name = action.workload.partition("/")
             key: Key = (SCHEDULER, "", "") if action.controller == SCHEDULER else (action.target_kind, ns, name)
@@ -312,7 +346,7 @@ class Explorer:
     # --- canonical states -------------------------------------------------------------------
     def key(self, node: _Node) -> Hashable:
         objs = frozenset(_canonical(o, node.now) for o in node.world)
-        if not self.opts.symmetry or self.opts.workloads < 2:
+        if not self.opts.symmetry or self.opts.workloads < 2 or self.opts.preemption:
             return objs
         # identical workloads: the representative is the smallest hash over the renamings
         best: frozenset[Any] | None = None
@@ -494,4 +528,4 @@ def explore(opts: Options, progress: Callable[[int, int], None] | None = None) -
 
 __all__ = ["Action", "EPOCH", "Explorer", "Options", "Report", "Violation", "autoscaler_step",
            "autoscaler_triggers", "build_config", "build_objects", "explore", "initial_world",
-           "newest_requests", "probe"]
+           "late_arrival", "newest_requests", "probe"]
