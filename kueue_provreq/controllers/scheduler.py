@@ -22,22 +22,23 @@ fit, found as upstream's ``PodSetReducer`` finds them (:func:`reduced_assignment
 fits, the full workload's reason and message stand.
 
 **Preemption within the ClusterQueue** (``preemption.withinClusterQueue``,
-:mod:`.preemption`): the flavor assigner asks, for a flavor short of quota, whether preempting
-could make room (a flavor without candidates ranks below one with them; ``whenCanPreempt:
-MayStopSearch`` takes the first flavor preemption can make room in, ``TryNextFlavor`` goes on
-looking for one that fits).  A workload that fits only by preempting issues the preemptions
-(``Evicted=True`` ``Preempted``, ``Preempted=True`` ``InClusterQueue``) and waits without a
-reservation, ``QuotaReserved=False`` ``WaitingForPreemptedWorkloads`` "... Pending the
-preemption of N workload(s)"; as Kueue keeps such a preemptor at the head of its queue, the walk
-of that queue stops there until the targets have released their quota.  Quota-reserved
-workloads are candidates as much as admitted ones.  Partial admission that needs preemption is
-not modelled (the reduced counts must fit without it).
+:mod:`~kueue_provreq.controllers.preemption`): the flavor assigner asks, for a flavor short of
+quota, whether preempting could make room (a flavor without candidates ranks below one with
+them; ``whenCanPreempt: MayStopSearch`` takes the first flavor preemption can make room in,
+``TryNextFlavor`` goes on looking for one that fits). A workload that fits only by preempting
+issues the preemptions (``Evicted=True`` ``Preempted``, ``Preempted=True`` ``InClusterQueue``)
+and waits without a reservation, ``QuotaReserved=False`` ``WaitingForPreemptedWorkloads`` "...
+Pending the preemption of N workload(s)"; as Kueue keeps such a preemptor at the head of its
+queue, the walk of that queue stops there until the targets have released their quota.
+Quota-reserved workloads are candidates as much as admitted ones. Partial admission that needs
+preemption is not modelled (the reduced counts must fit without it).
 
-**KEP-993** (the opt-in ``kep-993-preemption`` semantics, :mod:`.kep993`): a workload that
-fits only by preempting gets its reservation at once and claims its targets; each cycle first
-replays the queue's reservations, issues the preemptions whose preemptor's checks now allow
-them, takes back reservations whose preemptions can no longer happen, and admits the
-reservations whose checks are all Ready once they fit beside what may still run.
+**KEP-993** (the opt-in ``kep-993-preemption`` semantics,
+:mod:`~kueue_provreq.controllers.kep993`): a workload that fits only by preempting gets its
+reservation at once and claims its targets; each cycle first replays the queue's reservations,
+issues the preemptions whose preemptor's checks now allow them, takes back reservations whose
+preemptions can no longer happen, and admits the reservations whose checks are all Ready once
+they fit beside what may still run.
 
 Not modelled: cohorts and borrowing (so no reclaim within a cohort, no borrowing while
 preempting, no fair sharing), topology, node affinity and taints against flavors, namespace
