@@ -64,7 +64,8 @@ def table(report: Report) -> str:
              f"  admission latency    p50 {_duration(lat.p50)}, p90 {_duration(lat.p90)}, "
              f"p99 {_duration(lat.p99)}, max {_duration(lat.max)}",
              f"  requests             created {req.created}, provisioned {req.provisioned}, failed {req.failed}, "
-             f"booking expired {req.booking_expired}, capacity revoked {req.capacity_revoked}",
+             f"booking expired {req.booking_expired} (consumed {req.booking_consumed}), "
+             f"capacity revoked {req.capacity_revoked}",
              "  evictions            " + (", ".join(f"{k} {v}" for k, v in sorted(s.evictions.items())) or "none")]
     waiting = s.reserved_waiting_quota_seconds
     if waiting:

@@ -71,8 +71,8 @@ def latency_cdf(report: Report, path: Path) -> Path:
 
 
 def _resources(names: Sequence[str]) -> list[str]:
-    """The resources worth a panel: extended ones (GPUs) first, then cpu, then memory."""
-    return sorted(names, key=lambda r: (0 if "/" in r else 1 if r == "cpu" else 2, r))[:3]
+    """The resources worth a panel: extended ones (GPUs) first, then cpu, then memory; two."""
+    return sorted(names, key=lambda r: (0 if "/" in r else 1 if r == "cpu" else 2, r))[:2]
 
 
 def over_time(report: Report, path: Path) -> Path:

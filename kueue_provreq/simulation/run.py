@@ -99,6 +99,10 @@ class RequestCounts:
     provisioned: int
     failed: int
     booking_expired: int
+    """``BookingExpired=True`` because the booking ran out (``CapacityReservationTimeExpired``)."""
+    booking_consumed: int
+    """``BookingExpired=True`` because every pod was scheduled (``CapacityBookingConsumed``):
+    the normal end of a booking."""
     capacity_revoked: int
 
 
@@ -132,7 +136,7 @@ class Summary:
             "finished": self.finished,
             "admissionLatencySeconds": {"p50": lat.p50, "p90": lat.p90, "p99": lat.p99, "max": lat.max},
             "provisioningRequests": {"created": req.created, "provisioned": req.provisioned, "failed": req.failed,
-                                     "bookingExpired": req.booking_expired,
+                                     "bookingExpired": req.booking_expired, "bookingConsumed": req.booking_consumed,
                                      "capacityRevoked": req.capacity_revoked},
             "evictions": dict(sorted(self.evictions.items())),
             "reservedWaitingQuotaSeconds": {k: _number(v) for k, v in sorted(self.reserved_waiting_quota_seconds.items())},
@@ -203,7 +207,7 @@ class _Metrics(Watch):
         self.waiting_seconds: dict[str, Decimal] = {}
         self.request_conditions: dict[Key, set[str]] = {}
         self.requests = {"created": 0, c.PR_PROVISIONED: 0, c.PR_FAILED: 0, c.PR_BOOKING_EXPIRED: 0,
-                         c.PR_CAPACITY_REVOKED: 0}
+                         c.CA_REASON_CAPACITY_BOOKING_CONSUMED: 0, c.PR_CAPACITY_REVOKED: 0}
         self.evictions: dict[str, int] = {}
         self.t = sim.start
         self.samples: list[tuple[Any, ...]] = []
@@ -353,7 +357,8 @@ class _Metrics(Watch):
         for cond in pr.status.conditions:
             if cond.status == c.TRUE and cond.type in self.requests and cond.type not in seen:
                 seen.add(cond.type)
-                self.requests[cond.type] += 1
+                consumed = cond.type == c.PR_BOOKING_EXPIRED and cond.reason == c.CA_REASON_CAPACITY_BOOKING_CONSUMED
+                self.requests[c.CA_REASON_CAPACITY_BOOKING_CONSUMED if consumed else cond.type] += 1
 
     def on_request_deleted(self, actor: str, key: Key) -> None:
         self.request_conditions.pop(key, None)
@@ -504,7 +509,7 @@ def _report(sim: Simulation, m: _Metrics, end: int) -> Report:
         deactivated=outcomes.count("Deactivated"), pending=outcomes.count("Pending"),
         finished=outcomes.count("Finished"), admission_latency=Percentiles.of(latencies),
         requests=RequestCounts(req["created"], req[c.PR_PROVISIONED], req[c.PR_FAILED], req[c.PR_BOOKING_EXPIRED],
-                               req[c.PR_CAPACITY_REVOKED]),
+                               req[c.CA_REASON_CAPACITY_BOOKING_CONSUMED], req[c.PR_CAPACITY_REVOKED]),
         evictions=FrozenMap(m.evictions),
         reserved_waiting_quota_seconds=FrozenMap({k: v for k, v in m.waiting_seconds.items()}),
         simulated_seconds=end - sim.start)

@@ -292,7 +292,7 @@ def parse(document: Document, *, config: Configuration | None = None, count: int
     horizon = r.duration(data.get("horizon", format_duration(DEFAULT_HORIZON)), ("horizon",))
     if config is None:
         config = _configuration(r, data.get("configuration"))
-    setup = _setup(r, data.get("setup", {}), retry_strategy or {})
+    setup = _setup(r, data.get("setup", {}), retry_strategy or {}, overridden or {})
     jobs = _job_model(r, data.get("jobs", {}), ("jobs",), JobModel())
     w = r.mapping(data["workloads"], ("workloads",), ("count", "arrival", "templates", "trace"))
     templates = _templates(r, w.get("templates", []), jobs, config)
@@ -323,7 +323,8 @@ def _configuration(r: _Reader, value: Any) -> Configuration:
     return load_configuration(value)
 
 
-def _setup(r: _Reader, value: Any, retry_strategy: Mapping[str, Any]) -> tuple[KubeObject, ...]:
+def _setup(r: _Reader, value: Any, retry_strategy: Mapping[str, Any],
+           overridden: Mapping[str, str]) -> tuple[KubeObject, ...]:
     s = r.mapping(value, ("setup",), ("files", "manifests"))
     documents: list[Mapping[str, Any]] = []
     files = r.typed(s.get("files", []), ("setup", "files"), list, "a list of file paths")
@@ -334,7 +335,15 @@ def _setup(r: _Reader, value: Any, retry_strategy: Mapping[str, Any]) -> tuple[K
     objects = []
     for doc in documents:
         if isinstance(doc, Mapping) and doc.get("kind") == c.PROVISIONING_REQUEST_CONFIG and retry_strategy:
-            doc = _with_retry_strategy(doc, retry_strategy)
+            try:
+                obj = load_object(_with_retry_strategy(doc, retry_strategy))
+            except ManifestError as e:
+                field = e.path.rsplit(".", 1)[-1]
+                setting = overridden.get(f"retryStrategy.{field}") if e.path.startswith("spec.retryStrategy.") \
+                    else None
+                raise ManifestError(e.reason, path=e.path, obj=e.obj, source=setting or e.source) from None
+            objects.append(obj)
+            continue
         obj = load_object(doc)
         if isinstance(obj, (Workload, Job)):
             raise ManifestError("workloads go under workloads.templates or workloads.trace, not in the setup",

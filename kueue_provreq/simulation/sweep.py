@@ -108,8 +108,8 @@ def grid(document: Document, settings: Sequence[s.Setting], *, config: Configura
     for values in itertools.product(*(setting.values for setting in settings)):
         assignments = list(zip(settings, values))
         data = s.apply(document.data, assignments)
-        overridden = {setting.field_path(): f"--set {setting.text}={value}" for setting, value in assignments
-                      if setting.shorthand is None}
+        overridden = {setting.field_path() if setting.shorthand is None else setting.text:
+                      f"--set {setting.text}={value}" for setting, value in assignments}
         sim = parse(attrs.evolve(document, data=data), config=config, count=count, seed=seed,
                     retry_strategy=s.shorthands(assignments), overridden=overridden)
         points.append(Point(values, sim))
