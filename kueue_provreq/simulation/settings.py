@@ -103,7 +103,8 @@ def parse_setting(text: str) -> Setting:
         except yaml.YAMLError:
             value = item.strip()
         if value is None or isinstance(value, (dict, list)):
-            raise SettingError(f"--set {path}: {item.strip() or 'an empty value'!r} is not a value "
+            shown = repr(item.strip()) if item.strip() else "an empty item"
+            raise SettingError(f"--set {path}: {shown} is not a value "
                                "(values are numbers, strings, durations or booleans, comma-separated)")
         values.append(value)
     return Setting(path, parse_keys(path) if path not in SHORTHANDS else tuple(path.split(".")), tuple(values))
@@ -113,13 +114,15 @@ def apply(document: Mapping[str, Any], assignments: Sequence[tuple[Setting, Any]
     """A copy of ``document`` with each (setting, value) written at its path (shorthands
     excepted: they apply to the setup's ProvisioningRequestConfigs, see :func:`shorthands`).
     Mappings missing on the way are created; a list item must exist."""
-    out: dict[str, Any] = copy.deepcopy(dict(document))
+    copied: Any = copy.deepcopy(document)  # a mapping read from YAML keeps its lines
+    out: dict[str, Any] = copied if isinstance(copied, dict) else dict(copied)
     for setting, value in assignments:
         if setting.shorthand is not None:
             continue
         node: Any = out
         for depth, key in enumerate(setting.keys):
             where = format_path(setting.keys[:depth]) or "the file"
+            given = f"--set {setting.text}={value}"
             last = depth == len(setting.keys) - 1
             if isinstance(node, dict) and isinstance(key, str):
                 if last:
@@ -130,7 +133,7 @@ def apply(document: Mapping[str, Any], assignments: Sequence[tuple[Setting, Any]
                     node = node[key]
             elif isinstance(node, list) and isinstance(key, int):
                 if key >= len(node):
-                    raise SettingError(f"--set {setting.text}: {where} has {len(node)} items, no [{key}]")
+                    raise SettingError(f"{given}: {where} has {len(node)} items, no [{key}]")
                 if last:
                     node[key] = value
                 else:
@@ -139,7 +142,7 @@ def apply(document: Mapping[str, Any], assignments: Sequence[tuple[Setting, Any]
                 what = "a list" if isinstance(node, list) else "a mapping" if isinstance(node, dict) else \
                     f"the value {node!r}"
                 asked = f"[{key}]" if isinstance(key, int) else f"key {key!r}"
-                raise SettingError(f"--set {setting.text}: {where} is {what}, it has no {asked}")
+                raise SettingError(f"{given}: {where} is {what}, it has no {asked}")
     return out
 
 
