@@ -174,10 +174,13 @@ def _line(name: str, rows: Sequence[dict[str, Any]], path: Path) -> Path:
 
 def _heatmap(first: str, second: str, rows: Sequence[dict[str, Any]], path: Path) -> Path:
     ys, xs = _values(first, rows), _values(second, rows)
-    cells = {(repr(r[first]), repr(r[second])): _minutes(r["admissionLatencySeconds.p90"]) for r in rows}
-    grid = [[cells.get((repr(y), repr(x)), math.nan) for x in xs] for y in ys]
-    fig, ax = plt.subplots(figsize=(1.6 + 1.1 * len(xs), 1.4 + 0.8 * len(ys)))
+    by_cell = {(repr(r[first]), repr(r[second])): r for r in rows}
+    grid = [[_minutes(by_cell[(repr(y), repr(x))]["admissionLatencySeconds.p90"]) if (repr(y), repr(x)) in by_cell
+             else math.nan for x in xs] for y in ys]
+    fig, ax = plt.subplots(figsize=(2.4 + 1.4 * len(xs), 1.6 + 0.9 * len(ys)))
     image = ax.imshow(grid, cmap="viridis_r", aspect="auto")
+    finite = [v for row in grid for v in row if not math.isnan(v)]
+    middle = (min(finite) + max(finite)) / 2 if finite else 0.0
     ax.set_xticks(range(len(xs)))
     ax.set_xticklabels([str(x) for x in xs])
     ax.set_yticks(range(len(ys)))
@@ -186,8 +189,12 @@ def _heatmap(first: str, second: str, rows: Sequence[dict[str, Any]], path: Path
     ax.set_ylabel(first)
     for i, row in enumerate(grid):
         for j, value in enumerate(row):
-            ax.text(j, i, "-" if math.isnan(value) else f"{value:.1f}", ha="center", va="center", color="white",
-                    fontsize=9)
+            cell = by_cell.get((repr(ys[i]), repr(xs[j])))
+            text = "-" if math.isnan(value) else f"{value:.1f} min"
+            if cell is not None:
+                text += f"\n{cell['deactivated']} deactivated"
+            ax.text(j, i, text, ha="center", va="center", fontsize=8,
+                    color="black" if math.isnan(value) or value < middle else "white")
     fig.colorbar(image, ax=ax, label="p90 admission latency (minutes)")
     ax.set_title("p90 admission latency")
     fig.tight_layout()
