@@ -22,7 +22,7 @@ from kueue_provreq.api.workload import Workload
 from kueue_provreq.controllers.context import Context
 from kueue_provreq.engine import RECONCILERS, WATCHED, Manager, SettleError
 from kueue_provreq.explore.search import NAMESPACE, Options, autoscaler_step, build_config, build_objects
-from kueue_provreq.world import World
+from kueue_provreq.world import Delete, World
 
 T0 = Time(1_704_067_200)
 OPTS = Options(backoff_limit=2)
@@ -89,6 +89,18 @@ def test_a_wake_up_runs_when_its_time_has_come_and_not_before() -> None:
     manager.settle(ctx(60))
     assert counts["workload"] >= 1
     assert workload(world).check_state("check1").retry_count == 1  # type: ignore[union-attr]
+
+
+def test_no_wake_up_for_an_object_that_is_gone() -> None:
+    """A driver settling at ``next_wake_up`` would settle for nothing once the object is deleted."""
+    world, manager, _ = fresh()
+    autoscaler_step(world, request(world), "fail", T0)
+    manager.settle(ctx())
+    assert manager.next_wake_up == T0 + 60
+    wl = workload(world)
+    world.apply(Delete(wl.KIND, wl.metadata.namespace, wl.metadata.name))
+    assert manager.next_wake_up is None
+    manager.settle(ctx(60))
 
 
 def test_a_watch_skips_changes_its_controller_does_not_read() -> None:
