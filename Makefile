@@ -9,7 +9,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q --disable-pip-version-check -e '.[dev,docs,sim]'
 	touch $@
 
-.PHONY: setup demo test bench docs docs-check
+.PHONY: setup demo test bench bench-sim docs docs-check
 setup: $(STAMP)
 
 demo: $(STAMP)
@@ -39,3 +39,7 @@ docs: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_core.py
+
+# 100,000 simulated workloads against the settle benchmark (long: minutes)
+bench-sim: $(STAMP)
+	$(BIN)/python benchmarks/bench_sim.py
