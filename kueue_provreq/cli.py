@@ -4,13 +4,15 @@
 each controller would do next to real manifests, ``forecast`` runs them forward in time,
 ``simulate`` and ``sweep`` run simulation files, ``validate`` checks manifests as the API
 server would, ``diagram`` draws the lifecycles, and ``explore`` (when present) searches a
-small world exhaustively.  Manifests are given as ``-f FILE|DIR|-``, kubectl's way.  The
-what-if commands import :mod:`kueue_provreq.simulation` only when they run, so the CLI starts
-as fast without them.
+small world exhaustively.  Manifests are given as ``-f FILE|DIR|-``, kubectl's way, with
+kubectl's ``--validate=strict|warn|ignore``; a Kueue Configuration with ``--config FILE``.
+The what-if commands import :mod:`kueue_provreq.simulation` only when they run, so the CLI
+starts as fast as without them.
 
 Exit status: 0 on success (every scenario passed), 1 when a scenario failed, 2 for bad
 input (a missing file, a manifest the API server would reject, a bad option, no Graphviz
-for SVG).  Errors are one line on stderr; ``--debug`` shows the traceback instead.
+for SVG).  Errors are one line each on stderr, every one found; ``--debug`` shows the
+traceback instead.
 """
 
 from __future__ import annotations
@@ -23,29 +25,33 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
+import attrs
 import yaml
 
 from kueue_provreq import __version__, diagrams
 from kueue_provreq.api.config import Configuration
 from kueue_provreq.api.meta import Time
-from kueue_provreq.api.objects import KubeObject
 from kueue_provreq.conformance.runner import Outcome, Run, collect, conform, load_scenarios
+from kueue_provreq.conformance.scenario import Scenario
 from kueue_provreq.conformance.timeline import Timeline, jsonl_writer, text_writer
+from kueue_provreq.errors import KueueProvreqError
 from kueue_provreq.explain import explain
 from kueue_provreq.explore.cli import add_explore_command
 from kueue_provreq.machines import MACHINES
-from kueue_provreq.manifests import ManifestError, dump_object, load_file, load_object, load_yaml_documents
+from kueue_provreq.manifests import ManifestError, ManifestErrors, dump_object, load_configuration_file
 from kueue_provreq.manifests.codec import parse_duration, parse_time
+from kueue_provreq.manifests.inputs import InputErrors, Inputs, load_inputs
+from kueue_provreq.manifests.objects import IGNORE, STRICT, VALIDATION_LEVELS
 
 PROG = "kueue-provreq"
 T = TypeVar("T")
 
 
-class UsageError(Exception):
+class UsageError(KueueProvreqError):
     """Input the command cannot work with (exit status 2)."""
 
 
-class ModelFailure(Exception):
+class ModelFailure(KueueProvreqError):
     """The model itself failed on good input (exit status 1): a bug to report."""
 
 
@@ -75,14 +81,16 @@ def build_parser() -> argparse.ArgumentParser:
     conform_cmd.set_defaults(func=_conform)
 
     run_cmd = commands.add_parser(
-        "run", parents=[debug], help="run one scenario file and print its timeline",
-        description="Run the scenario(s) of one file and print, step by step, the clock, every "
+        "run", parents=[debug], help="run scenarios and print their timelines",
+        description="Run the scenario(s) of a file (a folder: its *.yaml files, searched "
+                    "recursively; -: standard input) and print, step by step, the clock, every "
                     "object change, event and metric increment, the workloads' phase and "
                     "admission-check state changes, and the expectations' outcome.")
-    run_cmd.add_argument("scenario", metavar="SCENARIO", help="a scenario YAML file")
+    run_cmd.add_argument("scenario", metavar="SCENARIO|DIR|-", help="a scenario YAML file, a folder, or -")
     run_cmd.add_argument("--format", choices=("text", "jsonl"), default="text",
                          help="text (default) or jsonl: one JSON object per line, with the "
                               "manifest of every object written")
+    _config_option(run_cmd, "instead of each scenario's own config")
     run_cmd.set_defaults(func=_run)
 
     explain_cmd = commands.add_parser(
@@ -94,7 +102,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "then each controller's next effects.")
     _manifest_options(explain_cmd, ("table", "yaml", "json"))
     explain_cmd.add_argument("--at", metavar="TIME", default=None,
-                             help="the clock, an RFC 3339 time like 2024-01-01T00:10:00Z (default: now)")
+                             help="the clock, an RFC 3339 time like 2024-01-01T00:10:00Z (default: the "
+                                  "newest time the manifests record, as in a cluster dump, else now)")
     explain_cmd.set_defaults(func=_explain)
 
     validate_cmd = commands.add_parser(
@@ -131,7 +140,6 @@ def build_parser() -> argparse.ArgumentParser:
                                    "expire@D (booking expired before admission), revoke@D (provisioned at "
                                    "once, capacity revoked D after creation); D a duration like 90s or 5m "
                                    "after the request's creation, default 0s (default: provision@0s)")
-    forecast_cmd.add_argument("--config", metavar="FILE", help="a Kueue Configuration (config.kueue.x-k8s.io)")
     forecast_cmd.add_argument("--until", metavar="DURATION", default="24h",
                               help="stop this long after the start at the latest (default 24h)")
     forecast_cmd.set_defaults(func=_forecast)
@@ -171,7 +179,7 @@ def _simulation_options(cmd: argparse.ArgumentParser, outputs: tuple[str, ...]) 
     cmd.add_argument("--workloads", type=int, default=None, metavar="N",
                      help="exactly N arrivals (a trace is truncated or repeated)")
     cmd.add_argument("--seed", type=int, default=None, metavar="S", help="the random seed (default: the file's)")
-    cmd.add_argument("--config", metavar="FILE", help="a Kueue Configuration (config.kueue.x-k8s.io)")
+    _config_option(cmd, "instead of the simulation file's configuration")
     cmd.add_argument("-o", "--output", choices=outputs, default=outputs[0],
                      help=f"{', '.join(outputs)} (default {outputs[0]})")
     cmd.add_argument("--out", metavar="DIR", default=None, help="also write the results and plots to DIR")
@@ -186,35 +194,51 @@ _MACHINE_NAMES = {"workload": "workload", "check": "admissioncheck",
 def _manifest_options(cmd: argparse.ArgumentParser, outputs: tuple[str, ...]) -> None:
     cmd.add_argument("-f", "--filename", action="append", required=True, metavar="FILE|DIR|-",
                      help="a manifest file, a folder of *.yaml/*.yml/*.json files, or - for stdin; "
-                          "repeatable")
+                          "repeatable; kubectl get -o yaml|json output (a List) too")
     cmd.add_argument("-o", "--output", choices=outputs, default=outputs[0],
                      help=f"{', '.join(outputs)} (default {outputs[0]})")
+    cmd.add_argument("--validate", type=_validation_level, default=STRICT, metavar="|".join(VALIDATION_LEVELS),
+                     help="unknown fields are errors (strict, the default), warnings (warn) or "
+                          "dropped silently (ignore), as kubectl's --validate (true and false too)")
+    _config_option(cmd, "for manageJobsWithoutQueueName, waitForPodsReady and feature gates")
 
 
-def _documents(source: str) -> list[dict[str, Any]]:
-    """The YAML (or JSON) documents of one ``-f`` argument, in kubectl's order."""
-    if source == "-":
-        return load_yaml_documents(sys.stdin.read(), "<stdin>")
-    path = Path(source)
-    if path.is_dir():
-        files = sorted(p for p in path.iterdir() if p.suffix in (".yaml", ".yml", ".json") and p.is_file())
-        if not files:
-            raise UsageError(f"{path}: no *.yaml, *.yml or *.json files")
-        return [doc for f in files for doc in load_file(f)]
-    if not path.exists():
-        raise UsageError(f"{path}: no such file or directory")
-    return load_file(path)
+def _validation_level(text: str) -> str:
+    """kubectl's ``--validate`` values, its older ``true``/``false`` included."""
+    level = {"true": STRICT, "false": IGNORE}.get(text, text)
+    if level not in VALIDATION_LEVELS:
+        raise argparse.ArgumentTypeError(f"invalid choice: {text!r} (choose from strict, warn, ignore)")
+    return level
 
 
-def load_manifests(sources: Sequence[str]) -> list[KubeObject]:
-    """Every object of every ``-f`` source, validated; the first bad one is a UsageError."""
+def _config_option(cmd: argparse.ArgumentParser, purpose: str) -> None:
+    cmd.add_argument("--config", metavar="FILE", default=None,
+                     help=f"a Kueue Configuration (config.kueue.x-k8s.io v1beta2 or v1beta1), or the "
+                          f"kueue-manager-config ConfigMap holding it; {purpose}")
+
+
+def _configuration(path: str | None) -> Configuration | None:
+    if path is None:
+        return None
     try:
-        objects = [load_object(doc) for source in sources for doc in _documents(source)]
+        if path == "-":
+            return load_configuration_file("<stdin>", sys.stdin.read())
+        return load_configuration_file(path)
+    except ManifestErrors as e:
+        raise InputErrors(e.errors) from None
     except ManifestError as e:
         raise UsageError(str(e)) from None
-    if not objects:
-        raise UsageError(f"no objects in {', '.join(sources)}")
-    return objects
+
+
+def load_manifests(args: argparse.Namespace) -> Inputs:
+    """Every object of every ``-f`` source; warnings and the skipped kinds on stderr."""
+    inputs = load_inputs(args.filename, validation=args.validate)
+    for warning in inputs.warnings:
+        print(f"{PROG}: warning: {warning}", file=sys.stderr)
+    line = inputs.skipped_line()
+    if line is not None:
+        print(f"{PROG}: {line}", file=sys.stderr)
+    return inputs
 
 
 def _print_data(data: Any, output: str) -> None:
@@ -225,21 +249,22 @@ def _print_data(data: Any, output: str) -> None:
 
 
 def _explain(args: argparse.Namespace) -> int:
-    report = explain(load_manifests(args.filename), _start_time(args.at))
+    at = None
+    if args.at is not None:
+        try:
+            at = parse_time(args.at)
+        except ValueError as e:
+            raise UsageError(f"--at: {e}") from None
+    config = _configuration(args.config) or Configuration()
+    inputs = load_manifests(args)
+    now = at if at is not None else inputs.newest_timestamp if inputs.newest_timestamp is not None \
+        else int(time.time())
+    report = explain(inputs.objects, Time(now), config)
     if args.output == "table":
         print(report.table(), end="")
     else:
         _print_data(report.to_json(), args.output)
     return 0
-
-
-def _start_time(text: str | None) -> Time:
-    if text is None:
-        return Time(int(time.time()))
-    try:
-        return Time(parse_time(text))
-    except ValueError as e:
-        raise UsageError(f"--at: {e}") from None
 
 
 def _forecast(args: argparse.Namespace) -> int:
@@ -250,14 +275,26 @@ def _forecast(args: argparse.Namespace) -> int:
     except ScriptError as e:
         raise UsageError(f"--autoscaler {args.autoscaler}: {e}") from None
     until = _duration("--until", args.until)
-    objects = load_manifests(args.filename)
-    start, config = _start_time(args.at), _config(args.config) or Configuration()
-    result = _guarded(lambda: forecast(objects, start, script, config, until))
+    at = _time("--at", args.at)
+    config = _configuration(args.config) or Configuration()
+    inputs = load_manifests(args)
+    start = at if at is not None else inputs.newest_timestamp if inputs.newest_timestamp is not None \
+        else int(time.time())
+    result = _guarded(lambda: forecast(inputs.objects, Time(start), script, config, until))
     if args.output == "table":
         print(result.table(), end="")
     else:
         _print_data(result.to_json(), args.output)
     return 0
+
+
+def _time(option: str, text: str | None) -> int | None:
+    if text is None:
+        return None
+    try:
+        return parse_time(text)
+    except ValueError as e:
+        raise UsageError(f"{option}: {e}") from None
 
 
 def _duration(option: str, text: str) -> int:
@@ -268,20 +305,6 @@ def _duration(option: str, text: str) -> int:
     if seconds < 0:
         raise UsageError(f"{option}: must not be negative")
     return int(seconds)
-
-
-def _config(path: str | None) -> Configuration | None:
-    """``--config FILE``: the Kueue Configuration, through the one loader of such files."""
-    if path is None:
-        return None
-    from kueue_provreq.simulation.inputs import load_config_file
-
-    if not Path(path).is_file():
-        raise UsageError(f"--config {path}: no such file")
-    try:
-        return load_config_file(path)
-    except ManifestError as e:
-        raise UsageError(str(e)) from None
 
 
 def _guarded(run: Callable[[], T]) -> T:
@@ -304,7 +327,7 @@ def _simulation_input(args: argparse.Namespace) -> tuple[Any, Configuration | No
         raise UsageError("--workloads: must be at least 1")
     if args.seed is not None and args.seed < 0:
         raise UsageError("--seed: must not be negative")
-    config = _config(args.config)
+    config = _configuration(args.config)
     try:
         return load_document(args.simulation), config
     except ManifestError as e:
@@ -312,8 +335,8 @@ def _simulation_input(args: argparse.Namespace) -> tuple[Any, Configuration | No
 
 
 def _simulate(args: argparse.Namespace) -> int:
-    from kueue_provreq.simulation import parse, simulate
     from kueue_provreq.simulation import output as out
+    from kueue_provreq.simulation import parse, simulate
     from kueue_provreq.simulation.progress import progress_bar
 
     document, config = _simulation_input(args)
@@ -364,7 +387,8 @@ def _sweep_table(parameters: Sequence[str], rows: Sequence[dict[str, Any]]) -> s
 
 
 def _validate(args: argparse.Namespace) -> int:
-    objects = load_manifests(args.filename)
+    _configuration(args.config)
+    objects = load_manifests(args).objects
     if args.output == "table":
         for obj in objects:
             meta = obj.metadata
@@ -407,19 +431,34 @@ def _conform(args: argparse.Namespace) -> int:
     return 0 if failed == 0 else 1
 
 
-def _run(args: argparse.Namespace) -> int:
-    path = Path(args.scenario)
-    if not path.is_file():
-        raise UsageError(f"{path}: no such file")
-    items = load_scenarios(path)
+def _scenarios(source: str) -> list[Scenario]:
+    """The scenarios of ``run``'s argument: a file, a folder (searched as ``conform`` does) or
+    ``-``; every unreadable one is an error line."""
+    if source == "-":
+        items = load_scenarios(Path("<stdin>"), sys.stdin.read())
+    else:
+        try:
+            files = collect([source])
+        except FileNotFoundError as e:
+            raise UsageError(str(e)) from None
+        if not files:
+            raise UsageError(f"{source}: no *.yaml scenario files")
+        items = [item for path in files for item in load_scenarios(path)]
     broken = [item for item in items if isinstance(item, Outcome)]
     if broken:
-        raise UsageError(f"{path}: {broken[0].failure}")
+        raise InputErrors([ManifestError(item.failure or "cannot be read", source=item.source) for item in broken])
+    return [item for item in items if not isinstance(item, Outcome)]
+
+
+def _run(args: argparse.Namespace) -> int:
+    config = _configuration(args.config)
+    scenarios = _scenarios(args.scenario)
+    if config is not None:
+        scenarios = [attrs.evolve(s, config=config) for s in scenarios]
     jsonl = args.format == "jsonl"
     emit = jsonl_writer(sys.stdout) if jsonl else text_writer(sys.stdout)
     failed = 0
-    for scenario in items:
-        assert not isinstance(scenario, Outcome)
+    for scenario in scenarios:
         outcome = Run(scenario, Timeline(emit, with_objects=jsonl), keep_going=True, debug=args.debug).run()
         failed += not outcome.passed
     return 0 if failed == 0 else 1
@@ -434,6 +473,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.debug:
             raise
         print(f"{PROG}: error: {e}", file=sys.stderr)
+        return 2
+    except InputErrors as e:
+        if args.debug:
+            raise
+        for line in e.lines():
+            print(f"{PROG}: error: {line}", file=sys.stderr)
         return 2
     except ModelFailure as e:
         if args.debug:

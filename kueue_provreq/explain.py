@@ -8,9 +8,9 @@ that a platform engineer sees the reason as well as the effect.
 
 Jobs become Workloads as Kueue's job integration (``jobframework``) creates them:
 
-* the Job's name is ``metadata.name``; a Job given only ``generateName`` gets that prefix plus
-  5 characters drawn, deterministically, from the API server's alphabet
-  (``bcdfghjklmnpqrstvwxz2456789``) by the SHA-1 of ``<namespace>/<generateName>``;
+* the Job's name is ``metadata.name``; a Job given only ``generateName`` gets the name
+  :func:`~kueue_provreq.manifests.inputs.generated_name` gives it (the loader names each
+  such object apart; objects built in code get the first name of their prefix);
 * the Workload is named as ``GetWorkloadNameForOwnerWithGVK`` does:
   ``("job-" + <job name>)[:247] + "-" + sha1("Job\\nbatch\\n<job name>\\n<job uid>")[:5]``
   where the uid is ``metadata.uid`` or, when absent, the fresh uid the world gives the Job;
@@ -29,39 +29,35 @@ from typing import Any
 import attrs
 
 from kueue_provreq.api import constants as c
+from kueue_provreq.api import naming
 from kueue_provreq.api.config import Configuration
 from kueue_provreq.api.frozen import FrozenMap
 from kueue_provreq.api.job import Job
 from kueue_provreq.api.meta import Conditions, ObjectMeta, OwnerReference, Time, is_true
 from kueue_provreq.api.objects import KubeObject
-from kueue_provreq.api.provisioning import ProvisioningRequest, ProvisioningRequestConfig
+from kueue_provreq.api.provisioning import (
+    ProvisioningRequest,
+    ProvisioningRequestConfig,
+)
 from kueue_provreq.api.queues import AdmissionCheck
-from kueue_provreq.api.workload import AdmissionCheckState, PodSet, Workload, WorkloadSpec
-from kueue_provreq.controllers import provisioning, queues, scheduler
+from kueue_provreq.api.workload import (
+    AdmissionCheckState,
+    PodSet,
+    Workload,
+    WorkloadSpec,
+)
+from kueue_provreq.controllers import provisioning, queues, registry, scheduler
 from kueue_provreq.controllers.backoff import check_requeue_after_seconds
 from kueue_provreq.controllers.context import Context
-from kueue_provreq.engine import RECONCILERS, SCHEDULER
-from kueue_provreq.machines import declarations as d
-from kueue_provreq.machines.phases import provisioning_request_phase, workload_phase
+from kueue_provreq.engine import SCHEDULER, Manager
+from kueue_provreq.machines import Actor, CheckTrigger, requests
+from kueue_provreq.machines import WorkloadPhase as P
+from kueue_provreq.machines.phases import workload_phase
 from kueue_provreq.manifests.codec import format_duration, format_time
+from kueue_provreq.manifests.inputs import generated_name
 from kueue_provreq.world import Create, Delete, Effect, Event, MetricInc, Result, Update, World
 
-_GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
-"""``k8s.io/apimachinery/pkg/util/rand``'s alphabet (no vowels, no look-alike digits)."""
-
-
 # --- Job -> Workload -------------------------------------------------------------------------
-
-
-def generated_name(namespace: str, prefix: str) -> str:
-    """``prefix`` + 5 characters, as the API server completes ``generateName``, but
-    reproducible: the same manifest explains the same way every time.
-
-    >>> generated_name("default", "sample-job-")
-    'sample-job-hql7p'
-    """
-    digest = hashlib.sha1(f"{namespace}/{prefix}".encode()).digest()
-    return prefix + "".join(_GENERATE_ALPHABET[b % len(_GENERATE_ALPHABET)] for b in digest[:5])
 
 
 def workload_name_for_job(job_name: str, job_uid: str) -> str:
@@ -98,10 +94,7 @@ def build_world(objects: Iterable[KubeObject], now: Time) -> World:
         meta = obj.metadata
         name = meta.name or generated_name(meta.namespace, str(meta.extra.get("generateName", "")))
         extra = FrozenMap({k: v for k, v in meta.extra.items() if k != "generateName"})
-        given[i] = attrs.evolve(obj, metadata=attrs.evolve(
-            meta, name=name, uid=meta.uid or world.next_uid(i), extra=extra,
-            generation=1 if meta.generation is None else meta.generation,
-            creation_timestamp=now if meta.creation_timestamp is None else meta.creation_timestamp))
+        given[i] = world.created(attrs.evolve(obj, metadata=attrs.evolve(meta, name=name, extra=extra)), now, i)
     for obj in given:
         world.put(obj)
     for obj in given:
@@ -109,9 +102,7 @@ def build_world(objects: Iterable[KubeObject], now: Time) -> World:
                 ref.kind == c.JOB and ref.name == obj.metadata.name
                 for wl in world.objects(c.WORKLOAD, obj.metadata.namespace)
                 for ref in wl.metadata.owner_references):
-            wl = workload_for_job(obj)
-            meta = attrs.evolve(wl.metadata, uid=world.next_uid(), generation=1, creation_timestamp=now)
-            world.put(attrs.evolve(wl, metadata=meta))
+            world.put(world.created(workload_for_job(obj), now))
     return world
 
 
@@ -122,7 +113,7 @@ def build_world(objects: Iterable[KubeObject], now: Time) -> World:
 class Action:
     """What one reconcile of one object would do."""
 
-    controller: str
+    controller: str = attrs.field(converter=str)
     object: str
     effects: tuple[str, ...]
     requeue_after: float | None = None
@@ -143,7 +134,8 @@ class Finding:
     """Where one object stands and the rule that puts it there."""
 
     subject: str
-    state: str
+    state: str = attrs.field(converter=str)
+    """A plain string (a phase or a check state), as YAML and JSON print it."""
     why: str
 
     def line(self) -> str:
@@ -244,9 +236,9 @@ def next_actions(world: World, ctx: Context) -> list[Action]:
     found = _action(world, SCHEDULER, "cycle", result)
     if found is not None:
         actions.append(found)
-    for controller, (kind, reconcile) in RECONCILERS.items():
-        for key in world.keys(kind):
-            found = _action(world, controller, _name(*key), reconcile(world.copy(), key, ctx))
+    for ctl in registry.CONTROLLERS:
+        for key in world.keys(ctl.kind):
+            found = _action(world, ctl.name, _name(*key), ctl.reconcile(world.copy(), key, ctx))
             if found is not None:
                 actions.append(found)
     return actions
@@ -258,9 +250,9 @@ def next_actions(world: World, ctx: Context) -> list[Action]:
 def _workload_finding(world: World, wl: Workload, now: Time) -> Finding:
     subject = f"workload {wl.metadata.namespace}/{wl.metadata.name}"
     phase = workload_phase(wl)
-    if phase in (d.PENDING, d.BACKOFF):
+    if phase in (P.PENDING, P.BACKOFF):
         rs = wl.status.requeue_state
-        if phase == d.BACKOFF and rs is not None and rs.requeue_at is not None and rs.requeue_at > now:
+        if phase == P.BACKOFF and rs is not None and rs.requeue_at is not None and rs.requeue_at > now:
             return Finding(subject, phase, f"requeued after a failed attempt; back in the queue at "
                                            f"{format_time(rs.requeue_at)} (in {rs.requeue_at - now}s)")
         if not wl.spec.queue_name:
@@ -275,15 +267,15 @@ def _workload_finding(world: World, wl: Workload, now: Time) -> Finding:
                                            "does not exist")
         return Finding(subject, phase, f"queued in LocalQueue {wl.spec.queue_name} -> ClusterQueue {cq}; "
                                        "the scheduler reserves quota when the podSets fit")
-    if phase == d.QUOTA_RESERVED:
+    if phase == P.QUOTA_RESERVED:
         waiting = [f"{s.name} ({s.state})" for s in wl.status.admission_checks if s.state != c.CHECK_READY]
         cq = wl.status.admission.cluster_queue if wl.status.admission else "?"
         return Finding(subject, phase, f"quota reserved in ClusterQueue {cq}; admitted once every "
                                        f"admission check is Ready (waiting for: {', '.join(waiting) or 'none'})")
-    cond = {d.ADMITTED: c.WORKLOAD_ADMITTED, d.EVICTED: c.WORKLOAD_EVICTED,
-            d.FINISHED: c.WORKLOAD_FINISHED}.get(phase)
+    cond = {P.ADMITTED: c.WORKLOAD_ADMITTED, P.EVICTED: c.WORKLOAD_EVICTED,
+            P.FINISHED: c.WORKLOAD_FINISHED}.get(phase)
     found = wl.condition(cond) if cond else None
-    if phase == d.INACTIVE:
+    if phase == P.INACTIVE:
         return Finding(subject, phase, "spec.active is false: it is not queued until reactivated")
     if found is not None:
         return Finding(subject, phase, f"{found.type}={found.status} ({found.reason}: {found.message})")
@@ -291,10 +283,12 @@ def _workload_finding(world: World, wl: Workload, now: Time) -> Finding:
 
 
 def _attempts(wl: Workload, check: str, world: World) -> list[tuple[int, ProvisioningRequest]]:
-    prefix = provisioning.attempt_prefix(wl.metadata.name, check)
-    owned = [pr for pr in world.owned_by_name(c.PROVISIONING_REQUEST, wl.metadata.namespace, wl.metadata.name)
-             if isinstance(pr, ProvisioningRequest) and pr.metadata.name.startswith(prefix)]
-    return sorted((provisioning.get_attempt(pr, prefix), pr) for pr in owned)
+    found = []
+    for pr in world.owned_by_name(c.PROVISIONING_REQUEST, wl.metadata.namespace, wl.metadata.name):
+        n = naming.attempt_of(pr.metadata.name, wl.metadata.name, check)
+        if n is not None and isinstance(pr, ProvisioningRequest):
+            found.append((n, pr))
+    return sorted(found, key=lambda t: t[0])
 
 
 def _config(world: World, check: str) -> tuple[AdmissionCheck | None, ProvisioningRequestConfig | None]:
@@ -306,7 +300,7 @@ def _config(world: World, check: str) -> tuple[AdmissionCheck | None, Provisioni
     return ac, prc if isinstance(prc, ProvisioningRequestConfig) else None
 
 
-def _check_finding(world: World, wl: Workload, st: AdmissionCheckState) -> Finding:
+def _check_finding(world: World, wl: Workload, st: AdmissionCheckState, now: Time) -> Finding:
     subject = f"check {st.name}"
     ac, prc = _config(world, st.name)
     if ac is None:
@@ -316,41 +310,57 @@ def _check_finding(world: World, wl: Workload, st: AdmissionCheckState) -> Findi
                                           "model does not run")
     if prc is None:
         return Finding(subject, st.state, "its ProvisioningRequestConfig is missing, so the check is inactive")
-    rs = prc.spec.retry_strategy
     attempts = _attempts(wl, st.name, world)
     if not attempts:
         if not wl.has_quota_reservation():
             return Finding(subject, st.state, "a ProvisioningRequest is created once the workload "
                                               "reserves quota")
-        name = provisioning.provisioning_request_name(wl.metadata.name, st.name, (st.retry_count or 0) + 1)
+        name = naming.provisioning_request_name(wl.metadata.name, st.name, (st.retry_count or 0) + 1)
         return Finding(subject, st.state, f"no request yet: the provisioning controller creates {name} "
                                           "unless no podSet uses the managed resources")
     attempt, pr = attempts[-1]
-    phase = provisioning_request_phase(pr)
-    of = f"attempt {attempt} of {rs.backoff_limit_count}"
-    base = f"request {pr.metadata.name} {phase}"
-    failed = phase == c.PR_FAILED or (phase == c.PR_BOOKING_EXPIRED and not wl.is_admitted())
-    if failed and attempt > rs.backoff_limit_count:
-        return Finding(subject, st.state, f"{base}, {of}: beyond backoffLimitCount, so the check is "
-                                          "Rejected and the workload deactivated")
-    if failed:
-        delay = st.requeue_after_seconds if st.requeue_after_seconds is not None else \
-            check_requeue_after_seconds(st.retry_count, rs.backoff_base_seconds, rs.backoff_max_seconds,
-                                        lambda: 0.0)
-        return Finding(subject, st.state, f"{base}, {of}, retry in {delay}s")
-    if phase == c.PR_BOOKING_EXPIRED:
-        return Finding(subject, st.state, f"{base}: ignored, the workload is already admitted")
-    if phase == c.PR_CAPACITY_REVOKED:
+    found = requests.deciding(pr.status.conditions)
+    if found is None:
+        return Finding(subject, st.state, f"request {pr.metadata.name} is new: waiting for Cluster Autoscaler "
+                                          f"(class {pr.spec.provisioning_class_name})")
+    row, cond = found
+    base = f"request {pr.metadata.name} {row.condition}"
+    if not row.applies(wl.is_admitted(), wl.is_active):
+        why = "already admitted" if not row.while_admitted and wl.is_admitted() else "deactivated"
+        return Finding(subject, st.state, f"{base}: ignored, the workload is {why}")
+    if row.ends_attempt:
+        return Finding(subject, st.state, f"{base}: {_retry_plan(st, attempt, prc, now)}")
+    if row.check_trigger == CheckTrigger.CAPACITY_REVOKED:
         return Finding(subject, st.state, f"{base}: the check is Rejected and a running workload evicted "
                                           "and deactivated")
-    if phase == c.PR_PROVISIONED:
+    if row.check_trigger == CheckTrigger.PROVISIONED:
         return Finding(subject, st.state, f"{base}: capacity booked; the check is Ready and its pods get "
                                           "the consume-provisioning-request annotations")
-    provisioned = next((cd for cd in pr.status.conditions if cd.type == c.PR_PROVISIONED), None)
-    if phase == c.PR_ACCEPTED and provisioned is not None:
-        return Finding(subject, st.state, f"{base}, waiting for capacity: {provisioned.message}")
+    detail = next((cd for cd in pr.status.conditions if cd.type == row.message_from), None) \
+        if row.message_from else None
+    if detail is not None:
+        return Finding(subject, st.state, f"{base}, waiting for capacity: {detail.message}")
     return Finding(subject, st.state, f"{base}: waiting for Cluster Autoscaler "
                                       f"(class {pr.spec.provisioning_class_name})")
+
+
+def _retry_plan(st: AdmissionCheckState, attempt: int, prc: ProvisioningRequestConfig, now: Time) -> str:
+    """What follows a failed attempt, in the words of ``retryStrategy``: backoffLimitCount counts
+    retries, so a limit L allows L + 1 attempts."""
+    rs = prc.spec.retry_strategy
+    allowed = rs.backoff_limit_count + 1
+    if attempt > rs.backoff_limit_count:
+        return (f"attempt {attempt} of {allowed} allowed (backoffLimitCount {rs.backoff_limit_count}) failed, "
+                "so the check is Rejected and the workload deactivated")
+    plan = f"attempt {attempt} of {allowed} failed; retry {attempt} of {rs.backoff_limit_count}"
+    if st.state == c.CHECK_RETRY and st.requeue_after_seconds is not None and st.last_transition_time is not None:
+        due = st.last_transition_time + st.requeue_after_seconds
+        if due > now:
+            return f"{plan} at {format_time(Time(due))} (in {format_duration(due - now)})"
+        return f"{plan}: its {format_duration(st.requeue_after_seconds)} backoff is over"
+    delay = check_requeue_after_seconds(st.retry_count, rs.backoff_base_seconds, rs.backoff_max_seconds,
+                                        lambda: 0.0)
+    return f"{plan} after a {format_duration(delay)} backoff"
 
 
 def _active_finding(obj: KubeObject) -> Finding:
@@ -375,7 +385,7 @@ def findings(world: World, after: World, now: Time) -> list[Finding]:
         out.append(_workload_finding(world, obj, now))
         updated = after.get(c.WORKLOAD, obj.metadata.namespace, obj.metadata.name)
         wl = updated if isinstance(updated, Workload) else obj
-        out += [_check_finding(world, wl, st) for st in wl.status.admission_checks]
+        out += [_check_finding(world, wl, st, now) for st in wl.status.admission_checks]
     return out
 
 
@@ -383,6 +393,10 @@ def explain(objects: Sequence[KubeObject], now: Time, config: Configuration = Co
     """The report for ``objects`` at ``now`` (seconds since the epoch)."""
     world = build_world(objects, now)
     ctx = Context(now=now, config=config)
+    # The queues' and checks' own status, as Kueue's controllers settle it once they run: fresh
+    # manifests carry none, and a queue "inactive" only until its check's controller has started
+    # is not news to anyone.  The workloads are explained as they are.
+    Manager(world).settle(ctx, (Actor.ADMISSION_CHECK, Actor.CLUSTER_QUEUE))
     after = world.copy()
     for key in world.keys(c.WORKLOAD):
         for effect in provisioning.reconcile(after, key, ctx).effects:

@@ -22,14 +22,19 @@ mirrored by the check meant to catch it.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable, Iterator
 from decimal import Decimal
+from typing import Any
 
 import attrs
 
 from kueue_provreq.api import constants as c
-from kueue_provreq.api.config import SEMANTICS_CURRENT, SEMANTICS_PRE_KEP_3258, Configuration
+from kueue_provreq.api import naming
+from kueue_provreq.api.config import (
+    SEMANTICS_CURRENT,
+    SEMANTICS_PRE_KEP_3258,
+    Configuration,
+)
 from kueue_provreq.api.frozen import FrozenMap
 from kueue_provreq.api.meta import Time, find_condition
 from kueue_provreq.api.objects import KubeObject
@@ -46,8 +51,9 @@ from kueue_provreq.machines import (
     PROVISIONING_REQUEST_MACHINE,
     WORKLOAD_MACHINE,
     MachineTable,
+    RequestPhase,
+    requests,
 )
-from kueue_provreq.machines import declarations as d
 from kueue_provreq.machines.phases import provisioning_request_phase, workload_phase
 from kueue_provreq.world import World
 
@@ -147,8 +153,7 @@ def _name(wl: Workload) -> str:
 def attempt_of(pr: ProvisioningRequest, wl_name: str, check: str) -> int | None:
     """The attempt number ``ProvisioningRequestName`` put in ``pr``'s name for this (workload,
     check), or None when the name is not one of theirs (PC §1.5, §1.7)."""
-    m = re.fullmatch(re.escape(f"{wl_name}-{check}-") + r"([0-9]+)", pr.metadata.name)
-    return int(m.group(1)) if m else None
+    return naming.attempt_of(pr.metadata.name, wl_name, check)
 
 
 def requests_of(objs: Iterable[KubeObject], wl: Workload, check: str) -> list[tuple[int, ProvisioningRequest]]:
@@ -283,7 +288,8 @@ def states_are_declared(world: World, ctx: CheckContext) -> list[str]:
     return out
 
 
-_DEAD = (c.PR_FAILED, c.PR_BOOKING_EXPIRED)
+_DEAD = requests.ENDING_PHASES
+"""The phases of a request whose attempt is over (``machines.requests``)."""
 
 
 @state_invariant()
@@ -524,7 +530,7 @@ def no_stuck_workload(world: World, ctx: CheckContext) -> list[str]:
 # --- transition invariants ---------------------------------------------------------------------------
 
 
-def _reachable(machine: MachineTable) -> dict[str, frozenset[str]]:
+def _reachable(machine: MachineTable[Any, Any]) -> dict[str, frozenset[str]]:
     out = {}
     for s in machine.states:
         seen, todo = {s}, [s]
@@ -565,7 +571,7 @@ def transitions_are_declared(before: Snapshot, after: World, ctx: CheckContext) 
                 if s.state not in _REACH["admissioncheck"][src]:
                     out.append(f"{_name(new)} check {s.name}: {src} -> {s.state}")
         elif isinstance(new, ProvisioningRequest):
-            src = provisioning_request_phase(prev) if isinstance(prev, ProvisioningRequest) else d.PR_NEW
+            src = provisioning_request_phase(prev) if isinstance(prev, ProvisioningRequest) else RequestPhase.NEW
             dst = provisioning_request_phase(new)
             if dst not in _REACH["provisioningrequest"][src]:
                 out.append(f"request {new.metadata.name}: {src} -> {dst}")
@@ -739,7 +745,7 @@ def retry_moves_the_quota(before: Snapshot, after: World, ctx: CheckContext) -> 
             prev = {m: old for m, old in requests_of(before, wl, s.name)}.get(n - 1)
             failed_at = None
             if prev is not None:
-                for t in _DEAD:
+                for t in requests.ENDING_CONDITIONS:
                     cond = find_condition(prev.status.conditions, t)
                     if cond is not None and cond.status == c.TRUE:
                         failed_at = cond.last_transition_time

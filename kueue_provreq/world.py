@@ -22,7 +22,15 @@ from kueue_provreq.api import constants as c
 from kueue_provreq.api.evolve import evolve
 from kueue_provreq.api.frozen import EMPTY, FrozenMap
 from kueue_provreq.api.meta import Time
-from kueue_provreq.api.objects import KINDS, Key, KubeObject, already_exists, key_of, not_found
+from kueue_provreq.api.objects import (
+    KINDS,
+    Key,
+    KubeObject,
+    already_exists,
+    key_of,
+    not_found,
+)
+from kueue_provreq.machines.table import Transition
 
 # --- effects -------------------------------------------------------------------
 
@@ -35,6 +43,9 @@ class Create:
 @attrs.frozen
 class Update:
     obj: KubeObject
+    transitions: tuple[Transition, ...] = ()
+    """The fires of the declared machines that decided this write (the Workload's phase, its
+    checks' states); empty when the write moves neither."""
 
 
 @attrs.frozen
@@ -154,6 +165,18 @@ class World:
 
     def next_uid(self, offset: int = 0) -> str:
         return f"00000000-0000-4000-8000-{self.uid_counter + offset + 1:012x}"
+
+    def created(self, obj: KubeObject, now: Time, offset: int = 0) -> KubeObject:
+        """``obj`` as the API server stores it on create: what it does not carry yet, a fresh
+        uid (``offset`` past the next one, for several creates before any is stored),
+        generation 1 and the creation time ``now``."""
+        meta = obj.metadata
+        if meta.uid and meta.generation is not None and meta.creation_timestamp is not None:
+            return obj
+        return evolve(obj, metadata=evolve(
+            meta, uid=meta.uid or self.next_uid(offset),
+            generation=1 if meta.generation is None else meta.generation,
+            creation_timestamp=now if meta.creation_timestamp is None else meta.creation_timestamp))
 
     # --- writes (drivers only) ------------------------------------------------------
     def apply(self, effect: Effect) -> list[Key]:
@@ -350,20 +373,15 @@ class Txn:
             return None, fault.message(kind, name)
         if self._visible(key) is not None:
             return None, already_exists(kind, name)
-        meta = obj.metadata
-        meta = evolve(
-            meta,
-            uid=meta.uid or self.world.next_uid(self._uids),
-            generation=meta.generation or 1,
-            creation_timestamp=meta.creation_timestamp if meta.creation_timestamp is not None else self.now,
-        )
+        stored = self.world.created(obj, self.now, self._uids)
         self._uids += 1
-        stored = evolve(obj, metadata=meta)
         self._overlay[key] = stored
         self.effects.append(Create(stored))
         return stored, None
 
-    def update(self, obj: KubeObject) -> str | None:
+    def update(self, obj: KubeObject, transitions: tuple[Transition, ...] = ()) -> str | None:
+        """Write ``obj``; ``transitions`` are the fires that decided the write, if it moves
+        the object along a declared lifecycle."""
         kind, ns, name = key = key_of(obj)
         if self.world.faults:
             fault = self._fault("update", kind, name)
@@ -372,7 +390,7 @@ class Txn:
         if self._visible(key) is None:
             return not_found(kind, name)
         self._overlay[key] = obj
-        self.effects.append(Update(obj))
+        self.effects.append(Update(obj, transitions))
         return None
 
     def delete(self, kind: str, namespace: str, name: str) -> str | None:

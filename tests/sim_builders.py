@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-
 from kueue_provreq.api.meta import Time
 from kueue_provreq.api.objects import KubeObject
 from kueue_provreq.manifests import load_object, load_yaml_documents

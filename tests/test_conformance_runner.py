@@ -12,9 +12,8 @@ import textwrap
 from collections.abc import Callable
 from pathlib import Path
 
+import attrs
 import pytest
-
-from kueue_provreq import engine
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.frozen import FrozenMap
 from kueue_provreq.api.meta import ObjectMeta
@@ -22,6 +21,7 @@ from kueue_provreq.api.objects import Key
 from kueue_provreq.api.provisioning import PodTemplate
 from kueue_provreq.conformance.match import Matcher
 from kueue_provreq.conformance.runner import Outcome, collect, conform
+from kueue_provreq.controllers import registry
 from kueue_provreq.controllers.context import Context
 from kueue_provreq.world import Result, Txn, World
 
@@ -497,7 +497,7 @@ def job_controller(monkeypatch: pytest.MonkeyPatch) -> Callable[[Behaviour], Non
     def install(behaviour: Behaviour) -> None:
         def reconcile(world: World, key: Key, ctx: Context) -> Result:
             return behaviour(Txn(world, ctx.now), key)
-        monkeypatch.setitem(engine.RECONCILERS, "job", (c.WORKLOAD, reconcile))
+        monkeypatch.setitem(registry.BY_NAME, "job", attrs.evolve(registry.BY_NAME["job"], reconcile=reconcile))
     return install
 
 

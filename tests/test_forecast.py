@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 import yaml
-
 from kueue_provreq import cli
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.config import Configuration
@@ -21,6 +20,7 @@ from kueue_provreq.explain import build_world
 from kueue_provreq.manifests import dump_object, load_file, load_object
 from kueue_provreq.simulation import forecast, parse_script
 from kueue_provreq.simulation.forecast import Forecast, relative
+
 from sim_builders import SETUP, T0, job, objects
 
 
@@ -69,7 +69,7 @@ def test_always_failing_is_deactivated_after_three_attempts(sample: list[KubeObj
 ACCEPTED = {"condition": "Accepted", "status": "True", "reason": "Accepted",
             "message": c.CA_MSG_ACCEPTED}
 FAILED = {"condition": "Failed", "status": "True", "reason": "CapacityIsNotFound",
-          "message": c.CA_MSG_FAILED_CAPACITY_IS_NOT_FOUND}
+          "message": c.CA_MSG_FAILED_CAPACITY_NOT_FOUND}
 PROVISIONED = {"condition": "Provisioned", "status": "True", "reason": "CapacityIsFound",
                "message": c.CA_MSG_CAPACITY_IS_FOUND}
 BOOKING_EXPIRED = {"condition": "BookingExpired", "status": "True", "reason": "CapacityReservationTimeExpired",
@@ -206,7 +206,7 @@ def test_config_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None
     (["--autoscaler", "provison@5m"], "--autoscaler provison@5m: item 1 'provison@5m': unknown answer"),
     (["--until", "soon"], "--until: invalid duration 'soon'"),
     (["--at", "yesterday"], "--at: expected an RFC 3339 time"),
-    (["--config", "/nonexistent.yaml"], "--config /nonexistent.yaml: no such file"),
+    (["--config", "/nonexistent.yaml"], "/nonexistent.yaml: cannot read"),
 ])
 def test_bad_options_are_one_line(capsys: pytest.CaptureFixture[str], manifests: Path, args: list[str],
                                   message: str) -> None:

@@ -11,7 +11,7 @@ CORE = [
     "kueue_provreq.controllers.job", "kueue_provreq.controllers.scheduler",
     "kueue_provreq.controllers.admissioncheck", "kueue_provreq.controllers.clusterqueue",
 ]
-FORBIDDEN = ["kubernetes", "yaml", "random", "datetime", "kueue_provreq.manifests",
+FORBIDDEN = ["kubernetes", "kubernetes_validate", "jsonschema", "yaml", "random", "datetime", "kueue_provreq.manifests",
              "kueue_provreq.conformance", "kueue_provreq.cli"]
 
 

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 import yaml
-from sim_builders import EXAMPLES, SETUP, job, simulation_file
-
 from kueue_provreq import cli
 from kueue_provreq.simulation import load_document, parse, simulate
 from kueue_provreq.simulation.output import summary_json, workloads_csv
 from kueue_provreq.simulation.run import GANTT_LIMIT, Report
+
+from sim_builders import EXAMPLES, SETUP, job, simulation_file
 
 BUNDLED = sorted(EXAMPLES.glob("*.yaml"))
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.frozen import FrozenMap
 from kueue_provreq.api.meta import Condition, ObjectMeta, Time
@@ -108,7 +107,7 @@ def test_a_revocation_comes_after_provisioning_even_once_the_booking_ended() -> 
     assert booked.next_at == T0 + 3600
     revoked = ca.reconcile(booked.request, Time(T0 + 3600), decision, pods_scheduled=True)
     assert provisioning_request_phase(revoked.request) == c.PR_CAPACITY_REVOKED
-    assert revoked.written[-1].reason == ca.REASON_CAPACITY_REVOKED and revoked.next_at is None
+    assert revoked.written[-1].reason == c.CA_REASON_CAPACITY_REVOKED and revoked.next_at is None
 
 
 def test_not_found_answers_once_and_waits_for_the_next_decision() -> None:

@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 import yaml
-from sim_builders import SETUP, job, simulation_file
-
 from kueue_provreq import cli
 from kueue_provreq.manifests import ManifestError
 from kueue_provreq.simulation import load_document, parse
 from kueue_provreq.simulation.spec import Distribution
+
+from sim_builders import SETUP, job, simulation_file
 
 GOOD = {
     "name": "bad",

@@ -7,13 +7,13 @@ import json
 from pathlib import Path
 
 import pytest
-from sim_builders import simulation_file
-
 from kueue_provreq import cli
 from kueue_provreq.manifests import ManifestError
 from kueue_provreq.simulation import SettingError, grid, load_document, parse_setting, sweep
 from kueue_provreq.simulation.settings import apply, parse_keys
 from kueue_provreq.simulation.sweep import flatten
+
+from sim_builders import simulation_file
 
 CLASS = "check-capacity.autoscaling.x-k8s.io"
 

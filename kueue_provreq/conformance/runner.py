@@ -18,11 +18,20 @@ from typing import Any, cast
 import attrs
 
 from kueue_provreq.api import constants as c
+from kueue_provreq.api import naming
+from kueue_provreq.api.config import Configuration
 from kueue_provreq.api.frozen import FrozenMap
 from kueue_provreq.api.meta import Condition, Time, set_condition
-from kueue_provreq.api.objects import KINDS, Key, KubeObject, already_exists, key_of, not_found
+from kueue_provreq.api.objects import (
+    KINDS,
+    Key,
+    KubeObject,
+    already_exists,
+    key_of,
+    not_found,
+)
 from kueue_provreq.api.provisioning import ProvisioningRequest
-from kueue_provreq.api.workload import Workload
+from kueue_provreq.api.workload import Admission, Workload
 from kueue_provreq.conformance.match import Matcher, show
 from kueue_provreq.conformance.patch import patch_document
 from kueue_provreq.conformance.scenario import (
@@ -45,15 +54,32 @@ from kueue_provreq.conformance.scenario import (
 )
 from kueue_provreq.controllers.context import Context
 from kueue_provreq.controllers.queues import queue_gauges
-from kueue_provreq.controllers.workload_status import set_quota_reservation, unset_quota_reservation
+from kueue_provreq.controllers.workload_status import (
+    set_quota_reservation,
+    unset_quota_reservation,
+)
 from kueue_provreq.engine import Manager, Recorder, SettleError
-from kueue_provreq.machines import IllegalTransition
-from kueue_provreq.manifests import ManifestError, dump_object, format_duration, load_object, load_yaml_documents
+from kueue_provreq.errors import KueueProvreqError
+from kueue_provreq.machines import (
+    WORKLOAD_MACHINE,
+    Guard,
+    IllegalTransition,
+    Transition,
+    WorkloadTrigger,
+)
+from kueue_provreq.machines.phases import held_back, workload_phase
+from kueue_provreq.manifests import (
+    ManifestError,
+    dump_object,
+    format_duration,
+    load_object,
+    load_yaml_documents,
+)
 from kueue_provreq.world import Create, Effect, Event, MetricInc, Update, World
 from kueue_provreq.world import Delete as DeleteEffect
 
 
-class StepFailed(Exception):
+class StepFailed(KueueProvreqError):
     """A step whose outcome differs from what the scenario says."""
 
 
@@ -159,21 +185,11 @@ class Run:
     # --- the world ---------------------------------------------------------------------
     def _build_world(self) -> None:
         for i, obj in enumerate(self.scenario.objects):
-            obj = self._as_created(_scoped(obj))
+            obj = self.world.created(_scoped(obj), self.now)
             if key_of(obj) in self.world:
                 kind, _, name = key_of(obj)
                 raise ScenarioError(f"objects[{i}]: {already_exists(kind, name)}")
             self.world.put(obj)
-
-    def _as_created(self, obj: KubeObject) -> KubeObject:
-        """What the API server fills in on create: a uid, generation 1, the creation time."""
-        meta = obj.metadata
-        return attrs.evolve(obj, metadata=attrs.evolve(
-            meta,
-            uid=meta.uid or self.world.next_uid(),
-            generation=1 if meta.generation is None else meta.generation,
-            creation_timestamp=self.now if meta.creation_timestamp is None else meta.creation_timestamp,
-        ))
 
     def _record(self, actor: str, key: Key, effect: Effect) -> None:
         if isinstance(effect, Event):
@@ -258,7 +274,9 @@ class Run:
                      and any(r.kind == c.WORKLOAD for r in o.metadata.owner_references)]
             if not owned:
                 raise StepFailed(f"$latest: Workload {wl.namespace}/{wl.name} has no ProvisioningRequest")
-            return max(owned, key=lambda p: (p.metadata.creation_timestamp or 0, _attempt(p.metadata.name),
+            only = workloads[0]
+            checks = [s.name for s in only.status.admission_checks] if isinstance(only, Workload) else []
+            return max(owned, key=lambda p: (p.metadata.creation_timestamp or 0, _attempt(p, wl.name, checks),
                                              p.metadata.name))
         if step.namespace is not None:
             pr = self._get(c.PROVISIONING_REQUEST, step.namespace, step.request)
@@ -276,13 +294,9 @@ class Run:
     def _set_quota_reservation(self, step: SetQuotaReservation) -> None:
         wl = self._get(c.WORKLOAD, step.namespace, step.name)
         assert isinstance(wl, Workload)
-        if step.admission is None:
-            new = unset_quota_reservation(wl, c.REASON_EVICTED_BY_TEST, c.MSG_EVICTED_BY_TEST, self.now,
-                                          self.scenario.config)
-        else:
-            new = set_quota_reservation(wl, step.admission, self.now)
-        if new != wl:
-            self._write(step.KIND, Update(new))
+        update = quota_step(wl, step.admission, self.now, self.scenario.config)
+        if update.obj != wl:
+            self._write(step.KIND, update)
 
     def _apply(self, step: Apply) -> None:
         """``kubectl apply``: create, or replace labels, annotations, owners and spec (and the
@@ -290,7 +304,7 @@ class Run:
         obj = _scoped(step.obj)
         old = self.world.get(*key_of(obj))
         if old is None:
-            self._write(step.KIND, Create(self._as_created(obj)))
+            self._write(step.KIND, Create(self.world.created(obj, self.now)))
             return
         if not step.has_status and hasattr(old, "status"):
             obj = attrs.evolve(cast(Any, obj), status=cast(Any, old).status)
@@ -301,7 +315,7 @@ class Run:
             creation_timestamp=meta.creation_timestamp if meta.creation_timestamp is not None
             else old.metadata.creation_timestamp))
         if new != old:
-            self._write(step.KIND, Update(new))
+            self._write(step.KIND, Update(new, user_changes(old, new)))
 
     def _patch(self, step: Patch) -> None:
         old = self._get(step.kind, step.namespace, step.name)
@@ -313,7 +327,7 @@ class Run:
         if not (isinstance(meta, Mapping) and meta.get("generation") is not None):
             new = attrs.evolve(new, metadata=attrs.evolve(new.metadata, generation=_next_generation(old, new)))
         if new != old:
-            self._write(step.KIND, Update(new))
+            self._write(step.KIND, Update(new, user_changes(old, new)))
 
     # --- expectations ------------------------------------------------------------------
     def _expect(self, step: Expect) -> None:
@@ -409,10 +423,50 @@ def _next_generation(old: KubeObject, new: KubeObject) -> int:
     return generation + 1 if _spec(new) != _spec(old) else generation
 
 
-def _attempt(name: str) -> int:
-    """The attempt number that ends a request's name (``wl-check-3`` -> 3)."""
-    tail = name.rsplit("-", 1)[-1]
-    return int(tail) if tail.isdigit() else 0
+def quota_step(wl: Workload, admission: Admission | None, now: Time, config: Configuration) -> Update:
+    """The ``setQuotaReservation`` step: Kueue's ``SetQuotaReservation`` test helper, or with no
+    admission ``UnsetQuotaReservationWithCondition``, and the user trigger each stands for."""
+    if admission is None:
+        return Update(unset_quota_reservation(wl, c.REASON_EVICTED_BY_TEST, c.MSG_EVICTED_BY_TEST, now, config),
+                      _user_fire(workload_phase(wl), WorkloadTrigger.UNSET_QUOTA,
+                                 {Guard.DEACTIVATED: not wl.is_active, Guard.BACKOFF: held_back(wl)}))
+    new = set_quota_reservation(wl, admission, now)
+    return Update(new, _user_fire(workload_phase(wl), WorkloadTrigger.RESERVE_QUOTA,
+                                  {Guard.ALL_CHECKS_READY: new.is_admitted()}))
+
+
+def _user_fire(phase: str, trigger: WorkloadTrigger, guards: Mapping[Guard, bool] | None = None
+               ) -> tuple[Transition, ...]:
+    """A scenario step standing for a user or one of Kueue's test helpers fires the workload
+    machine as that actor would; a step the machine has no transition for (the format lets a
+    scenario write anything) is an outside write that names no trigger."""
+    try:
+        return (WORKLOAD_MACHINE.transition(phase, trigger, guards),)
+    except IllegalTransition:
+        return ()
+
+
+def user_changes(old: KubeObject, new: KubeObject) -> tuple[Transition, ...]:
+    """The user actions an ``apply`` or ``patch`` of a Workload stands for: (de)activating it,
+    and finishing it (its job completed)."""
+    if not isinstance(old, Workload) or not isinstance(new, Workload):
+        return ()
+    fired: tuple[Transition, ...] = ()
+    phase: str = workload_phase(old)
+    if old.is_active != new.is_active:
+        if new.is_active:
+            fired = _user_fire(phase, WorkloadTrigger.REACTIVATE, {Guard.REQUEUED: not held_back(old)})
+        else:
+            fired = _user_fire(phase, WorkloadTrigger.DEACTIVATE)
+        phase = fired[-1].target if fired else phase
+    if new.is_finished() and not old.is_finished():
+        fired += _user_fire(phase, WorkloadTrigger.FINISH)
+    return fired
+
+
+def _attempt(pr: ProvisioningRequest, workload: str, checks: list[str]) -> int:
+    """The attempt number a request's name carries for one of the workload's checks (else 0)."""
+    return next((n for check in checks if (n := naming.attempt_of(pr.metadata.name, workload, check)) is not None), 0)
 
 
 # --- files -----------------------------------------------------------------------------------
@@ -432,12 +486,13 @@ def collect(paths: Iterable[str | Path]) -> list[Path]:
     return list(dict.fromkeys(files))
 
 
-def load_scenarios(path: Path) -> list[Scenario | Outcome]:
-    """Every scenario document of one file; a document that cannot be read is a failed Outcome
-    (named by the file when it has no name)."""
+def load_scenarios(path: Path, text: str | None = None) -> list[Scenario | Outcome]:
+    """Every scenario document of one file (``text`` when it was read already, as standard
+    input is); a document that cannot be read is a failed Outcome (named by the file when it
+    has no name)."""
     source = str(path)
     try:
-        documents = load_yaml_documents(path.read_text(encoding="utf-8"), source)
+        documents = load_yaml_documents(path.read_text(encoding="utf-8") if text is None else text, source)
     except (ManifestError, OSError, UnicodeDecodeError) as e:
         return [Outcome(source, source, f"cannot read scenario: {e}")]
     if not documents:
@@ -445,11 +500,21 @@ def load_scenarios(path: Path) -> list[Scenario | Outcome]:
     out: list[Scenario | Outcome] = []
     for i, doc in enumerate(documents):
         name = scenario_name(doc) or (source if len(documents) == 1 else f"{source}#{i + 1}")
+        if "kind" in doc and "apiVersion" in doc and "steps" not in doc:
+            out.append(Outcome(name, source, f"{doc['kind']} {_manifest_name(doc)} is a manifest, not a "
+                               "scenario (name, objects, steps): give manifests to explain -f or validate -f"))
+            continue
         try:
             out.append(parse_scenario(doc, source))
         except ScenarioError as e:
             out.append(Outcome(name, source, str(e)))
     return out
+
+
+def _manifest_name(doc: Mapping[str, Any]) -> str:
+    meta = doc.get("metadata")
+    name = meta.get("name") or meta.get("generateName") if isinstance(meta, Mapping) else None
+    return str(name or "(no name)")
 
 
 def conform(files: Iterable[Path], *, debug: bool = False) -> Iterator[Outcome]:

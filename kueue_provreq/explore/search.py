@@ -57,30 +57,23 @@ from kueue_provreq.api.queues import (
     ResourceQuota,
 )
 from kueue_provreq.api.workload import PodSet, Workload, WorkloadSpec
-from kueue_provreq.controllers import scheduler
+from kueue_provreq.controllers import registry, scheduler
 from kueue_provreq.controllers.context import Context
-from kueue_provreq.engine import RECONCILERS, SCHEDULER, Manager, SettleError
-from kueue_provreq.machines import PROVISIONING_REQUEST_MACHINE, IllegalTransition
+from kueue_provreq.engine import SCHEDULER, Manager, SettleError, changes_world
+from kueue_provreq.machines import (
+    PROVISIONING_REQUEST_MACHINE,
+    IllegalTransition,
+    RequestTrigger,
+    requests,
+)
 from kueue_provreq.machines.phases import provisioning_request_phase
-from kueue_provreq.world import Create, Delete, Result, Update, World
+from kueue_provreq.world import World
 
 #: The conformance format's default start clock (2024-01-01T00:00:00Z).
 EPOCH = Time(1_704_067_200)
 NAMESPACE = "default"
 WORKLOAD_NAMES = ("wla", "wlb")
 GRANULARITIES = ("settle", "reconcile")
-
-#: What Cluster Autoscaler writes for each trigger of the ProvisioningRequest machine.
-AUTOSCALER: dict[str, tuple[tuple[str, str, str, str], ...]] = {
-    "accept": ((c.PR_ACCEPTED, c.TRUE, "Accepted", "Provisioning Request was accepted"),),
-    "not_provisioned": ((c.PR_ACCEPTED, c.TRUE, "Accepted", "Provisioning Request was accepted"),
-                        (c.PR_PROVISIONED, c.FALSE, "CapacityIsNotFound", "Provisioning Request wasn't provisioned")),
-    "provision": ((c.PR_PROVISIONED, c.TRUE, "CapacityIsFound", "Capacity is found in the cluster"),),
-    "fail": ((c.PR_FAILED, c.TRUE, "CapacityIsNotFound", "CA could not find requested capacity"),),
-    "expire_booking": ((c.PR_BOOKING_EXPIRED, c.TRUE, "BookingExpired", "Capacity booking expired"),),
-    "revoke_capacity": ((c.PR_CAPACITY_REVOKED, c.TRUE, "CapacityRevoked", "Capacity was revoked"),),
-}
-
 
 @attrs.frozen
 class Options:
@@ -97,7 +90,7 @@ class Options:
     quota: int | None = None
     """The ClusterQueue's cpu quota in pods (each workload is one pod); default: one per workload.
     Less makes the workloads compete; one per workload lets symmetric states arise."""
-    outcomes: tuple[str, ...] = tuple(AUTOSCALER)
+    outcomes: tuple[str, ...] = tuple(RequestTrigger)
     """The ProvisioningRequest machine's triggers Cluster Autoscaler may fire (default: all)."""
 
 
@@ -182,10 +175,8 @@ def build_objects(opts: Options) -> list[KubeObject]:
 def initial_world(objs: Sequence[KubeObject], now: Time) -> World:
     """What the API server stores on create: a uid, generation 1 and the creation time."""
     w = World()
-    for i, o in enumerate(objs):
-        meta = attrs.evolve(o.metadata, uid=w.next_uid(), generation=1, creation_timestamp=now)
-        w.put(attrs.evolve(o, metadata=meta))
-        assert i + 1 == w.uid_counter
+    for o in objs:
+        w.put(w.created(o, now))
     return w
 
 
@@ -214,7 +205,7 @@ def autoscaler_step(world: World, pr: ProvisioningRequest, trigger: str, now: Ti
     machine declares, or the machine and the phase reading disagree."""
     want = PROVISIONING_REQUEST_MACHINE.fire(provisioning_request_phase(pr), trigger)
     conds = pr.status.conditions
-    for type_, status, reason, message in AUTOSCALER[trigger]:
+    for type_, status, reason, message in requests.CA_WRITES[RequestTrigger(trigger)]:
         conds, _ = set_condition(conds, Condition(type_, status, reason, message), now)
     new = attrs.evolve(pr, status=attrs.evolve(pr.status, conditions=conds))
     if provisioning_request_phase(new) != want:
@@ -224,16 +215,7 @@ def autoscaler_step(world: World, pr: ProvisioningRequest, trigger: str, now: Ti
     return new
 
 
-def _changes(world: World, result: Result) -> bool:
-    for e in result.effects:
-        if isinstance(e, (Create, Delete)):
-            return True
-        if isinstance(e, Update) and world.get(e.obj.KIND, e.obj.metadata.namespace, e.obj.metadata.name) != e.obj:
-            return True
-    return False
-
-
-_WORKLOAD_CONTROLLERS = tuple(n for n, (kind, _) in RECONCILERS.items() if kind == c.WORKLOAD)
+_WORKLOAD_CONTROLLERS = tuple(ctl.name.value for ctl in registry.CONTROLLERS if ctl.kind == c.WORKLOAD)
 
 
 def probe(world: World, ctx: Context) -> tuple[list[tuple[str, Key]], float | None]:
@@ -241,14 +223,14 @@ def probe(world: World, ctx: Context) -> tuple[list[tuple[str, Key]], float | No
     asks for.  Reconciles are pure, so this runs them without applying anything."""
     changing: list[tuple[str, Key]] = []
     wake: float | None = None
-    for name, (kind, fn) in RECONCILERS.items():
-        for key in world.keys(kind):
-            res = fn(world, key, ctx)
-            if _changes(world, res):
-                changing.append((name, key))
+    for ctl in registry.CONTROLLERS:
+        for key in world.keys(ctl.kind):
+            res = ctl.reconcile(world, key, ctx)
+            if changes_world(world, res):
+                changing.append((ctl.name.value, key))
             if res.requeue_after is not None and res.requeue_after > 0:
                 wake = res.requeue_after if wake is None else min(wake, res.requeue_after)
-    if _changes(world, scheduler.schedule(world, ctx, None)):
+    if changes_world(world, scheduler.schedule(world, ctx, None)):
         changing.append((SCHEDULER, (SCHEDULER, "", "")))
     return changing, wake
 
@@ -496,6 +478,6 @@ def explore(opts: Options, progress: Callable[[int, int], None] | None = None) -
     return ex.run(progress), ex
 
 
-__all__ = ["AUTOSCALER", "Action", "EPOCH", "Explorer", "Options", "Report", "Violation", "autoscaler_step",
+__all__ = ["Action", "EPOCH", "Explorer", "Options", "Report", "Violation", "autoscaler_step",
            "autoscaler_triggers", "build_config", "build_objects", "explore", "initial_world",
            "newest_requests", "probe"]

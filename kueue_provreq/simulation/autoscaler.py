@@ -28,7 +28,7 @@ What CA does follows ``autoscaler-provisioningrequest-api.md`` (CA's
 * a request not provisioned within :data:`EXPIRATION_TIME` (7 days) of its creation gets
   ``Failed=True`` ``Expired``;
 * ``CapacityRevoked`` is never set by upstream CA; provider classes set it, so the model sets it
-  only when a decision says so (reason :data:`REASON_CAPACITY_REVOKED`, this model's own).
+  only when a decision says so (with the library's own reason, ``CapacityRevoked``).
 
 Conditions are written as CA's ``AddOrUpdateCondition`` writes them: always replaced, with the
 transition time set to now and ``observedGeneration`` to the request's generation.
@@ -43,7 +43,7 @@ import attrs
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.meta import Condition, Conditions, Time
 from kueue_provreq.api.provisioning import ProvisioningRequest
-from kueue_provreq.machines import PROVISIONING_REQUEST_MACHINE
+from kueue_provreq.machines import PROVISIONING_REQUEST_MACHINE, RequestPhase, RequestTrigger, Transition
 from kueue_provreq.machines.phases import provisioning_request_phase
 from kueue_provreq.manifests.codec import format_duration, parse_duration
 
@@ -55,11 +55,6 @@ INITIAL_BACKOFF = 60
 """``--provisioning-request-initial-backoff-time``: CA's first wait after ``Provisioned=False``."""
 MAX_BACKOFF = 600
 """``--provisioning-request-max-backoff-time``: the most CA waits between two tries."""
-
-REASON_CAPACITY_REVOKED = "CapacityRevoked"
-"""Not an upstream string: upstream CA never writes ``CapacityRevoked``, and provider classes
-use reasons of their own.  The model uses the condition type as the reason."""
-MSG_CAPACITY_REVOKED = "The provisioned capacity is no longer available"
 
 SUPPORTED_CLASSES = (c.CLASS_CHECK_CAPACITY, c.CLASS_BEST_EFFORT_ATOMIC)
 """The classes upstream CA processes; it ignores requests of any other class."""
@@ -207,11 +202,13 @@ def no_capacity_answer(pr: ProvisioningRequest) -> Answer:
 @attrs.frozen
 class Reconciled:
     """What :func:`reconcile` decided: the request as CA leaves it, the conditions it wrote
-    (in order), and when CA next has something to do with it (None: nothing more)."""
+    (in order), the machine's transitions that decided them, and when CA next has something
+    to do with it (None: nothing more)."""
 
     request: ProvisioningRequest
     written: Conditions
     next_at: Time | None
+    transitions: tuple[Transition, ...] = ()
 
 
 def reconcile(pr: ProvisioningRequest, now: Time, decision: Decision, pods_scheduled: bool = False) -> Reconciled:
@@ -223,14 +220,17 @@ def reconcile(pr: ProvisioningRequest, now: Time, decision: Decision, pods_sched
     a move (which would be a bug in this model).
     """
     written: list[Condition] = []
+    fired: list[Transition] = []
     conditions = pr.status.conditions
     phase = provisioning_request_phase(pr)
     created = pr.metadata.creation_timestamp or Time(0)
     generation = pr.metadata.generation
 
-    def move(trigger: str, *conds: tuple[str, str, str, str]) -> None:
+    def move(trigger: RequestTrigger, *conds: tuple[str, str, str, str]) -> None:
         nonlocal conditions, phase
-        phase = PROVISIONING_REQUEST_MACHINE.fire(phase, trigger)
+        target = RequestPhase(PROVISIONING_REQUEST_MACHINE.fire(phase, trigger))
+        fired.append(Transition(PROVISIONING_REQUEST_MACHINE.name, phase, trigger, target))
+        phase = target
         for type_, status, reason, message in conds:
             cond = Condition(type_, status, reason, message, now, generation)
             conditions = tuple(x for x in conditions if x.type != type_) + (cond,)
@@ -239,47 +239,44 @@ def reconcile(pr: ProvisioningRequest, now: Time, decision: Decision, pods_sched
     accepted = (c.PR_ACCEPTED, c.TRUE, c.CA_REASON_ACCEPTED, c.CA_MSG_ACCEPTED)
     provisioned = _provisioned(pr.spec.provisioning_class_name)
     next_at: list[int] = []
-    if phase in (PR_NEW, c.PR_ACCEPTED):
+    if phase in (RequestPhase.NEW, RequestPhase.ACCEPTED):
         if now >= created + EXPIRATION_TIME:
-            move("fail", accepted, (c.PR_FAILED, c.TRUE, c.CA_REASON_EXPIRED, c.CA_MSG_EXPIRED))
+            move(RequestTrigger.FAIL, accepted, (c.PR_FAILED, c.TRUE, c.CA_REASON_EXPIRED, c.CA_MSG_EXPIRED))
         elif _answered_since(conditions, decision.at):
             next_at.append(created + EXPIRATION_TIME)  # answered "not found": a new decision comes
         elif now < decision.at:
             next_at += [decision.at, created + EXPIRATION_TIME]
         elif decision.answer == Answer.NOT_FOUND:
-            move("not_provisioned", accepted, (c.PR_PROVISIONED, c.FALSE, c.CA_REASON_CAPACITY_IS_NOT_FOUND,
+            move(RequestTrigger.NOT_PROVISIONED, accepted, (c.PR_PROVISIONED, c.FALSE, c.CA_REASON_CAPACITY_IS_NOT_FOUND,
                                                c.CA_MSG_CAPACITY_IS_NOT_FOUND))
         elif decision.answer == Answer.FAIL:
-            move("fail", accepted, (c.PR_FAILED, c.TRUE, c.CA_REASON_CAPACITY_IS_NOT_FOUND,
-                                    c.CA_MSG_FAILED_CAPACITY_IS_NOT_FOUND))
+            move(RequestTrigger.FAIL, accepted, (c.PR_FAILED, c.TRUE, c.CA_REASON_CAPACITY_IS_NOT_FOUND,
+                                    c.CA_MSG_FAILED_CAPACITY_NOT_FOUND))
         else:
-            move("provision", accepted, provisioned)
+            move(RequestTrigger.PROVISION, accepted, provisioned)
             if decision.answer == Answer.EXPIRE:
-                move("expire_booking", (c.PR_BOOKING_EXPIRED, c.TRUE, c.CA_REASON_CAPACITY_RESERVATION_TIME_EXPIRED,
+                move(RequestTrigger.EXPIRE_BOOKING, (c.PR_BOOKING_EXPIRED, c.TRUE, c.CA_REASON_CAPACITY_RESERVATION_TIME_EXPIRED,
                                         c.CA_MSG_CAPACITY_RESERVATION_TIME_EXPIRED))
     revoke_at = decision.revoke_at
-    if phase in (c.PR_PROVISIONED, c.PR_BOOKING_EXPIRED) and revoke_at is not None:
+    if phase in (RequestPhase.PROVISIONED, RequestPhase.BOOKING_EXPIRED) and revoke_at is not None:
         if now >= revoke_at:
-            move("revoke_capacity", (c.PR_CAPACITY_REVOKED, c.TRUE, REASON_CAPACITY_REVOKED, MSG_CAPACITY_REVOKED))
+            move(RequestTrigger.REVOKE_CAPACITY, (c.PR_CAPACITY_REVOKED, c.TRUE, c.CA_REASON_CAPACITY_REVOKED,
+                                                  c.CA_MSG_CAPACITY_REVOKED))
         else:
             next_at.append(revoke_at)
-    if phase == c.PR_PROVISIONED:
+    if phase == RequestPhase.PROVISIONED:
         since = _transition_time(conditions, c.PR_PROVISIONED, now)
         if pods_scheduled:
-            move("expire_booking", (c.PR_BOOKING_EXPIRED, c.TRUE, c.CA_REASON_CAPACITY_BOOKING_CONSUMED,
+            move(RequestTrigger.EXPIRE_BOOKING, (c.PR_BOOKING_EXPIRED, c.TRUE, c.CA_REASON_CAPACITY_BOOKING_CONSUMED,
                                     c.CA_MSG_CAPACITY_BOOKING_CONSUMED))
         elif now >= since + BOOKING_TIME:
-            move("expire_booking", (c.PR_BOOKING_EXPIRED, c.TRUE, c.CA_REASON_CAPACITY_RESERVATION_TIME_EXPIRED,
+            move(RequestTrigger.EXPIRE_BOOKING, (c.PR_BOOKING_EXPIRED, c.TRUE, c.CA_REASON_CAPACITY_RESERVATION_TIME_EXPIRED,
                                     c.CA_MSG_CAPACITY_RESERVATION_TIME_EXPIRED))
         else:
             next_at.append(since + BOOKING_TIME)
     if written:
         pr = attrs.evolve(pr, status=attrs.evolve(pr.status, conditions=conditions))
-    return Reconciled(pr, tuple(written), Time(min(next_at)) if next_at else None)
-
-
-PR_NEW = PROVISIONING_REQUEST_MACHINE.initial
-"""The machine's state of a request CA has not answered yet."""
+    return Reconciled(pr, tuple(written), Time(min(next_at)) if next_at else None, tuple(fired))
 
 
 def _provisioned(class_name: str) -> tuple[str, str, str, str]:

@@ -20,6 +20,8 @@ from kueue_provreq.api.objects import Key, key_of
 from kueue_provreq.api.provisioning import ProvisioningRequest
 from kueue_provreq.api.workload import Workload
 from kueue_provreq.controllers import workload_status as ws
+from kueue_provreq.machines import WORKLOAD_MACHINE, Actor, Transition, WorkloadTrigger
+from kueue_provreq.machines.phases import workload_phase
 from kueue_provreq.simulation import autoscaler
 from kueue_provreq.simulation.autoscaler import Answer, Decision, Script
 from kueue_provreq.simulation.loop import Event, Loop
@@ -121,7 +123,7 @@ class AutoscalerDriver:
             decision = self.decisions[key] = self.model.resolve(pr, decision, now)
         done = autoscaler.reconcile(pr, now, decision, self.pods_scheduled(pr))
         if done.written:
-            self.loop.write("autoscaler", Update(done.request))
+            self.loop.write(Actor.CLUSTER_AUTOSCALER, Update(done.request, done.transitions))
         written = {cond.type: cond.status for cond in done.written}
         if written.get(c.PR_CAPACITY_REVOKED) == c.TRUE:
             self.model.released(key)
@@ -177,7 +179,7 @@ class JobDriver:
         self.running.add(key)
         new = ws.set_cond(wl, c.WORKLOAD_PODS_READY, c.TRUE, c.REASON_STARTED, c.MSG_PODS_READY, self.loop.now)
         if new is not wl:
-            self.loop.write("job", Update(new))
+            self.loop.write(Actor.JOB, Update(new))
         self.on_pods_ready(new)
         if run_for is not None:
             self._next[key] = self.loop.at(self.loop.now + run_for, lambda: self._finish(key))
@@ -187,5 +189,8 @@ class JobDriver:
         if wl is None:
             return
         self.running.discard(key)
-        self.loop.write("job", Update(ws.set_cond(wl, c.WORKLOAD_FINISHED, c.TRUE, c.REASON_FINISHED_SUCCEEDED,
-                                                  c.MSG_JOB_FINISHED, self.loop.now)))
+        phase = workload_phase(wl)
+        finished = Transition(WORKLOAD_MACHINE.name, phase, WorkloadTrigger.FINISH,
+                              WORKLOAD_MACHINE.fire(phase, WorkloadTrigger.FINISH))
+        self.loop.write(Actor.JOB, Update(ws.set_cond(wl, c.WORKLOAD_FINISHED, c.TRUE, c.REASON_FINISHED_SUCCEEDED,
+                                                      c.MSG_JOB_FINISHED, self.loop.now), (finished,)))

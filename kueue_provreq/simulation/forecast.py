@@ -20,6 +20,7 @@ from typing import Any
 import attrs
 
 from kueue_provreq.api import constants as c
+from kueue_provreq.api import naming
 from kueue_provreq.api.config import Configuration
 from kueue_provreq.api.job import Job
 from kueue_provreq.api.meta import Time
@@ -29,7 +30,7 @@ from kueue_provreq.api.queues import AdmissionCheck
 from kueue_provreq.api.workload import Workload
 from kueue_provreq.controllers.queues import cluster_queue_name
 from kueue_provreq.explain import build_world
-from kueue_provreq.machines import declarations as d
+from kueue_provreq.machines import WorkloadPhase as P
 from kueue_provreq.machines.phases import provisioning_request_phase
 from kueue_provreq.manifests.codec import format_duration, format_time
 from kueue_provreq.simulation.autoscaler import PROVISION_AT_ONCE, Script, attempt_of
@@ -42,7 +43,7 @@ from kueue_provreq.world import World
 DEFAULT_UNTIL = 24 * 3600
 
 #: ``outcome`` of a workload: where it stands when the forecast ends.
-OUTCOMES = {d.ADMITTED: "Admitted", d.INACTIVE: "Deactivated", d.FINISHED: "Finished"}
+OUTCOMES: dict[str, str] = {P.ADMITTED: "Admitted", P.INACTIVE: "Deactivated", P.FINISHED: "Finished"}
 PENDING = "Pending"
 
 
@@ -171,43 +172,43 @@ class _Story(Watch):
 
     def on_phase(self, actor: str, wl: Workload, before: str, after: str) -> None:
         self._add(key_of(wl), Entry(self.loop.now, self._phase_text(wl, before, after), "phase", "", before, after))
-        if after == d.ADMITTED:
+        if after == P.ADMITTED:
             self.admitted_at[key_of(wl)] = self.loop.now
             if self.jobs is not None:
                 self.jobs.admitted(wl)
-        elif before == d.ADMITTED and self.jobs is not None:
+        elif before == P.ADMITTED and self.jobs is not None:
             self.jobs.stopped(key_of(wl))
 
     def _phase_text(self, wl: Workload, before: str, after: str) -> str:
         admission = wl.status.admission
         cq = admission.cluster_queue if admission is not None else "?"
-        if after == d.QUOTA_RESERVED and before in (d.PENDING, d.BACKOFF):
+        if after == P.QUOTA_RESERVED and before in (P.PENDING, P.BACKOFF):
             waiting = [s.name for s in wl.status.admission_checks if s.state != c.CHECK_READY]
             return f"quota reserved in ClusterQueue {cq}; waiting for admission check {', '.join(waiting)}" \
                 if waiting else f"quota reserved in ClusterQueue {cq}"
-        if after == d.ADMITTED:
-            if before in (d.PENDING, d.BACKOFF):
+        if after == P.ADMITTED:
+            if before in (P.PENDING, P.BACKOFF):
                 return f"quota reserved in ClusterQueue {cq} and admitted: no admission check to wait for"
             return "admitted: every admission check is Ready"
-        if after == d.QUOTA_RESERVED:
+        if after == P.QUOTA_RESERVED:
             return "no longer admitted: an admission check left Ready"
-        if after == d.EVICTED:
+        if after == P.EVICTED:
             ev = wl.condition(c.WORKLOAD_EVICTED)
             return f"evicted ({ev.reason}): {ev.message}" if ev is not None else "evicted"
-        released = "quota released; " if before in (d.EVICTED, d.QUOTA_RESERVED, d.ADMITTED) else ""
-        if after == d.BACKOFF:
+        released = "quota released; " if before in (P.EVICTED, P.QUOTA_RESERVED, P.ADMITTED) else ""
+        if after == P.BACKOFF:
             rs = wl.status.requeue_state
             when = f" at {self._rel(rs.requeue_at)}" if rs is not None and rs.requeue_at is not None else ""
             return f"{released}back in the queue after a backoff{when}"
-        if after == d.PENDING:
-            if before == d.INACTIVE:
+        if after == P.PENDING:
+            if before == P.INACTIVE:
                 return "reactivated; back in the queue"
             return f"{released}back in the queue" if released else "backoff over; back in the queue"
-        if after == d.INACTIVE:
+        if after == P.INACTIVE:
             cause = wl.condition(c.WORKLOAD_EVICTED) or wl.condition(c.WORKLOAD_DEACTIVATION_TARGET)
             why = f": {cause.message}" if cause is not None and cause.message else ""
             return f"{released}deactivated{why}"
-        if after == d.FINISHED:
+        if after == P.FINISHED:
             return "finished"
         return f"{before} -> {after}"
 
@@ -239,10 +240,12 @@ class _Story(Watch):
         return f"check {check} {before} -> {after}"
 
     def _latest_request(self, wl: Workload, check: str) -> ProvisioningRequest | None:
-        prefix = f"{wl.metadata.name}-{check}-"
-        owned = [pr for pr in self.world.owned_by_name(c.PROVISIONING_REQUEST, wl.metadata.namespace, wl.metadata.name)
-                 if isinstance(pr, ProvisioningRequest) and pr.metadata.name.startswith(prefix)]
-        return max(owned, key=attempt_of, default=None)
+        """The check's newest request (the highest attempt its name carries)."""
+        m = wl.metadata
+        attempts = [(n, pr) for pr in self.world.owned_by_name(c.PROVISIONING_REQUEST, m.namespace, m.name)
+                    if isinstance(pr, ProvisioningRequest)
+                    and (n := naming.attempt_of(pr.metadata.name, m.name, check)) is not None]
+        return max(attempts, key=lambda found: found[0])[1] if attempts else None
 
     def _backoff_limit(self, check: str) -> int | None:
         ac = self.world.get(c.ADMISSION_CHECK, "", check)

@@ -10,6 +10,7 @@ import csv
 import io
 import json
 from pathlib import Path
+
 from kueue_provreq.manifests.codec import format_duration
 from kueue_provreq.simulation.run import Report
 

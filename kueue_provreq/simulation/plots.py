@@ -18,14 +18,14 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402  (after choosing the backend)
 
-from kueue_provreq.machines import declarations as d  # noqa: E402
+from kueue_provreq.machines import WorkloadPhase as P  # noqa: E402
 from kueue_provreq.simulation.run import Report  # noqa: E402
 
 _SAVE: dict[str, Any] = {"dpi": 100, "metadata": {"Software": None}}
-_PHASE_COLORS = {d.PENDING: "#c7c7c7", d.BACKOFF: "#9e9e9e", d.QUOTA_RESERVED: "#ff9f1c",
-                 d.EVICTED: "#e63946", d.ADMITTED: "#2a9d8f", d.INACTIVE: "#6d597a"}
-_PHASE_LABELS = {d.PENDING: "queued", d.BACKOFF: "backoff", d.QUOTA_RESERVED: "quota held, checks not Ready",
-                 d.EVICTED: "evicted, quota held", d.ADMITTED: "admitted", d.INACTIVE: "deactivated"}
+_PHASE_COLORS: dict[str, str] = {P.PENDING: "#c7c7c7", P.BACKOFF: "#9e9e9e", P.QUOTA_RESERVED: "#ff9f1c",
+                 P.EVICTED: "#e63946", P.ADMITTED: "#2a9d8f", P.INACTIVE: "#6d597a"}
+_PHASE_LABELS: dict[str, str] = {P.PENDING: "queued", P.BACKOFF: "backoff", P.QUOTA_RESERVED: "quota held, checks not Ready",
+                 P.EVICTED: "evicted, quota held", P.ADMITTED: "admitted", P.INACTIVE: "deactivated"}
 
 
 def _save(fig: Any, path: Path) -> Path:
@@ -109,11 +109,11 @@ def gantt(report: Report, path: Path) -> Path:
     for row, (name, history) in enumerate(sorted(histories.items(), key=lambda kv: (kv[1][0][0], kv[0]))):
         for (start, phase), nxt in zip(history, [*history[1:], (end, "")]):
             color = _PHASE_COLORS.get(phase)
-            if color is None or nxt[0] <= start and phase != d.INACTIVE:
+            if color is None or nxt[0] <= start and phase != P.INACTIVE:
                 continue
             label = _PHASE_LABELS[phase] if phase not in seen else None
             seen.add(phase)
-            width = (nxt[0] - start) / 60 if phase != d.INACTIVE else 0.5
+            width = (nxt[0] - start) / 60 if phase != P.INACTIVE else 0.5
             ax.barh(row, max(width, 0.05), left=start / 60, color=color, label=label, height=0.7)
     ax.set_yticks(range(len(histories)))
     ax.set_yticklabels([n.split("/", 1)[1] for n, _ in sorted(histories.items(), key=lambda kv: (kv[1][0][0], kv[0]))],

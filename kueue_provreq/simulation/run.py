@@ -33,7 +33,7 @@ from kueue_provreq.api.objects import Key, key_of
 from kueue_provreq.api.provisioning import ProvisioningRequest
 from kueue_provreq.api.workload import Workload
 from kueue_provreq.explain import build_world, workload_for_job
-from kueue_provreq.machines import declarations as d
+from kueue_provreq.machines import WorkloadPhase as P
 from kueue_provreq.simulation.drive import AutoscalerDriver, JobDriver
 from kueue_provreq.simulation.fleet import Draws, FleetModel
 from kueue_provreq.simulation.loop import Loop
@@ -189,7 +189,7 @@ class _Life:
     outcome: str = "Pending"
 
 
-_OUTCOMES = {d.FINISHED: "Finished", d.ADMITTED: "Admitted", d.INACTIVE: "Deactivated"}
+_OUTCOMES: dict[str, str] = {P.FINISHED: "Finished", P.ADMITTED: "Admitted", P.INACTIVE: "Deactivated"}
 
 
 class _Metrics(Watch):
@@ -238,7 +238,7 @@ class _Metrics(Watch):
         if self.samples and t - self.samples[-1][0] < self.spacing:
             return
         counts = self.phase_counts
-        self.samples.append((t, counts.get(d.PENDING, 0) + counts.get(d.BACKOFF, 0), self._count(WAITING),
+        self.samples.append((t, counts.get(P.PENDING, 0) + counts.get(P.BACKOFF, 0), self._count(WAITING),
                              self._count(ADMITTED), dict(self.totals[WAITING]), dict(self.totals[ADMITTED])))
         if len(self.samples) > SERIES_POINTS:
             self.samples = self.samples[::2]
@@ -270,23 +270,23 @@ class _Metrics(Watch):
         self._phase_count(after, 1)
         if self.histories is not None:
             self.histories[key].append((now, after))
-        if after in (d.QUOTA_RESERVED, d.ADMITTED) and before in (d.PENDING, d.BACKOFF) and life.quota_reserved is None:
+        if after in (P.QUOTA_RESERVED, P.ADMITTED) and before in (P.PENDING, P.BACKOFF) and life.quota_reserved is None:
             life.quota_reserved = now
-        if after == d.ADMITTED:
+        if after == P.ADMITTED:
             life.admissions += 1
             if life.admitted is None:
                 life.admitted = now
             if self.jobs is not None:
                 self.jobs.admitted(wl)
-        elif before == d.ADMITTED and self.jobs is not None:
+        elif before == P.ADMITTED and self.jobs is not None:
             self.jobs.stopped(key)
-        if after == d.EVICTED:
+        if after == P.EVICTED:
             life.evictions += 1
             evicted = wl.condition(c.WORKLOAD_EVICTED)
             reason = evicted.reason if evicted is not None else "Unknown"
             self.evictions[reason] = self.evictions.get(reason, 0) + 1
-        if after in (d.FINISHED, d.INACTIVE):
-            if after == d.FINISHED:
+        if after in (P.FINISHED, P.INACTIVE):
+            if after == P.FINISHED:
                 life.finished = now
             else:
                 life.deactivated = now

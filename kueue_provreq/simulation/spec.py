@@ -320,7 +320,7 @@ def _configuration(r: _Reader, value: Any) -> Configuration:
         return load_config_file(r.file(value, ("configuration",)))
     if not isinstance(value, Mapping):
         raise r.error(("configuration",), f"expected a file path or a Configuration, got {describe(value)}")
-    return load_configuration(value)
+    return load_configuration(value, scenario=False)
 
 
 def _setup(r: _Reader, value: Any, retry_strategy: Mapping[str, Any],
