@@ -133,7 +133,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "--until has passed. Prints each workload's timeline.")
     _manifest_options(forecast_cmd, ("table", "yaml", "json"))
     forecast_cmd.add_argument("--at", metavar="TIME", default=None,
-                              help="the start, an RFC 3339 time like 2024-01-01T00:00:00Z (default: now)")
+                              help="the start, an RFC 3339 time like 2024-01-01T00:00:00Z (default: the "
+                                   "newest time the manifests record, as in a cluster dump, else now)")
     forecast_cmd.add_argument("--autoscaler", metavar="SCRIPT", default="provision@0s",
                               help="what CA answers to attempt 1, 2, ... of each provisioning check, "
                                    "comma-separated; the last item repeats. Items: provision@D, fail@D, "
