@@ -434,7 +434,7 @@ def kubectl_trace(path: Path) -> tuple[Arrival, ...]:
         documents = load_yaml_documents(text, str(path))
     items: list[Any] = []
     for doc in documents:
-        listed = doc.get("items")
+        listed = doc.get("items") if isinstance(doc, Mapping) else None
         items += listed if isinstance(listed, list) else [doc]
     stamped = []
     for i, item in enumerate(items):
