@@ -3,12 +3,9 @@
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import re
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -17,6 +14,8 @@ import yaml
 from kueue_provreq.cli import main
 from kueue_provreq.diagrams import dot_available
 from kueue_provreq.manifests.inputs import InputErrors
+
+from builders import cli
 
 SETUP = textwrap.dedent("""\
     apiVersion: kueue.x-k8s.io/v1beta2
@@ -103,22 +102,6 @@ JOB = textwrap.dedent("""\
           containers: [{name: c, image: agnhost, resources: {limits: {nvidia.com/gpu: 1}}}]
           restartPolicy: Never
 """)
-
-
-def cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    """``kueue-provreq ARGS`` in this process: its exit status and what it printed."""
-    out, err = io.StringIO(), io.StringIO()
-    saved = sys.stdin
-    sys.stdin = io.StringIO(stdin or "")
-    try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            try:
-                status = main(list(args))
-            except SystemExit as e:  # argparse: --help, usage errors
-                status = e.code if isinstance(e.code, int) else 1
-    finally:
-        sys.stdin = saved
-    return subprocess.CompletedProcess(["kueue-provreq", *args], status, out.getvalue(), err.getvalue())
 
 
 @pytest.fixture

@@ -77,10 +77,16 @@ def test_a_provisioning_story_passes(tmp_path: Path) -> None:
     assert outcome.line() == "PASS a workload is admitted after provisioning"
 
 
-@pytest.mark.parametrize("folder", ["examples"])
-def test_bundled_scenarios_pass(folder: str) -> None:
-    """Every ``examples/*.yaml`` is a runnable scenario (simulation files live in a sub-folder)."""
-    files = sorted((ROOT / folder).glob("*.yaml"))
-    assert files
-    failed = [o.line() for o in conform(files) if not o.passed]
-    assert failed == []
+# examples/*.yaml are runnable stories; its sub-folders hold the what-if commands' inputs
+BUNDLED = collect([ROOT / "specs"]) + sorted((ROOT / "examples").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("path", BUNDLED, ids=[str(p.relative_to(ROOT)) for p in BUNDLED])
+def test_every_bundled_scenario_passes(path: Path) -> None:
+    """Every scenario of ``specs/`` and every runnable story of ``examples/``."""
+    outcomes = list(conform([path]))
+    assert outcomes and [o.line() for o in outcomes if not o.passed] == []
+
+
+def test_the_bundle_is_all_there() -> None:
+    assert len(BUNDLED) >= 69
