@@ -158,3 +158,29 @@ def test_setup_files_and_a_configuration_file_are_read_relative_to_the_simulatio
                            jobs={"podsReadyTime": "5m", "runningTime": "10m"})
     s = run(path, count=4).summary
     assert s.evictions.get("PodsReadyTimeout", 0) >= 4  # pods take 5m, the timeout is 1m
+
+
+def test_the_progress_bar_is_for_a_terminal_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    from kueue_provreq.simulation.progress import progress_bar
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    with progress_bar(10, "workloads") as update:
+        assert update is None  # pytest's stderr is no terminal
+    terminal = Terminal()
+    monkeypatch.setattr("sys.stderr", terminal)
+    with progress_bar(10, "workloads", quiet=True) as update:
+        assert update is None
+    with progress_bar(10, "workloads") as update:
+        assert update is not None
+        update(10)
+    assert terminal.getvalue() == ""  # done before the bar's two-second delay
+    monkeypatch.setattr("kueue_provreq.simulation.progress.DELAY_SECONDS", 0)
+    with progress_bar(10, "workloads") as update:
+        assert update is not None
+        update(4)
+    assert "0/10 [" in terminal.getvalue()  # shown at once without the delay

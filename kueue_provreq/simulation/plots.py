@@ -52,7 +52,9 @@ def latency_cdf(report: Report, path: Path) -> Path:
     fig, ax = plt.subplots(figsize=(7, 4))
     if latencies:
         n = len(latencies)
-        ax.step([v / 60 for v in latencies], [(i + 1) / n for i in range(n)], where="post", color="#264653")
+        xs = [0.0] + [v / 60 for v in latencies]
+        ax.step(xs + [xs[-1] * 1.02 + 0.1], [0.0] + [(i + 1) / n for i in range(n)] + [1.0], where="post",
+                color="#264653")
         lat = report.summary.admission_latency
         for label, value in (("p50", lat.p50), ("p90", lat.p90), ("p99", lat.p99)):
             if value is not None:
