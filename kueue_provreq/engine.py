@@ -171,6 +171,9 @@ class Manager:
             if kind == c.CLUSTER_QUEUE and writer != Actor.CLUSTER_QUEUE:
                 self._cq_keys = None  # queues come and go only by writes from outside
             obj = world.get(*key)
+            if obj is None:
+                for quiet in self._quiet.values():
+                    quiet.pop(key, None)  # the watch views of a deleted object would be kept forever
             for ctl, watch in self._watchers.get(kind, ()):
                 if watch.unless_written_by == writer:
                     continue

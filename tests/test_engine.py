@@ -9,6 +9,7 @@ one ClusterQueue, one provisioning check, one workload) and count what it reconc
 from __future__ import annotations
 
 import gc
+import weakref
 from collections import Counter
 from collections.abc import Callable
 from typing import cast
@@ -113,6 +114,20 @@ def test_no_wake_up_for_an_object_that_is_gone() -> None:
     world.apply(Delete(wl.KIND, wl.metadata.namespace, wl.metadata.name))
     assert manager.next_wake_up is None
     manager.settle(ctx(60))
+
+
+def test_nothing_of_a_deleted_workload_is_kept() -> None:
+    """A long-running driver deletes what is done with; the Manager must not hold on to it
+    (its watch views reference the workload's parts)."""
+    world, manager, _ = fresh()
+    manager.settle(ctx())
+    wl = workload(world)
+    gone = weakref.ref(wl.metadata)
+    world.apply(Delete(wl.KIND, wl.metadata.namespace, wl.metadata.name))
+    del wl
+    manager.settle(ctx(1))
+    gc.collect()
+    assert gone() is None
 
 
 def test_a_watch_skips_changes_its_controller_does_not_read() -> None:
