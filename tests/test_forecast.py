@@ -12,10 +12,13 @@ from kueue_provreq import cli
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.config import Configuration
 from kueue_provreq.api.frozen import FrozenMap
+from kueue_provreq.api.meta import Time
 from kueue_provreq.api.objects import KubeObject
 from kueue_provreq.conformance.runner import Run
 from kueue_provreq.conformance.scenario import parse_scenario
 from kueue_provreq.conformance.timeline import NONE, Timeline
+from kueue_provreq.controllers.context import Context
+from kueue_provreq.engine import Manager
 from kueue_provreq.explain import build_world
 from kueue_provreq.manifests import dump_object, load_file, load_object
 from kueue_provreq.simulation import forecast, parse_script
@@ -160,6 +163,19 @@ def test_a_job_without_a_queue_is_managed_only_with_manage_jobs_without_queue_na
     managed = forecast(objs, T0, config=Configuration(extra=FrozenMap({"manageJobsWithoutQueueName": True})))
     [wl] = managed.workloads
     assert wl.outcome == "Pending" and "no queue name" in wl.timeline[0].what
+
+
+def test_a_cluster_dump_s_requests_are_answered_too() -> None:
+    """Requests already in the manifests (a dump taken mid-story) get their attempt's item,
+    timed from their own creation."""
+    world = build_world(objects(SETUP, job()), T0)
+    Manager(world, verify=False).settle(Context(T0))
+    dumped = [load_object(dump_object(o)) for o in world]
+    assert any(o.KIND == c.PROVISIONING_REQUEST for o in dumped)
+    [wl] = forecast(dumped, Time(T0 + 30), parse_script("fail@1m,provision@5m")).workloads
+    assert (wl.outcome, wl.attempts) == ("Admitted", 2)
+    assert "already exists, New," in wl.timeline[1].what
+    assert wl.timeline[2].time == T0 + 60 and "Failed: retry 1 of 2" in wl.timeline[2].what
 
 
 def test_relative_times() -> None:

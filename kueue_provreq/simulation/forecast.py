@@ -72,7 +72,8 @@ class WorkloadForecast:
     admitted_at: Time | None
     """When it was last admitted, if ever."""
     attempts: int
-    """ProvisioningRequests created for its provisioning checks."""
+    """ProvisioningRequests created for its provisioning checks (those the manifests held
+    included)."""
     timeline: tuple[Entry, ...]
 
     def to_json(self) -> dict[str, Any]:
@@ -258,6 +259,8 @@ class _Story(Watch):
         return (c.WORKLOAD, pr.metadata.namespace, ref.name) if ref is not None and ref.kind == c.WORKLOAD else None
 
     def on_request_created(self, actor: str, pr: ProvisioningRequest) -> None:
+        """A new request (or, with no actor, one the manifests already held: CA answers it
+        as the script says for its attempt, from its creation time)."""
         owner = self._owner(pr)
         key = key_of(pr)
         self.request_phases[key] = provisioning_request_phase(pr)
@@ -267,7 +270,8 @@ class _Story(Watch):
             return
         self.attempts[owner] = self.attempts.get(owner, 0) + 1
         pods = sum(ps.count for ps in pr.spec.pod_sets)
-        self._add(owner, Entry(self.loop.now, f"request {pr.metadata.name} created "
+        what = "created" if actor else f"already exists, {self.request_phases[key]},"
+        self._add(owner, Entry(self.loop.now, f"request {pr.metadata.name} {what} "
                                               f"({pr.spec.provisioning_class_name}, {pods} pods)",
                                "request", pr.metadata.name, None, self.request_phases[key]))
 
@@ -331,6 +335,9 @@ def forecast(objects: Sequence[KubeObject], at: Time, script: Script = PROVISION
             autoscaler.poke(key_of(pr))
 
     story.jobs = JobDriver(loop, lambda wl: (0, None), pods_ready)
+    for pr in world.objects(c.PROVISIONING_REQUEST):  # requests a cluster dump already holds
+        assert isinstance(pr, ProvisioningRequest)
+        story.on_request_created("", pr)
     loop.run(at + until, story.settled)
 
     out = []
