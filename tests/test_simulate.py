@@ -13,7 +13,7 @@ from kueue_provreq.simulation import load_document, parse, simulate
 from kueue_provreq.simulation.output import summary_json, workloads_csv
 from kueue_provreq.simulation.run import GANTT_LIMIT, Report
 
-from sim_builders import EXAMPLES, SETUP, job, simulation_file
+from sim_builders import EXAMPLES, SETUP, job, objects, simulation_file
 
 BUNDLED = sorted(EXAMPLES.glob("*.yaml"))
 
@@ -184,3 +184,22 @@ def test_the_progress_bar_is_for_a_terminal_only(monkeypatch: pytest.MonkeyPatch
         assert update is not None
         update(4)
     assert "0/10 [" in terminal.getvalue()  # shown at once without the delay
+
+
+def test_a_world_forgets_the_owners_of_what_it_deleted() -> None:
+    """The owner indexes hold entries only for objects that exist: a world that keeps creating
+    and deleting (a simulation) stays as large as what it holds."""
+    from kueue_provreq.api import constants as c
+    from kueue_provreq.api.meta import Time
+    from kueue_provreq.controllers.context import Context
+    from kueue_provreq.engine import Manager
+    from kueue_provreq.explain import build_world
+    from kueue_provreq.world import Delete
+
+    world = build_world(objects(SETUP, job()), Time(1_704_067_200))
+    Manager(world, verify=False).settle(Context(Time(1_704_067_200)))
+    assert world.objects(c.PROVISIONING_REQUEST) and world.objects(c.POD_TEMPLATE)
+    for wl in world.objects(c.WORKLOAD):
+        world.apply(Delete(wl.KIND, wl.metadata.namespace, wl.metadata.name))
+    assert world.objects(c.PROVISIONING_REQUEST) == world.objects(c.POD_TEMPLATE) == []
+    assert world._owned_by_name == {} and world._dependents == {}
