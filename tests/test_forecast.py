@@ -24,7 +24,7 @@ from kueue_provreq.manifests import dump_object, load_file, load_object
 from kueue_provreq.simulation import forecast, parse_script
 from kueue_provreq.simulation.forecast import Forecast, relative
 
-from sim_builders import SETUP, T0, job, objects
+from builders import SETUP, T0, job, objects
 
 
 @pytest.fixture

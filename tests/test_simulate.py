@@ -13,7 +13,7 @@ from kueue_provreq.simulation import load_document, parse, simulate
 from kueue_provreq.simulation.output import summary_json, workloads_csv
 from kueue_provreq.simulation.run import GANTT_LIMIT, Report
 
-from sim_builders import EXAMPLES, SETUP, job, objects, simulation_file
+from builders import EXAMPLES, SETUP, job, objects, simulation_file
 
 BUNDLED = sorted(EXAMPLES.glob("*.yaml"))
 

@@ -11,7 +11,7 @@ from kueue_provreq.manifests import ManifestError
 from kueue_provreq.simulation import load_document, parse
 from kueue_provreq.simulation.spec import Distribution
 
-from sim_builders import SETUP, job, simulation_file
+from builders import SETUP, job, simulation_file
 
 GOOD = {
     "name": "bad",

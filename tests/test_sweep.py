@@ -13,7 +13,7 @@ from kueue_provreq.simulation import SettingError, grid, load_document, parse_se
 from kueue_provreq.simulation.settings import apply, parse_keys
 from kueue_provreq.simulation.sweep import flatten
 
-from sim_builders import simulation_file
+from builders import simulation_file
 
 CLASS = "check-capacity.autoscaling.x-k8s.io"
 
