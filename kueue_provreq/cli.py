@@ -95,11 +95,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     explain_cmd = commands.add_parser(
         "explain", parents=[debug], help="say what each controller would do next to manifests, and why",
-        description="Load the manifests (Kueue objects, ProvisioningRequests, PodTemplates and "
-                    "batch/v1 Jobs, which become their Workload as Kueue's job integration "
-                    "creates it), run every controller's reconcile once at TIME, and print where "
-                    "each workload and admission check stands, with the rule that decides it, "
-                    "then each controller's next effects.")
+        description="Load the manifests (Kueue objects, ProvisioningRequests, PodTemplates, and "
+                    "Jobs, JobSets and PyTorchJobs, which get their Workload as Kueue's job "
+                    "integrations create it), run every controller's reconcile once at TIME, and "
+                    "print where each job, workload and admission check stands, with the rule that "
+                    "decides it, then each controller's next effects. As kubectl apply does, an "
+                    "object the API server would refuse is left out and reported (exit status 2).")
     _manifest_options(explain_cmd, ("table", "yaml", "json"))
     explain_cmd.add_argument("--at", metavar="TIME", default=None,
                              help="the clock, an RFC 3339 time like 2024-01-01T00:10:00Z (default: the "
@@ -201,7 +202,8 @@ def _manifest_options(cmd: argparse.ArgumentParser, outputs: tuple[str, ...]) ->
     cmd.add_argument("--validate", type=_validation_level, default=STRICT, metavar="|".join(VALIDATION_LEVELS),
                      help="unknown fields are errors (strict, the default), warnings (warn) or "
                           "dropped silently (ignore), as kubectl's --validate (true and false too)")
-    _config_option(cmd, "for manageJobsWithoutQueueName, waitForPodsReady and feature gates")
+    _config_option(cmd, "for manageJobsWithoutQueueName, integrations.frameworks, waitForPodsReady and "
+                        "feature gates")
 
 
 def _validation_level(text: str) -> str:
@@ -231,14 +233,17 @@ def _configuration(path: str | None) -> Configuration | None:
         raise UsageError(str(e)) from None
 
 
-def load_manifests(args: argparse.Namespace) -> Inputs:
-    """Every object of every ``-f`` source; warnings and the skipped kinds on stderr."""
-    inputs = load_inputs(args.filename, validation=args.validate)
+def load_manifests(args: argparse.Namespace, keep_going: bool = False) -> Inputs:
+    """Every object of every ``-f`` source; warnings and the skipped kinds on stderr, and with
+    ``keep_going`` the errors of the objects left out."""
+    inputs = load_inputs(args.filename, validation=args.validate, keep_going=keep_going)
+    for error in InputErrors(inputs.errors).lines() if inputs.errors else ():
+        print(f"{PROG}: error: {error}", file=sys.stderr)
     for warning in inputs.warnings:
         print(f"{PROG}: warning: {warning}", file=sys.stderr)
-    line = inputs.skipped_line()
-    if line is not None:
-        print(f"{PROG}: {line}", file=sys.stderr)
+    skipped = inputs.skipped_line()
+    if skipped is not None:
+        print(f"{PROG}: {skipped}", file=sys.stderr)
     return inputs
 
 
@@ -257,7 +262,7 @@ def _explain(args: argparse.Namespace) -> int:
         except ValueError as e:
             raise UsageError(f"--at: {e}") from None
     config = _configuration(args.config) or Configuration()
-    inputs = load_manifests(args)
+    inputs = load_manifests(args, keep_going=True)
     now = at if at is not None else inputs.newest_timestamp if inputs.newest_timestamp is not None \
         else int(time.time())
     report = explain(inputs.objects, Time(now), config)
@@ -265,7 +270,7 @@ def _explain(args: argparse.Namespace) -> int:
         print(report.table(), end="")
     else:
         _print_data(report.to_json(), args.output)
-    return 0
+    return 2 if inputs.errors else 0
 
 
 def _forecast(args: argparse.Namespace) -> int:

@@ -21,7 +21,8 @@ import attrs
 
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.evolve import same
-from kueue_provreq.api.objects import Key, KubeObject, key_of
+from kueue_provreq.api.meta import TimeLike
+from kueue_provreq.api.objects import JOB_KINDS, Key, KubeObject, key_of
 from kueue_provreq.api.workload import Workload
 from kueue_provreq.controllers import registry, scheduler
 from kueue_provreq.controllers.context import Context
@@ -158,7 +159,7 @@ class Manager:
             self._enqueue_every(ctl)
 
     def _enqueue_every(self, ctl: registry.Controller) -> None:
-        keys = self._cluster_queues() if ctl.kind == c.CLUSTER_QUEUE else self.world.keys(ctl.kind)
+        keys = self._cluster_queues() if ctl.kinds == (c.CLUSTER_QUEUE,) else ctl.keys(self.world)
         for key in keys:
             self._enqueue(ctl.name, key)
 
@@ -182,6 +183,11 @@ class Manager:
                     self._changed_self(ctl, key, obj, writer, ctx)
                 elif route is Route.ALL:
                     self._enqueue_every(ctl)
+                elif route is Route.OWNING_JOB:
+                    if obj is None:  # deleted: which job it was is no longer known
+                        self._enqueue_every(ctl)
+                    for job_key in _owning_jobs(key, obj):
+                        self._enqueue(ctl.name, job_key)
                 else:
                     owners = _owners(world, key, obj) if route is Route.OWNER else _owned(world, key, obj)
                     if owners is None:  # deleted: whose it was is no longer known
@@ -323,8 +329,11 @@ class Manager:
             self.deleted_owners[(c.PROVISIONING_REQUEST, effect.namespace, effect.name)] = ref.name
 
     # --- settle -------------------------------------------------------------------
-    def settle(self, ctx: Context, controllers: Iterable[str] = ALL_CONTROLLERS) -> None:
-        """Reconcile what is due until nothing changes at ``ctx.now``."""
+    def settle(self, ctx: Context | TimeLike, controllers: Iterable[str] = ALL_CONTROLLERS) -> None:
+        """Reconcile what is due until nothing changes at ``ctx.now``.  ``ctx`` may be a time
+        alone (seconds, RFC 3339 text or a ``datetime``): the default Configuration then."""
+        if not isinstance(ctx, Context):
+            ctx = Context(now=ctx)
         # The models hold no reference cycles (a test checks that), so reference counting frees
         # every object a settle drops; the cyclic collector would only walk the whole world
         # again and again, which makes large settles superlinear.  It is paused meanwhile.
@@ -397,7 +406,7 @@ class Manager:
         """Every reconcile of ``names`` not in ``skip`` would change nothing: what the engine
         does not schedule needs no scheduling, and a settle ends at a real fixed point."""
         for name in names:
-            for key in self.world.keys(self.controllers[name].kind):
+            for key in self.controllers[name].keys(self.world):
                 if (name, key) not in skip:
                     self._check_quiet_one(name, key, "it was not scheduled", ctx)
 
@@ -426,8 +435,16 @@ def _owners(world: World, key: Key, obj: KubeObject | None) -> list[Key] | None:
     return out
 
 
+def _owning_jobs(key: Key, obj: KubeObject | None) -> list[Key]:
+    """The jobs ``obj`` (a Workload) names as owners: those whose Workload it is
+    (``controllers.job.workload_of``)."""
+    if obj is None:
+        return []
+    return [(ref.kind, key[1], ref.name) for ref in obj.metadata.owner_references if ref.kind in JOB_KINDS]
+
+
 def _owned(world: World, key: Key, obj: KubeObject | None) -> list[Key] | None:
-    """The Workloads ``obj`` (a Job) owns; None when it was deleted."""
+    """The Workloads ``obj`` (a job) owns; None when it was deleted."""
     if obj is None:
         return None
     return [key_of(wl) for wl in world.owned_by_name(c.WORKLOAD, key[1], key[2])]

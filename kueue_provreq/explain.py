@@ -6,23 +6,22 @@ once, on its own copy of a World built from the manifests, and its Result is des
 short rule-based reading of the workload, check and request states is added beside it, so
 that a platform engineer sees the reason as well as the effect.
 
-Jobs become Workloads as Kueue's job integration (``jobframework``) creates them:
-
-* the Job's name is ``metadata.name``; a Job given only ``generateName`` gets the name
-  :func:`~kueue_provreq.manifests.inputs.generated_name` gives it (the loader names each
-  such object apart; objects built in code get the first name of their prefix);
-* the Workload is named as ``GetWorkloadNameForOwnerWithGVK`` does:
-  ``("job-" + <job name>)[:247] + "-" + sha1("Job\\nbatch\\n<job name>\\n<job uid>")[:5]``
-  where the uid is ``metadata.uid`` or, when absent, the fresh uid the world gives the Job;
-* ``spec.queueName`` is the label ``kueue.x-k8s.io/queue-name``; one podSet ``main`` with
-  ``count`` = ``spec.parallelism`` (default 1) and the Job's pod template; the Job's
-  ``provreq.kueue.x-k8s.io/`` annotations are copied; the Workload is controller-owned by
-  the Job.  A Job whose Workload is already among the manifests is not converted again.
+Jobs (batch/v1 Job, JobSet, PyTorchJob) become Workloads the way a cluster makes them: each is
+created as the API server stores it, through Kueue's job webhook (the default LocalQueue, created
+suspended: :func:`kueue_provreq.controllers.job.defaulted`; a job with a uid, as a dump holds
+it, is stored already and taken as it is), and the job reconciler of the model
+(:mod:`kueue_provreq.controllers.job`) creates the Workload of every job that has none yet, as
+Kueue does the moment the job exists.  The Workload is named as upstream names it
+(:func:`kueue_provreq.api.naming.workload_name_for_owner`: ``job-<name>-<hash>`` for a Job); a
+job given only ``generateName`` is named by the loader
+(:func:`~kueue_provreq.api.naming.generated_name`, one name per object; objects built in
+code get the first name of their prefix the world does not hold yet).  A Workload already among the manifests for a job
+(its owner reference names the job, as in a cluster dump) is used as it is.  Every job is
+reported too: the Workload that stands for it, or why Kueue does not manage it.
 """
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -31,79 +30,52 @@ import attrs
 from kueue_provreq.api import constants as c
 from kueue_provreq.api import naming
 from kueue_provreq.api.config import Configuration
-from kueue_provreq.api.frozen import FrozenMap
-from kueue_provreq.api.job import Job
-from kueue_provreq.api.meta import Conditions, ObjectMeta, OwnerReference, Time, is_true
-from kueue_provreq.api.objects import KubeObject
+from kueue_provreq.api.job import Job, JobSet, PyTorchJob
+from kueue_provreq.api.meta import Conditions, Time, TimeLike, is_true
+from kueue_provreq.api.objects import JOB_KINDS, JobObject, KubeObject
 from kueue_provreq.api.provisioning import (
     ProvisioningRequest,
     ProvisioningRequestConfig,
 )
 from kueue_provreq.api.queues import AdmissionCheck
-from kueue_provreq.api.workload import (
-    AdmissionCheckState,
-    PodSet,
-    Workload,
-    WorkloadSpec,
-)
-from kueue_provreq.controllers import provisioning, queues, registry, scheduler
+from kueue_provreq.api.workload import AdmissionCheckState, Workload
+from kueue_provreq.controllers import job, provisioning, queues, registry, scheduler
 from kueue_provreq.controllers.backoff import check_requeue_after_seconds
 from kueue_provreq.controllers.context import Context
+from kueue_provreq.controllers.integrations import integration_of
 from kueue_provreq.engine import SCHEDULER, Manager
 from kueue_provreq.machines import Actor, CheckTrigger, requests
 from kueue_provreq.machines import WorkloadPhase as P
 from kueue_provreq.machines.phases import workload_phase
 from kueue_provreq.manifests.codec import format_duration, format_time
-from kueue_provreq.manifests.inputs import generated_name
+from kueue_provreq.timestamps import to_time
 from kueue_provreq.world import Create, Delete, Effect, Event, MetricInc, Result, Update, World
 
-# --- Job -> Workload -------------------------------------------------------------------------
+# --- the world ------------------------------------------------------------------------------
 
 
-def workload_name_for_job(job_name: str, job_uid: str) -> str:
-    """``jobframework.GetWorkloadNameForOwnerWithGVK`` for a batch/v1 Job."""
-    prefix = ("job-" + job_name)[:c.OBJECT_NAME_MAX_PREFIX - 6]
-    digest = hashlib.sha1(f"Job\nbatch\n{job_name}\n{job_uid}".encode()).hexdigest()
-    return f"{prefix}-{digest[:5]}"
-
-
-def workload_for_job(job: Job) -> Workload:
-    """The Workload Kueue's job integration creates for ``job`` (named, with a uid)."""
-    meta = job.metadata
-    annotations = {k: v for k, v in meta.annotations.items() if k.startswith(c.ANNOTATION_PROVREQ_PREFIX)}
-    owner = OwnerReference(api_version=c.BATCH_V1, kind=c.JOB, name=meta.name, uid=meta.uid,
-                           controller=True, block_owner_deletion=True)
-    pod_set = PodSet(name="main", count=1 if job.spec.parallelism is None else job.spec.parallelism,
-                     template=job.spec.template)
-    return Workload(
-        metadata=ObjectMeta(name=workload_name_for_job(meta.name, meta.uid), namespace=meta.namespace,
-                            annotations=FrozenMap(annotations), owner_references=(owner,)),
-        spec=WorkloadSpec(pod_sets=(pod_set,), queue_name=meta.labels.get(c.LABEL_QUEUE_NAME, ""),
-                          active=True))
-
-
-def build_world(objects: Iterable[KubeObject], now: Time) -> World:
-    """The objects as the API server would store them (a uid, generation 1, created ``now``
-    unless given), plus a Workload for every Job that has none among them."""
+def build_world(objects: Iterable[KubeObject], now: Time, config: Configuration = Configuration()) -> World:
+    """The objects as the API server would store them on create, in order: a uid, generation 1
+    and the creation time ``now`` unless given, and for a job without a uid Kueue's webhook
+    defaults."""
     world = World()
     given = list(objects)
     for obj in given:
         if obj.metadata.uid and obj.metadata.name:
             world.put(obj)  # first, so that fresh uids are counted past the given ones
     for i, obj in enumerate(given):
-        meta = obj.metadata
-        name = meta.name or generated_name(meta.namespace, str(meta.extra.get("generateName", "")))
-        extra = FrozenMap({k: v for k, v in meta.extra.items() if k != "generateName"})
-        given[i] = world.created(attrs.evolve(obj, metadata=attrs.evolve(meta, name=name, extra=extra)), now, i)
-    for obj in given:
-        world.put(obj)
-    for obj in given:
-        if isinstance(obj, Job) and not any(
-                ref.kind == c.JOB and ref.name == obj.metadata.name
-                for wl in world.objects(c.WORKLOAD, obj.metadata.namespace)
-                for ref in wl.metadata.owner_references):
-            world.put(world.created(workload_for_job(obj), now))
+        world.put(world.created(job.defaulted(world, obj, config), now, i))
     return world
+
+
+def _create_workloads(manager: Manager, ctx: Context) -> None:
+    """What Kueue does the moment a job exists: the job reconcile of every job without a Workload."""
+    world = manager.world
+    for kind in JOB_KINDS:
+        for key in world.keys(kind):
+            found = world.get(*key)
+            if isinstance(found, (Job, JobSet, PyTorchJob)) and job.workload_of(world, found) is None:
+                manager.reconcile(Actor.JOB, key, ctx)
 
 
 # --- the report ------------------------------------------------------------------------------
@@ -185,6 +157,8 @@ def _describe_update(old: KubeObject | None, new: KubeObject) -> list[str]:
         prev = old_conds.get(cd.type)
         if prev is None or (prev.status, prev.reason, prev.message) != (cd.status, cd.reason, cd.message):
             out.append(f"set {where} condition {cd.type}={cd.status} ({cd.reason}: {cd.message})")
+    if isinstance(old, (Job, JobSet, PyTorchJob)) and isinstance(new, (Job, JobSet, PyTorchJob)):
+        return _describe_job_update(old, new, where) or [f"update {where}"]
     if not isinstance(old, Workload) or not isinstance(new, Workload):
         return out or [f"update {where}"]
     before, after = workload_phase(old), workload_phase(new)
@@ -198,7 +172,36 @@ def _describe_update(old: KubeObject | None, new: KubeObject) -> list[str]:
             out.append(f"set check {s.name} {was}{s.state}" + (f" ({s.message})" if s.message else ""))
     if old.spec.active != new.spec.active:
         out.append(f"set {where} spec.active={str(new.is_active).lower()}")
+    if new.status.admission is not None and new.status.admission != old.status.admission:
+        counts = {ps.name: ps.count for ps in new.spec.pod_sets}
+        out.append(f"assign {where} in ClusterQueue {new.status.admission.cluster_queue}: " + ", ".join(
+            f"podSet {psa.name} {_admitted(psa.count, counts.get(psa.name))} on "
+            + ", ".join(f"{r}: {f}" for r, f in psa.flavors.items())
+            for psa in new.status.admission.pod_set_assignments))
     return out or [f"update {where}"]
+
+
+def _admitted(count: int | None, asked: int | None) -> str:
+    if count is None or asked is None or count == asked:
+        return f"{count if count is not None else asked} pods"
+    return f"{count} of {asked} pods (partial admission)"
+
+
+def _describe_job_update(old: JobObject, new: JobObject, where: str) -> list[str]:
+    integration = integration_of(new)
+    out = []
+    if integration.is_suspended(old) != integration.is_suspended(new):
+        out.append(f"{'suspend' if integration.is_suspended(new) else 'start'} {where}")
+    if isinstance(old, Job) and isinstance(new, Job):
+        for field in ("parallelism", "completions"):
+            if getattr(old.spec, field) != getattr(new.spec, field):
+                out.append(f"set {where} spec.{field}={getattr(new.spec, field)}")
+    changed = [i for i, (a, b) in enumerate(zip(integration.templates(old), integration.templates(new))) if a != b]
+    if changed:
+        names = [ps.name for ps in integration.pod_sets(new)]
+        out.append(f"set the pod template{'s' * (len(changed) > 1)} of {', '.join(names[i] for i in changed)} "
+                   "(node selector, tolerations, labels, annotations)")
+    return out
 
 
 def describe_effect(world: World, effect: Effect) -> list[str]:
@@ -237,7 +240,7 @@ def next_actions(world: World, ctx: Context) -> list[Action]:
     if found is not None:
         actions.append(found)
     for ctl in registry.CONTROLLERS:
-        for key in world.keys(ctl.kind):
+        for key in ctl.keys(world):
             found = _action(world, ctl.name, _name(*key), ctl.reconcile(world.copy(), key, ctx))
             if found is not None:
                 actions.append(found)
@@ -247,7 +250,7 @@ def next_actions(world: World, ctx: Context) -> list[Action]:
 # --- the rules, read off the state -------------------------------------------------------------
 
 
-def _workload_finding(world: World, wl: Workload, now: Time) -> Finding:
+def _workload_finding(world: World, wl: Workload, now: Time, config: Configuration) -> Finding:
     subject = f"workload {wl.metadata.namespace}/{wl.metadata.name}"
     phase = workload_phase(wl)
     if phase in (P.PENDING, P.BACKOFF):
@@ -256,8 +259,9 @@ def _workload_finding(world: World, wl: Workload, now: Time) -> Finding:
             return Finding(subject, phase, f"requeued after a failed attempt; back in the queue at "
                                            f"{format_time(rs.requeue_at)} (in {rs.requeue_at - now}s)")
         if not wl.spec.queue_name:
-            return Finding(subject, phase, f"no spec.queueName (a Job sets it with label "
-                                           f"{c.LABEL_QUEUE_NAME}), so no queue will ever admit it")
+            return Finding(subject, phase, f"no spec.queueName (a job sets it with label "
+                                           f"{c.LABEL_QUEUE_NAME}), so no queue admits it until its job "
+                                           "is given one")
         cq = queues.cluster_queue_name(world, wl)
         if cq is None:
             return Finding(subject, phase, f"LocalQueue {wl.metadata.namespace}/{wl.spec.queue_name} "
@@ -265,8 +269,12 @@ def _workload_finding(world: World, wl: Workload, now: Time) -> Finding:
         if world.get(c.CLUSTER_QUEUE, "", cq) is None:
             return Finding(subject, phase, f"ClusterQueue {cq} (of LocalQueue {wl.spec.queue_name}) "
                                            "does not exist")
+        partial = [f"{ps.name} {ps.min_count}" for ps in wl.spec.pod_sets
+                   if ps.min_count is not None and ps.min_count < ps.count]
+        fewer = f", or with fewer pods, down to minCount ({', '.join(partial)}; partial admission)" \
+            if partial and config.gate(c.GATE_PARTIAL_ADMISSION) else ""
         return Finding(subject, phase, f"queued in LocalQueue {wl.spec.queue_name} -> ClusterQueue {cq}; "
-                                       "the scheduler reserves quota when the podSets fit")
+                                       f"the scheduler reserves quota when the podSets fit{fewer}")
     if phase == P.QUOTA_RESERVED:
         waiting = [f"{s.name} ({s.state})" for s in wl.status.admission_checks if s.state != c.CHECK_READY]
         cq = wl.status.admission.cluster_queue if wl.status.admission else "?"
@@ -375,31 +383,60 @@ def _active_finding(obj: KubeObject) -> Finding:
     return Finding(subject, state, f"{active.reason}: {active.message}")
 
 
-def findings(world: World, after: World, now: Time) -> list[Finding]:
-    """Per ClusterQueue and AdmissionCheck whether it is Active; per workload its phase,
-    and per check the state the provisioning controller's reconcile leaves it in
-    (``after``), each with the rule that decides it."""
+def _job_finding(world: World, obj: JobObject, config: Configuration) -> Finding:
+    """Whether Kueue manages a job, and the Workload that stands for it."""
+    subject = f"{obj.KIND} {obj.metadata.namespace}/{obj.metadata.name}"
+    verdict = job.management(world, obj, config)
+    if verdict.error is not None:
+        return Finding(subject, "not reconciled", f"the job reconciler fails: {verdict.error}")
+    if not verdict.managed:
+        return Finding(subject, NOT_MANAGED, f"{verdict.why}; it runs as its own controller runs it, "
+                                             "without quota or admission checks")
+    wl = job.workload_of(world, obj)
+    integration = integration_of(obj)
+    if wl is None:
+        why = "finished" if integration.finished(obj) else "waiting for its active pods to stop"
+        return Finding(subject, "managed by Kueue", f"{verdict.why}; no Workload yet: {why}")
+    state = "suspended until its Workload is admitted" if integration.is_suspended(obj) else "running"
+    return Finding(subject, "managed by Kueue", f"{verdict.why}; Workload {wl.metadata.namespace}/"
+                                               f"{wl.metadata.name} stands for it; the job is {state}")
+
+
+NOT_MANAGED = "not managed by Kueue"
+
+
+def findings(world: World, after: World, now: Time, config: Configuration = Configuration()) -> list[Finding]:
+    """Per ClusterQueue and AdmissionCheck whether it is Active; per job whether Kueue manages
+    it; per workload its phase, and per check the state the provisioning controller's reconcile
+    leaves it in (``after``), each with the rule that decides it."""
     out = [_active_finding(obj) for kind in (c.CLUSTER_QUEUE, c.ADMISSION_CHECK) for obj in world.objects(kind)]
+    out += [_job_finding(world, obj, config) for kind in JOB_KINDS for obj in world.objects(kind)
+            if isinstance(obj, (Job, JobSet, PyTorchJob))]
     for obj in world.objects(c.WORKLOAD):
         assert isinstance(obj, Workload)
-        out.append(_workload_finding(world, obj, now))
+        out.append(_workload_finding(world, obj, now, config))
         updated = after.get(c.WORKLOAD, obj.metadata.namespace, obj.metadata.name)
         wl = updated if isinstance(updated, Workload) else obj
         out += [_check_finding(world, wl, st, now) for st in wl.status.admission_checks]
     return out
 
 
-def explain(objects: Sequence[KubeObject], now: Time, config: Configuration = Configuration()) -> Report:
-    """The report for ``objects`` at ``now`` (seconds since the epoch)."""
-    world = build_world(objects, now)
+def explain(objects: Sequence[KubeObject], at: TimeLike, config: Configuration = Configuration()) -> Report:
+    """The report for ``objects`` at ``at`` (seconds since the epoch, RFC 3339 text or a
+    ``datetime``)."""
+    now = to_time(at)
+    world = build_world(objects, now, config)
     ctx = Context(now=now, config=config)
     # The queues' and checks' own status, as Kueue's controllers settle it once they run: fresh
     # manifests carry none, and a queue "inactive" only until its check's controller has started
-    # is not news to anyone.  The workloads are explained as they are.
-    Manager(world).settle(ctx, (Actor.ADMISSION_CHECK, Actor.CLUSTER_QUEUE))
+    # is not news to anyone.  Every job gets its Workload, as it does the moment it exists.  The
+    # workloads are explained as they are.
+    manager = Manager(world)
+    manager.settle(ctx, (Actor.ADMISSION_CHECK, Actor.CLUSTER_QUEUE))
+    _create_workloads(manager, ctx)
     after = world.copy()
     for key in world.keys(c.WORKLOAD):
         for effect in provisioning.reconcile(after, key, ctx).effects:
             if isinstance(effect, Update) and isinstance(effect.obj, Workload):
                 after.apply(effect)
-    return Report(now, tuple(findings(world, after, now)), tuple(next_actions(world, ctx)))
+    return Report(now, tuple(findings(world, after, now, config)), tuple(next_actions(world, ctx)))

@@ -14,11 +14,13 @@ hashable, immutable view the explorer stores.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from itertools import count
 from typing import Union
 
 import attrs
 
 from kueue_provreq.api import constants as c
+from kueue_provreq.api import naming
 from kueue_provreq.api.evolve import evolve
 from kueue_provreq.api.frozen import EMPTY, FrozenMap
 from kueue_provreq.api.meta import Time
@@ -167,14 +169,20 @@ class World:
         return f"00000000-0000-4000-8000-{self.uid_counter + offset + 1:012x}"
 
     def created(self, obj: KubeObject, now: Time, offset: int = 0) -> KubeObject:
-        """``obj`` as the API server stores it on create: what it does not carry yet, a fresh
-        uid (``offset`` past the next one, for several creates before any is stored),
-        generation 1 and the creation time ``now``."""
+        """``obj`` as the API server stores it on create: what it does not carry yet, a name
+        for ``generateName`` (:func:`~kueue_provreq.api.naming.generated_name`, the first one
+        the world does not hold), a fresh uid (``offset`` past the next one, for several creates
+        before any is stored), generation 1 and the creation time ``now``."""
         meta = obj.metadata
-        if meta.uid and meta.generation is not None and meta.creation_timestamp is not None:
+        if meta.name and meta.uid and meta.generation is not None and meta.creation_timestamp is not None:
             return obj
+        name = meta.name
+        prefix = meta.extra.get("generateName")
+        if not name and isinstance(prefix, str) and prefix:
+            name = next(n for n in (naming.generated_name(meta.namespace, prefix, i) for i in count())
+                        if (obj.KIND, meta.namespace, n) not in self._objects)
         return evolve(obj, metadata=evolve(
-            meta, uid=meta.uid or self.next_uid(offset),
+            meta, name=name, uid=meta.uid or self.next_uid(offset),
             generation=1 if meta.generation is None else meta.generation,
             creation_timestamp=now if meta.creation_timestamp is None else meta.creation_timestamp))
 
@@ -246,6 +254,9 @@ class World:
 
     def _put(self, obj: KubeObject) -> None:
         key = key_of(obj)
+        if not key[2]:
+            raise ValueError(f"{key[0]} {key[1] + '/' if key[1] else ''}(no name): the API server stores no object "
+                             "without metadata.name (World.created completes a generateName)")
         self._objects[key] = obj
         self._by_kind[key[0]][key] = obj
         for ref in obj.metadata.owner_references:

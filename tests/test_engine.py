@@ -77,7 +77,7 @@ def workload(world: World) -> Workload:
 def test_a_settle_with_nothing_new_reconciles_no_workload() -> None:
     world, manager, counts = fresh()
     manager.settle(ctx())
-    assert not any(counts[ctl.name] for ctl in registry.CONTROLLERS if ctl.kind == c.WORKLOAD)
+    assert not any(counts[ctl.name] for ctl in registry.CONTROLLERS if c.WORKLOAD in ctl.kinds)
     # the per-queue and per-check reconcilers and one scheduler cycle run at every settle
     assert counts["clusterqueue"] == 1 and counts["admissioncheck"] == 1 and counts["scheduler"] == 1
 

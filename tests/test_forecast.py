@@ -11,7 +11,6 @@ import yaml
 from kueue_provreq import cli
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.config import Configuration
-from kueue_provreq.api.frozen import FrozenMap
 from kueue_provreq.api.meta import Time
 from kueue_provreq.api.objects import KubeObject
 from kueue_provreq.conformance.runner import Run
@@ -158,10 +157,11 @@ def test_until_stops_a_forecast_that_has_not_answered() -> None:
 def test_a_job_without_a_queue_is_managed_only_with_manage_jobs_without_queue_name() -> None:
     objs = objects(SETUP, job(queue=None))
     result = forecast(objs, T0)
-    assert result.workloads == () and result.unmanaged == ("default/train",)
+    assert result.workloads == ()
+    assert result.unmanaged == ("Job default/train: no kueue.x-k8s.io/queue-name label, and "
+                                "manageJobsWithoutQueueName is off",)
     assert "not managed by Kueue" in result.table()
-    managed = forecast(objs, T0, config=Configuration(extra=FrozenMap({"manageJobsWithoutQueueName": True})))
-    [wl] = managed.workloads
+    [wl] = forecast(objs, T0, config=Configuration(manage_jobs_without_queue_name=True)).workloads
     assert wl.outcome == "Pending" and "no queue name" in wl.timeline[0].what
 
 

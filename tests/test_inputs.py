@@ -377,7 +377,7 @@ def test_configuration_file_v1beta2(tmp_path: Path) -> None:
         featureGates: {KeepQuotaForProvReqRetry: true}
         integrations: {frameworks: [batch/job]}
         """))
-    assert config.extra == {"manageJobsWithoutQueueName": True}
+    assert config.manage_jobs_without_queue_name is True and config.frameworks == ("batch/job",)
     assert config.wait_for_pods_ready is not None and config.wait_for_pods_ready.timeout == 300
     assert config.gate(c.GATE_KEEP_QUOTA_FOR_PROVREQ_RETRY) is True
 
@@ -413,8 +413,11 @@ def test_a_configuration_file_is_read_strictly(tmp_path: Path, text: str, path: 
 
 
 def test_the_workload_a_job_becomes_is_one_per_generated_name(tmp_path: Path) -> None:
-    from kueue_provreq.api.meta import Time
-    from kueue_provreq.explain import build_world
+    from kueue_provreq.api.config import Configuration
+    from kueue_provreq.controllers.context import Context
+    from kueue_provreq.engine import Manager
+    from kueue_provreq.world import World
     objects = load_inputs([write(tmp_path, "jobs.yaml", SAMPLE_JOB + "---\n" + SAMPLE_JOB)]).objects
-    world = build_world(objects, Time(0))
+    world = World(objects)
+    Manager(world).settle(Context(now=0, config=Configuration(manage_jobs_without_queue_name=True)))
     assert len([o for o in world if isinstance(o, Workload)]) == 2

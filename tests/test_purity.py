@@ -10,9 +10,11 @@ CORE = [
     "kueue_provreq.controllers.provisioning", "kueue_provreq.controllers.workload",
     "kueue_provreq.controllers.job", "kueue_provreq.controllers.scheduler",
     "kueue_provreq.controllers.admissioncheck", "kueue_provreq.controllers.clusterqueue",
+    "kueue_provreq.controllers.integrations", "kueue_provreq.controllers.podsets",
+    "kueue_provreq.controllers.context", "kueue_provreq.controllers.registry",
 ]
 FORBIDDEN = ["kubernetes", "kubernetes_validate", "jsonschema", "yaml", "random", "datetime", "kueue_provreq.manifests",
-             "kueue_provreq.conformance", "kueue_provreq.cli"]
+             "kueue_provreq.conformance", "kueue_provreq.cli", "kueue_provreq.timestamps", "kueue_provreq.explain"]
 
 
 def test_core_imports_no_io_clock_or_randomness() -> None:
@@ -25,6 +27,21 @@ def test_core_imports_no_io_clock_or_randomness() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "", f"core imported: {out.stdout.strip()}"
+
+
+def test_a_context_in_seconds_imports_no_datetime() -> None:
+    """Text and ``datetime`` are read by the edge module ``kueue_provreq.timestamps``, imported
+    only when a time comes in one of those forms."""
+    code = (
+        "import sys\n"
+        "from kueue_provreq.controllers.context import Context\n"
+        "from kueue_provreq.engine import Manager\n"
+        "from kueue_provreq.world import World\n"
+        "Manager(World()).settle(Context(now=1_704_067_200))\n"
+        "print(','.join(m for m in ('datetime', 'kueue_provreq.timestamps') if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""
 
 
 def test_core_source_never_reads_the_clock() -> None:

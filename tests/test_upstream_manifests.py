@@ -18,12 +18,13 @@ import pytest
 import yaml
 from jsonschema import Draft202012Validator, FormatChecker
 from kueue_provreq.api import constants as c
+from kueue_provreq.api.config import Configuration
 from kueue_provreq.api.objects import KubeObject
 from kueue_provreq.api.provisioning import PodTemplate, ProvisioningRequest
 from kueue_provreq.api.workload import Workload
 from kueue_provreq.conformance.runner import Run
 from kueue_provreq.conformance.scenario import parse_scenario
-from kueue_provreq.explain import workload_for_job
+from kueue_provreq.controllers.job import workload_for
 from kueue_provreq.manifests import (
     ManifestError,
     dump_object,
@@ -37,7 +38,7 @@ from kueue_provreq.manifests.validation import schema_of
 
 from upstream_examples import REFUSED, examples, refused
 
-UNSUPPORTED = ("JobSet", "PyTorchJob")
+JOB_KINDS = (c.JOB, c.JOBSET, c.PYTORCH_JOB)
 EXAMPLES_DIR = Path(__file__).resolve().parents[1] / "examples"
 
 
@@ -102,24 +103,18 @@ def _examples(upstream: Path) -> list[tuple[Path, dict[str, Any]]]:
     return [(path, doc) for path, doc in examples(upstream) if refused(path, doc) is None]
 
 
-# --- (a) every upstream example loads, or is refused as an unsupported kind ---------------------
+# --- (a) every upstream example loads ----------------------------------------------------------
 
-def test_every_upstream_example_loads_or_is_an_unsupported_kind(upstream: Path) -> None:
-    kinds: set[str] = set()
-    for path, doc in _examples(upstream):
-        if doc["kind"] in UNSUPPORTED:
-            with pytest.raises(ManifestError, match=rf"{path.name}:\d+: {doc['kind']} .*unsupported kind"):
-                load_object(doc)
-            continue
-        kinds.add(load_object(doc).KIND)
-    assert kinds >= {c.JOB, c.CLUSTER_QUEUE, c.LOCAL_QUEUE, c.RESOURCE_FLAVOR, c.ADMISSION_CHECK,
+def test_every_upstream_example_loads(upstream: Path) -> None:
+    kinds = {load_object(doc).KIND for _, doc in _examples(upstream)}
+    assert kinds >= {*JOB_KINDS, c.CLUSTER_QUEUE, c.LOCAL_QUEUE, c.RESOURCE_FLAVOR, c.ADMISSION_CHECK,
                      c.PROVISIONING_REQUEST_CONFIG}
 
 
 def test_upstream_examples_of_crd_kinds_pass_the_crd_schema_as_loaded_and_dumped(upstream: Path) -> None:
     """The library's dump (defaults applied) is still what the CRD accepts, in both versions."""
     for path, doc in _examples(upstream):
-        if doc["kind"] in (*UNSUPPORTED, c.JOB):
+        if doc["kind"] in JOB_KINDS:
             continue
         obj = load_object(doc)
         for version in (c.KUEUE_V1BETA2, c.KUEUE_V1BETA1):
@@ -129,8 +124,8 @@ def test_upstream_examples_of_crd_kinds_pass_the_crd_schema_as_loaded_and_dumped
 
 def test_upstream_job_templates_pass_the_workload_template_schema(upstream: Path) -> None:
     for path, doc in _examples(upstream):
-        if doc["kind"] == c.JOB:
-            wl = workload_for_job(load_object(doc))  # type: ignore[arg-type]
+        if doc["kind"] in JOB_KINDS:
+            wl = workload_for(load_object(doc), Configuration())  # type: ignore[arg-type]
             manifest = dump_object(wl)
             assert schema_errors(upstream, manifest) == [], path.name
 
@@ -331,8 +326,6 @@ def test_written_workload_status_carries_the_retry_history(upstream: Path) -> No
 
 def test_upstream_examples_written_back_as_yaml_read_the_same(upstream: Path, tmp_path: Path) -> None:
     for path, doc in _examples(upstream):
-        if doc["kind"] in UNSUPPORTED:
-            continue
         obj = load_object(doc)
         out = tmp_path / path.name
         out.write_text(yaml.safe_dump(dump_object(obj), sort_keys=False))

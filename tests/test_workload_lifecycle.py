@@ -173,3 +173,14 @@ def test_reactivated_while_holding_quota(phase: str) -> None:
 
 def test_key_is_the_provisioning_tests_workload() -> None:
     assert KEY == (c.WORKLOAD, "ns", "wl") and check().metadata.name == "check1"
+
+
+def test_evicted_with_every_check_ready_is_marked_admitted_in_place() -> None:
+    """An evicted workload that still holds its quota, with every check Ready and no Admitted
+    condition yet, is marked Admitted until the job releases the quota (the search reached it
+    only through the pre-KEP-3258 race)."""
+    wl = phase_workload(d.EVICTED)
+    [update] = [e for e in workload_controller.reconcile(World([wl]), KEY, Context(Time(T0))).effects
+                if isinstance(e, Update)]
+    verify_change(wl, update)
+    assert (d.EVICTED, "admit", d.EVICTED) in [(t.source, t.trigger, t.target) for t in update.transitions]

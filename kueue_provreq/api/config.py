@@ -2,7 +2,12 @@
 
 Defaults are v1beta2's: ``waitForPodsReady`` is present (enabled) with a 30 min
 timeout, ``blockAdmission`` false, ``recoveryTimeout`` equal to the timeout,
-and the requeuing strategy Eviction / no limit / 60 s / 3600 s.
+and the requeuing strategy Eviction / no limit / 60 s / 3600 s; ``manageJobsWithoutQueueName``
+is off.  One default is the model's own: every job integration it models is enabled
+(``integrations.frameworks``), where Kueue's code defaults to ``batch/job`` alone and its release
+manifests enable ``jobset.x-k8s.io/jobset`` but not ``kubeflow.org/pytorchjob``; a Kueue
+Configuration file read by :func:`~kueue_provreq.manifests.load_configuration_file` gets Kueue's
+own default.
 """
 
 from __future__ import annotations
@@ -20,7 +25,11 @@ DEFAULT_FEATURE_GATES: FrozenMap[str, bool] = FrozenMap({
     c.GATE_KEEP_QUOTA_FOR_PROVREQ_RETRY: False,
     c.GATE_CLEANUP_ON_EVICTION: True,
     c.GATE_UNADMITTED_OBSERVABILITY: True,
+    c.GATE_PARTIAL_ADMISSION: True,
 })
+
+#: The job integrations the model has (``integrations.frameworks`` names).
+MODELLED_FRAMEWORKS: tuple[str, ...] = (c.FRAMEWORK_JOB, c.FRAMEWORK_JOBSET, c.FRAMEWORK_PYTORCH_JOB)
 
 
 @attrs.frozen
@@ -61,6 +70,10 @@ class Configuration:
     extra: FrozenMap[str, Json] = EMPTY
     admission_check_semantics: str = SEMANTICS_CURRENT
     """Not a Kueue field: which Kueue version's admission check semantics the model follows."""
+    manage_jobs_without_queue_name: bool = False
+    """Whether Kueue manages jobs without the ``kueue.x-k8s.io/queue-name`` label too."""
+    frameworks: tuple[str, ...] = MODELLED_FRAMEWORKS
+    """``integrations.frameworks``: the job integrations enabled."""
 
     @functools.cached_property
     def pre_kep_3258(self) -> bool:

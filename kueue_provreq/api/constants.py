@@ -15,8 +15,16 @@ AUTOSCALING_GROUP: Final = "autoscaling.x-k8s.io"
 AUTOSCALING_V1: Final = "autoscaling.x-k8s.io/v1"
 AUTOSCALING_V1BETA1: Final = "autoscaling.x-k8s.io/v1beta1"
 CORE_V1: Final = "v1"
+BATCH_GROUP: Final = "batch"
 BATCH_V1: Final = "batch/v1"
+JOBSET_GROUP: Final = "jobset.x-k8s.io"
+JOBSET_V1ALPHA2: Final = "jobset.x-k8s.io/v1alpha2"
+KUBEFLOW_GROUP: Final = "kubeflow.org"
+KUBEFLOW_V1: Final = "kubeflow.org/v1"
 CONFIG_V1BETA2: Final = "config.kueue.x-k8s.io/v1beta2"
+
+DEFAULT_NAMESPACE: Final = "default"
+"""Where kubectl puts a namespaced object that names no namespace (with the default context)."""
 
 # --- kinds --------------------------------------------------------------------
 WORKLOAD: Final = "Workload"
@@ -28,6 +36,33 @@ PROVISIONING_REQUEST_CONFIG: Final = "ProvisioningRequestConfig"
 PROVISIONING_REQUEST: Final = "ProvisioningRequest"
 POD_TEMPLATE: Final = "PodTemplate"
 JOB: Final = "Job"
+JOBSET: Final = "JobSet"
+PYTORCH_JOB: Final = "PyTorchJob"
+
+# --- job integrations (Configuration integrations.frameworks) -------------------
+FRAMEWORK_JOB: Final = "batch/job"
+FRAMEWORK_JOBSET: Final = "jobset.x-k8s.io/jobset"
+FRAMEWORK_PYTORCH_JOB: Final = "kubeflow.org/pytorchjob"
+FRAMEWORKS: Final = (
+    FRAMEWORK_JOB, "kubeflow.org/mpijob", "ray.io/rayjob", "ray.io/raycluster", "ray.io/rayservice",
+    FRAMEWORK_JOBSET, "kubeflow.org/paddlejob", FRAMEWORK_PYTORCH_JOB, "kubeflow.org/tfjob",
+    "kubeflow.org/xgboostjob", "kubeflow.org/jaxjob", "workload.codeflare.dev/appwrapper",
+    "trainer.kubeflow.org/trainjob", "sparkoperator.k8s.io/sparkapplication", "pod", "deployment",
+    "statefulset", "leaderworkerset.x-k8s.io/leaderworkerset")
+"""Every integration Kueue has built in at the modelled snapshot (its ``FrameworkName`` constants)."""
+DEFAULT_LOCAL_QUEUE_NAME: Final = "default"
+"""The LocalQueue a job without a queue-name label is put in when its namespace has one so named."""
+DEFAULT_POD_SET_NAME: Final = "main"
+# conditions that say a job finished: batch/v1, JobSet, Kubeflow
+JOB_COMPLETE: Final = "Complete"
+JOB_FAILED: Final = "Failed"
+JOBSET_COMPLETED: Final = "Completed"
+KUBEFLOW_JOB_SUCCEEDED: Final = "Succeeded"
+PYTORCH_REPLICA_MASTER: Final = "Master"
+PYTORCH_REPLICA_WORKER: Final = "Worker"
+BATCH_JOB_NAME_LABEL: Final = "batch.kubernetes.io/job-name"
+BATCH_MANAGED_LABELS: Final = ("job-name", "controller-uid", BATCH_JOB_NAME_LABEL, "batch.kubernetes.io/controller-uid")
+"""Pod template labels the batch controller manages (with the legacy ``job-name`` and ``controller-uid``)."""
 
 # --- controller names ---------------------------------------------------------
 PROVISIONING_REQUEST_CONTROLLER_NAME: Final = "kueue.x-k8s.io/provisioning-request"
@@ -115,6 +150,12 @@ EVENT_ADMITTED: Final = "Admitted"
 EVENT_ADMISSION_CHECK_REJECTED: Final = "AdmissionCheckRejected"
 EVENT_EVICTED_DUE_TO: Final = "EvictedDueTo"
 EVENT_STOPPED: Final = "Stopped"
+EVENT_STARTED: Final = "Started"
+EVENT_CREATED_WORKLOAD: Final = "CreatedWorkload"
+MSG_CREATED_WORKLOAD: Final = "Created Workload: {namespace}/{name}"
+MSG_JOB_ADMITTED: Final = "Admitted by clusterQueue {cq}"
+MSG_MISSING_WORKLOAD: Final = "Missing Workload; unable to restore pod templates"
+MSG_NOT_ADMITTED: Final = "Not admitted by cluster queue"
 MSG_EVENT_QUOTA_RESERVED: Final = "Quota reserved in ClusterQueue {cq}, wait time since queued was {seconds}s"
 MSG_EVENT_ADMITTED: Final = "Admitted by ClusterQueue {cq}, wait time since reservation was {seconds}s"
 
@@ -180,8 +221,9 @@ ERR_MISSING_ASSIGNMENT: Final = 'missing assignment for PodSet "{name}"'
 POD_TEMPLATE_PREFIX: Final = "ppt"
 OBJECT_NAME_MAX_PREFIX: Final = 247
 OBJECT_NAME_HASH_LENGTH: Final = 5
-ERR_POD_SET_UPDATE_CONFLICT: Final = ("invalid admission check PodSetUpdate: conflict for nodeSelector: "
+ERR_POD_SET_UPDATE_CONFLICT: Final = ("invalid admission check PodSetUpdate: conflict for {field}: "
                                       "conflict for key={key}, value1={value1}, value2={value2}")
+"""``podset.BadPodSetsUpdateError``: ``field`` is annotations, labels or nodeSelector."""
 ERR_ALREADY_OWNED: Final = "Object {namespace}/{name} is already owned by another {kind} controller {owner}"
 MERGE_IDENTICAL_POD_TEMPLATES: Final = "IdenticalPodTemplates"
 MERGE_IDENTICAL_SCHEDULING_REQUIREMENTS: Final = "IdenticalWorkloadSchedulingRequirements"
@@ -191,6 +233,11 @@ CONDITION_MESSAGE_LIMIT: Final = 32768
 # --- labels and annotations ---------------------------------------------------
 LABEL_MANAGED: Final = "kueue.x-k8s.io/managed"
 LABEL_QUEUE_NAME: Final = "kueue.x-k8s.io/queue-name"
+LABEL_JOB_UID: Final = "kueue.x-k8s.io/job-uid"
+LABEL_POD_SET: Final = "kueue.x-k8s.io/podset"
+ANNOTATION_JOB_MIN_PARALLELISM: Final = "kueue.x-k8s.io/job-min-parallelism"
+ANNOTATION_JOB_COMPLETIONS_EQUAL_PARALLELISM: Final = "kueue.x-k8s.io/job-completions-equal-parallelism"
+ANNOTATION_JOB_STOPPING: Final = "kueue.x-k8s.io/stopping"
 ANNOTATION_PROVREQ_PREFIX: Final = "provreq.kueue.x-k8s.io/"
 ANNOTATION_CONSUME_PROVISIONING_REQUEST: Final = "autoscaling.x-k8s.io/consume-provisioning-request"
 ANNOTATION_PROVISIONING_CLASS_NAME: Final = "autoscaling.x-k8s.io/provisioning-class-name"
@@ -235,6 +282,7 @@ PARAMETER_NO_RETRY: Final = "noRetry"
 GATE_KEEP_QUOTA_FOR_PROVREQ_RETRY: Final = "KeepQuotaForProvReqRetry"
 GATE_CLEANUP_ON_EVICTION: Final = "CleanupProvisioningRequestsOnEviction"
 GATE_UNADMITTED_OBSERVABILITY: Final = "UnadmittedWorkloadsObservability"
+GATE_PARTIAL_ADMISSION: Final = "PartialAdmission"
 
 # --- waitForPodsReady requeuing timestamps ------------------------------------
 TIMESTAMP_EVICTION: Final = "Eviction"

@@ -8,14 +8,21 @@ only when the status changes.
 
 from __future__ import annotations
 
-from typing import Any, NewType
+from typing import TYPE_CHECKING, Any, NewType, Union
 
 import attrs
 
 from kueue_provreq.api.frozen import EMPTY, FrozenMap
 
+if TYPE_CHECKING:  # the core never imports datetime; the type is only named here
+    import datetime
+
 Time = NewType("Time", int)
 """Seconds since the Unix epoch, truncated, as ``metav1.Time`` serialises."""
+
+TimeLike = Union[int, float, str, "datetime.datetime"]
+"""What the edges of the Python API accept as a time: seconds since the epoch, RFC 3339 text
+(``2024-01-01T00:00:00Z``) or a timezone-aware ``datetime`` (:mod:`kueue_provreq.timestamps`)."""
 
 Duration = NewType("Duration", float)
 """Seconds, read from and written as Go ``time.Duration`` strings (``1m30s``)."""

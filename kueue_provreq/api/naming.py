@@ -1,7 +1,9 @@
-"""How Kueue names the objects of a provisioning check, and how an attempt is read back off a name.
+"""How Kueue names the objects it creates: a job's Workload, the objects of a provisioning check,
+and how an attempt is read back off a request's name.
 
-One module for the rule, because four readers need it: the provisioning controller (which
-creates and selects requests by it), ``explain``, the invariants and the conformance runner.
+One module for the rules, because several readers need them: the job integration and the
+provisioning controller (which create and select objects by them), ``explain``, the invariants
+and the conformance runner.
 """
 
 from __future__ import annotations
@@ -19,6 +21,36 @@ def limit_object_name(name: str) -> str:
         return name
     digest = hashlib.sha1(raw).hexdigest()[: c.OBJECT_NAME_HASH_LENGTH]
     return raw[: c.OBJECT_NAME_MAX_PREFIX].decode(errors="ignore") + "-" + digest
+
+
+_GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+"""``k8s.io/apimachinery/pkg/util/rand``'s alphabet (no vowels, no look-alike digits)."""
+
+
+def generated_name(namespace: str, prefix: str, ordinal: int = 0) -> str:
+    """``prefix`` + 5 characters, as the API server completes ``generateName``, but
+    reproducible: the ``ordinal``-th object with this prefix in this namespace gets the same
+    name every time (and another than the others).
+
+    >>> generated_name("default", "sample-job-"), generated_name("default", "sample-job-", 1)
+    ('sample-job-hql7p', 'sample-job-qwdtm')
+    """
+    seed = f"{namespace}/{prefix}" if ordinal == 0 else f"{namespace}/{prefix}#{ordinal}"
+    digest = hashlib.sha1(seed.encode()).digest()
+    return prefix + "".join(_GENERATE_ALPHABET[b % len(_GENERATE_ALPHABET)] for b in digest[:5])
+
+
+def workload_name_for_owner(kind: str, group: str, name: str, uid: str) -> str:
+    """``jobframework.GetWorkloadNameForOwnerWithGVK``: ``<kind, lower case>-<name>``, cut to
+    247 characters, ``-`` and the first 5 hex digits of ``sha1("<kind>\\n<group>\\n<name>\\n<uid>")``
+    (ShortWorkloadNames, which cuts to 63, is off at the modelled snapshot).
+
+    >>> workload_name_for_owner("Job", "batch", "sample-job", "00000000-0000-4000-8000-000000000001")
+    'job-sample-job-9d55b'
+    """
+    prefix = f"{kind.lower()}-{name}"[:c.OBJECT_NAME_MAX_PREFIX]
+    digest = hashlib.sha1(f"{kind}\n{group}\n{name}\n{uid}".encode()).hexdigest()
+    return f"{prefix}-{digest[:c.OBJECT_NAME_HASH_LENGTH]}"
 
 
 def provisioning_request_name(workload: str, check: str, attempt: int) -> str:

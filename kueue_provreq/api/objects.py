@@ -1,11 +1,15 @@
-"""The set of kinds the library models, and how objects are addressed."""
+"""The set of kinds the library models, and how objects are addressed.
+
+Every model of a kind has ``kind`` (the name a manifest writes, on the class and on each
+object), ``KIND`` (the same, the spelling the library uses inside) and ``NAMESPACED``.
+"""
 
 from __future__ import annotations
 
 from typing import Union
 
 from kueue_provreq.api import constants as c
-from kueue_provreq.api.job import Job
+from kueue_provreq.api.job import Job, JobSet, PyTorchJob
 from kueue_provreq.api.provisioning import (
     PodTemplate,
     ProvisioningRequest,
@@ -20,11 +24,17 @@ from kueue_provreq.api.queues import (
 from kueue_provreq.api.workload import Workload
 
 KubeObject = Union[Workload, ClusterQueue, LocalQueue, ResourceFlavor, AdmissionCheck,
-                   ProvisioningRequestConfig, ProvisioningRequest, PodTemplate, Job]
+                   ProvisioningRequestConfig, ProvisioningRequest, PodTemplate, Job, JobSet, PyTorchJob]
+
+JobObject = Union[Job, JobSet, PyTorchJob]
+"""The job kinds whose Workloads Kueue's job integrations create."""
+
+JOB_KINDS: tuple[str, ...] = (c.JOB, c.JOBSET, c.PYTORCH_JOB)
 
 KINDS: dict[str, type[KubeObject]] = {
     cls.KIND: cls for cls in (Workload, ClusterQueue, LocalQueue, ResourceFlavor, AdmissionCheck,
-                              ProvisioningRequestConfig, ProvisioningRequest, PodTemplate, Job)
+                              ProvisioningRequestConfig, ProvisioningRequest, PodTemplate, Job, JobSet,
+                              PyTorchJob)
 }
 
 #: ``<plural>.<group>`` as the API server names a resource in its error texts.
@@ -38,6 +48,8 @@ RESOURCE_NAMES: dict[str, str] = {
     c.PROVISIONING_REQUEST: "provisioningrequests.autoscaling.x-k8s.io",
     c.POD_TEMPLATE: "podtemplates",
     c.JOB: "jobs.batch",
+    c.JOBSET: "jobsets.jobset.x-k8s.io",
+    c.PYTORCH_JOB: "pytorchjobs.kubeflow.org",
 }
 
 Key = tuple[str, str, str]

@@ -46,6 +46,7 @@ class ProvisioningRequestConfigSpec:
 @attrs.frozen(cache_hash=True)
 class ProvisioningRequestConfig:
     KIND: ClassVar[str] = c.PROVISIONING_REQUEST_CONFIG
+    kind: ClassVar[str] = c.PROVISIONING_REQUEST_CONFIG
     NAMESPACED: ClassVar[bool] = False
 
     metadata: ObjectMeta
@@ -82,6 +83,7 @@ class ProvisioningRequestStatus:
 @attrs.frozen(cache_hash=True)
 class ProvisioningRequest:
     KIND: ClassVar[str] = c.PROVISIONING_REQUEST
+    kind: ClassVar[str] = c.PROVISIONING_REQUEST
     NAMESPACED: ClassVar[bool] = True
 
     metadata: ObjectMeta
@@ -93,6 +95,7 @@ class ProvisioningRequest:
 @attrs.frozen(cache_hash=True)
 class PodTemplate:
     KIND: ClassVar[str] = c.POD_TEMPLATE
+    kind: ClassVar[str] = c.POD_TEMPLATE
     NAMESPACED: ClassVar[bool] = True
 
     metadata: ObjectMeta

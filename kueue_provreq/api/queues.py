@@ -65,6 +65,7 @@ class ClusterQueueStatus:
 @attrs.frozen(cache_hash=True)
 class ClusterQueue:
     KIND: ClassVar[str] = c.CLUSTER_QUEUE
+    kind: ClassVar[str] = c.CLUSTER_QUEUE
     NAMESPACED: ClassVar[bool] = False
 
     metadata: ObjectMeta
@@ -94,6 +95,7 @@ class LocalQueueSpec:
 @attrs.frozen(cache_hash=True)
 class LocalQueue:
     KIND: ClassVar[str] = c.LOCAL_QUEUE
+    kind: ClassVar[str] = c.LOCAL_QUEUE
     NAMESPACED: ClassVar[bool] = True
 
     metadata: ObjectMeta
@@ -112,6 +114,7 @@ class ResourceFlavorSpec:
 @attrs.frozen(cache_hash=True)
 class ResourceFlavor:
     KIND: ClassVar[str] = c.RESOURCE_FLAVOR
+    kind: ClassVar[str] = c.RESOURCE_FLAVOR
     NAMESPACED: ClassVar[bool] = False
 
     metadata: ObjectMeta
@@ -142,6 +145,7 @@ class AdmissionCheckStatus:
 @attrs.frozen(cache_hash=True)
 class AdmissionCheck:
     KIND: ClassVar[str] = c.ADMISSION_CHECK
+    kind: ClassVar[str] = c.ADMISSION_CHECK
     NAMESPACED: ClassVar[bool] = False
 
     metadata: ObjectMeta

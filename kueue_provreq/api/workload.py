@@ -104,6 +104,7 @@ class WorkloadStatus:
 @attrs.frozen(cache_hash=True)
 class Workload:
     KIND: ClassVar[str] = c.WORKLOAD
+    kind: ClassVar[str] = c.WORKLOAD
     NAMESPACED: ClassVar[bool] = True
 
     metadata: ObjectMeta

@@ -52,6 +52,7 @@ from kueue_provreq.conformance.scenario import (
     parse_scenario,
     scenario_name,
 )
+from kueue_provreq.controllers import job
 from kueue_provreq.controllers.context import Context
 from kueue_provreq.controllers.queues import queue_gauges
 from kueue_provreq.controllers.workload_status import (
@@ -183,9 +184,13 @@ class Run:
         return None
 
     # --- the world ---------------------------------------------------------------------
+    def _created(self, obj: KubeObject) -> KubeObject:
+        """``obj`` as the API server stores it on create, Kueue's job webhook included."""
+        return self.world.created(job.defaulted(self.world, _scoped(obj), self.scenario.config), self.now)
+
     def _build_world(self) -> None:
         for i, obj in enumerate(self.scenario.objects):
-            obj = self.world.created(_scoped(obj), self.now)
+            obj = self._created(obj)
             if key_of(obj) in self.world:
                 kind, _, name = key_of(obj)
                 raise ScenarioError(f"objects[{i}]: {already_exists(kind, name)}")
@@ -304,7 +309,7 @@ class Run:
         obj = _scoped(step.obj)
         old = self.world.get(*key_of(obj))
         if old is None:
-            self._write(step.KIND, Create(self.world.created(obj, self.now)))
+            self._write(step.KIND, Create(self._created(obj)))
             return
         if not step.has_status and hasattr(old, "status"):
             obj = attrs.evolve(cast(Any, obj), status=cast(Any, old).status)

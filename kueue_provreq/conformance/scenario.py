@@ -14,7 +14,9 @@ from typing import Any, ClassVar, Union
 
 import attrs
 
+from kueue_provreq.api import constants as c
 from kueue_provreq.api.config import Configuration
+from kueue_provreq.api.meta import TimeLike
 from kueue_provreq.api.objects import KINDS, Key, KubeObject
 from kueue_provreq.api.workload import Admission
 from kueue_provreq.engine import ALL_CONTROLLERS, SCHEDULER
@@ -27,10 +29,11 @@ from kueue_provreq.manifests import (
     load_object,
     parse_duration,
 )
+from kueue_provreq.timestamps import to_time
 from kueue_provreq.world import Fault
 
 DEFAULT_CLOCK = "2024-01-01T00:00:00Z"
-DEFAULT_NAMESPACE = "default"
+DEFAULT_NAMESPACE = c.DEFAULT_NAMESPACE
 """Where a namespaced object without a namespace lives, as ``kubectl`` puts it."""
 
 #: Fault verbs and the client call each one makes fail.  The model has one write verb for a
@@ -38,10 +41,13 @@ DEFAULT_NAMESPACE = "default"
 FAULT_VERBS = {"create": "create", "update": "update", "patch": "update", "apply": "update",
                "delete": "delete"}
 
-#: reconcile step: the key each controller takes
-_RECONCILE_KEYS = {"provisioning": "workload", "workload": "workload", "job": "workload",
-                   "scheduler": "workload", "admissioncheck": "admissionCheck",
-                   "clusterqueue": "clusterQueue"}
+#: reconcile step: the keys that name an object, and its kind
+_OBJECT_KEYS = {"workload": "Workload", "admissionCheck": "AdmissionCheck", "clusterQueue": "ClusterQueue",
+                "job": "Job", "jobSet": "JobSet", "pyTorchJob": "PyTorchJob"}
+#: reconcile step: the keys each controller takes (the job reconciler takes its jobs too)
+_RECONCILE_KEYS = {"provisioning": ("workload",), "workload": ("workload",),
+                   "job": ("workload", "job", "jobSet", "pyTorchJob"), "scheduler": ("workload",),
+                   "admissioncheck": ("admissionCheck",), "clusterqueue": ("clusterQueue",)}
 
 #: Special values an expectation may hold, each alone in its mapping.
 SPECIAL_KEYS = ("$absent", "$present", "$after")
@@ -185,12 +191,20 @@ class Expect:
 Step = Union[Settle, Reconcile, Advance, Autoscaler, SetQuotaReservation, Apply, Delete, Patch, Expect]
 
 
+def _clock(value: TimeLike) -> float:
+    """A start time given in Python: seconds kept as they are (fractions too), RFC 3339 text and
+    ``datetime`` read as the edges of the API read them."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    return float(to_time(value))
+
+
 @attrs.frozen
 class Scenario:
     name: str
     source: str
-    clock: float
-    """The start time, epoch seconds."""
+    clock: float = attrs.field(converter=_clock)
+    """The start time, epoch seconds (RFC 3339 text and ``datetime`` are accepted)."""
     config: Configuration
     faults: tuple[Fault, ...]
     objects: tuple[KubeObject, ...]
@@ -282,27 +296,29 @@ def _settle(body: object, path: str) -> Settle:
 
 def _reconcile(body: object, path: str) -> Reconcile:
     d = _mapping(body, path, required=("controller",),
-                 optional=("workload", "admissionCheck", "clusterQueue", "expectError", "expectRequeueAfter"))
+                 optional=(*_OBJECT_KEYS, "expectError", "expectRequeueAfter"))
     controller = _str(d["controller"], f"{path}.controller")
     wanted = _RECONCILE_KEYS.get(controller)
     if wanted is None:
         raise ScenarioError(f"{path}.controller: unknown controller {controller!r} "
                             f"(controllers: {', '.join(ALL_CONTROLLERS)})")
-    given = [k for k in ("workload", "admissionCheck", "clusterQueue") if k in d]
+    given = [k for k in _OBJECT_KEYS if k in d]
     for k in given:
-        if k != wanted:
-            raise ScenarioError(f'{path}.{k}: the {controller} controller takes "{wanted}"')
+        if k not in wanted:
+            takes = " or ".join(f'"{w}"' for w in wanted)
+            raise ScenarioError(f"{path}.{k}: the {controller} controller takes {takes}")
+    if len(given) > 1:
+        raise ScenarioError(f"{path}: one of {', '.join(given)}, not several")
     key: Key
-    if wanted == "workload" and "workload" in d:
-        ns, name = namespaced_name(d["workload"], f"{path}.workload")
-        key = ("Workload", ns, name)
+    if given and KINDS[_OBJECT_KEYS[given[0]]].NAMESPACED:
+        ns, name = namespaced_name(d[given[0]], f"{path}.{given[0]}")
+        key = (_OBJECT_KEYS[given[0]], ns, name)
+    elif given:
+        key = (_OBJECT_KEYS[given[0]], "", _str(d[given[0]], f"{path}.{given[0]}"))
     elif controller == SCHEDULER:
         key = (SCHEDULER, "", "")
-    elif wanted not in d:
-        raise ScenarioError(f'{path}: missing required key "{wanted}"')
     else:
-        kind = "AdmissionCheck" if wanted == "admissionCheck" else "ClusterQueue"
-        key = (kind, "", _str(d[wanted], f"{path}.{wanted}"))
+        raise ScenarioError(f'{path}: missing required key "{wanted[0]}"')
     expect_error = d.get("expectError")
     requeue = d.get("expectRequeueAfter")
     return Reconcile(controller, key,

@@ -298,7 +298,8 @@ def _merged_template(pod_template: FrozenMap[str, Any], flavors: list[ResourceFl
         for k, v in node_labels.items():
             old = selector.setdefault(k, v)
             if old != v:
-                raise ReconcileError(c.ERR_POD_SET_UPDATE_CONFLICT.format(key=k, value1=old, value2=v))
+                raise ReconcileError(c.ERR_POD_SET_UPDATE_CONFLICT.format(
+                    field="nodeSelector", key=k, value1=old, value2=v))
     if tolerations:
         have = spec.get("tolerations") or []
         for t in tolerations:

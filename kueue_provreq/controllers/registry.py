@@ -13,7 +13,7 @@ from collections.abc import Callable, Hashable
 import attrs
 
 from kueue_provreq.api import constants as c
-from kueue_provreq.api.objects import Key
+from kueue_provreq.api.objects import JOB_KINDS, Key
 from kueue_provreq.api.workload import Workload
 from kueue_provreq.controllers import (
     admissioncheck,
@@ -38,7 +38,9 @@ class Route(enum.Enum):
     """The Workload that controls it: directly, or through the ProvisioningRequest a template
     belongs to."""
     OWNED = "owned"
-    """The Workloads it owns (a Job's)."""
+    """The Workloads it owns (a job's)."""
+    OWNING_JOB = "owning-job"
+    """The jobs it names as owners (a Workload's)."""
     ALL = "all"
     """Every object the controller reconciles (configuration everyone reads)."""
 
@@ -65,8 +67,8 @@ _CONFIGURATION = (
 @attrs.frozen
 class Controller:
     name: Actor
-    kind: str
-    """The kind it reconciles."""
+    kinds: tuple[str, ...]
+    """The kinds it reconciles."""
     reconcile: Reconcile
     watches: tuple[Watch, ...]
     watched: Callable[[Workload], Hashable] | None = None
@@ -77,21 +79,30 @@ class Controller:
     every_settle: bool = False
     """Reconciled at every settle: its status depends on the time and on every workload."""
 
+    def keys(self, world: World) -> list[Key]:
+        """The keys of every object it reconciles, kind by kind."""
+        return [key for kind in self.kinds for key in world.keys(kind)]
+
+
+#: A job's changes, made by anybody but the job reconciler, to the Workloads it owns.
+_JOBS_OWNED = tuple(Watch(kind, Route.OWNED, unless_written_by=Actor.JOB) for kind in JOB_KINDS)
 
 CONTROLLERS: tuple[Controller, ...] = (
-    Controller(Actor.WORKLOAD, c.WORKLOAD, workload.reconcile, (
-        Watch(c.WORKLOAD, Route.SELF), Watch(c.JOB, Route.OWNED, unless_written_by=Actor.JOB), *_CONFIGURATION)),
-    Controller(Actor.PROVISIONING, c.WORKLOAD, provisioning.reconcile, (
+    Controller(Actor.WORKLOAD, (c.WORKLOAD,), workload.reconcile, (
+        Watch(c.WORKLOAD, Route.SELF), *_JOBS_OWNED, *_CONFIGURATION)),
+    Controller(Actor.PROVISIONING, (c.WORKLOAD,), provisioning.reconcile, (
         Watch(c.WORKLOAD, Route.SELF), Watch(c.PROVISIONING_REQUEST, Route.OWNER),
         Watch(c.POD_TEMPLATE, Route.OWNER, unless_written_by=Actor.PROVISIONING),
-        Watch(c.JOB, Route.OWNED, unless_written_by=Actor.JOB), *_CONFIGURATION),
+        *_JOBS_OWNED, *_CONFIGURATION),
         watched=provisioning.watched, owns=(c.PROVISIONING_REQUEST, c.POD_TEMPLATE)),
-    Controller(Actor.JOB, c.WORKLOAD, job.reconcile, (
-        Watch(c.WORKLOAD, Route.SELF), Watch(c.JOB, Route.OWNED, unless_written_by=Actor.JOB), *_CONFIGURATION),
-        watched=job.watched),
-    Controller(Actor.ADMISSION_CHECK, c.ADMISSION_CHECK, admissioncheck.reconcile, _CONFIGURATION,
+    # The job reconciler: its Workloads (eviction, PodsReady) and every job (creation, start, stop).
+    Controller(Actor.JOB, (c.WORKLOAD, *JOB_KINDS), job.reconcile, (
+        Watch(c.WORKLOAD, Route.SELF), Watch(c.WORKLOAD, Route.OWNING_JOB),
+        *(Watch(kind, Route.SELF) for kind in JOB_KINDS), *_JOBS_OWNED, *_CONFIGURATION),
+        watched=job.watched, owns=(c.WORKLOAD,)),
+    Controller(Actor.ADMISSION_CHECK, (c.ADMISSION_CHECK,), admissioncheck.reconcile, _CONFIGURATION,
                every_settle=True),
-    Controller(Actor.CLUSTER_QUEUE, c.CLUSTER_QUEUE, clusterqueue.reconcile, (
+    Controller(Actor.CLUSTER_QUEUE, (c.CLUSTER_QUEUE,), clusterqueue.reconcile, (
         Watch(c.WORKLOAD, Route.ALL), Watch(c.ADMISSION_CHECK, Route.ALL),
         *(w for w in _CONFIGURATION if w.kind != c.ADMISSION_CHECK)),
         every_settle=True),

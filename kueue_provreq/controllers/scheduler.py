@@ -16,8 +16,13 @@ a BestEffortFIFO queue moves past it.  A workload set aside by BestEffortFIFO is
 in every later cycle rather than waiting in the inadmissible set for a requeue event; as the
 usage only grows between such events, the verdict is the same and nothing is rewritten.
 
+**Partial admission** (gate ``PartialAdmission``, on by default): a workload that does not fit
+whole and has a podset whose ``minCount`` is below its ``count`` gets the largest counts that
+fit, found as upstream's ``PodSetReducer`` finds them (:func:`reduced_assignment`); when none
+fits, the full workload's reason and message stand.
+
 Not modelled: cohorts and borrowing, preemption (so "insufficient unused quota" never finds
-candidates and is ``WaitingForQuota``), partial admission, topology, node affinity and
+candidates and is ``WaitingForQuota``), topology, node affinity and
 taints against flavors, namespace selectors, ``status.resourceRequests``, and the
 "Flavors considered" suffix of the ``QuotaReserved`` event.  Upstream emits the Warning of a
 set-aside workload on every cycle; the model emits it only when the ``QuotaReserved``
@@ -26,7 +31,7 @@ condition changes, so that repeated cycles settle.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from decimal import ROUND_CEILING, Decimal
 from functools import lru_cache
 
@@ -225,17 +230,19 @@ def _try_flavor(flavor: str, resources: list[str], requests: Mapping[str, Decima
     return mode, reasons
 
 
-def assign_flavors(wl: Workload, table: QuotaTable, used: Usage) -> Assignment:
+def assign_flavors(wl: Workload, table: QuotaTable, used: Usage, counts: Sequence[int] | None = None) -> Assignment:
     """``FlavorAssigner.Assign`` without cohorts: podset by podset, each resource group takes
     its first flavor where every requested resource of the group fits, else the first where
-    preemption could help; earlier podsets' assignments count against later ones."""
+    preemption could help; earlier podsets' assignments count against later ones.  ``counts``
+    (partial admission) replaces the podsets' counts."""
     own: Usage = {}
     assigned: list[PodSetAssignment] = []
     messages: list[str] = []
     waiting = False
     counts_pods = "pods" in table.group_of
-    for ps in wl.spec.pod_sets:
-        requests = podset_requests(ps, ps.count, counts_pods)
+    for i, ps in enumerate(wl.spec.pod_sets):
+        count = ps.count if counts is None else counts[i]
+        requests = podset_requests(ps, count, counts_pods)
         names = sorted(requests)
         flavors: dict[str, str] = {}
         reasons: list[str] = []
@@ -277,10 +284,41 @@ def assign_flavors(wl: Workload, table: QuotaTable, used: Usage) -> Assignment:
             own[(flavor, name)] = own.get((flavor, name), _ZERO) + requests[name]
         assigned.append(PodSetAssignment(
             name=ps.name, flavors=FrozenMap({r: flavors[r] for r in sorted(flavors)}),
-            resource_usage=FrozenMap({r: _quantity(requests[r]) for r in names}), count=ps.count))
+            resource_usage=FrozenMap({r: _quantity(requests[r]) for r in names}), count=count))
     if waiting:
         return Assignment(reason=c.REASON_WAITING_FOR_QUOTA, message="; ".join(messages))
     return Assignment(pod_sets=tuple(assigned))
+
+
+def can_be_partially_admitted(wl: Workload) -> bool:
+    """``CanBePartiallyAdmitted``: some podset's ``minCount`` is below its ``count``."""
+    return any(ps.min_count is not None and ps.count > ps.min_count for ps in wl.spec.pod_sets)
+
+
+def reduced_assignment(wl: Workload, table: QuotaTable, used: Usage) -> Assignment | None:
+    """``PodSetReducer.Search``: the podsets' counts walk down together from ``count`` to
+    ``minCount``, step ``i`` of ``total`` taking ``delta * i // total`` off each podset (``delta``
+    its count less its minCount, ``total`` the sum of the deltas); a binary search
+    (``sort.Search``) finds the first step whose counts fit, and that answer stands only when the
+    search ended on it.  None when no step fits."""
+    deltas = [ps.count - (ps.count if ps.min_count is None else ps.min_count) for ps in wl.spec.pod_sets]
+    total = sum(deltas)
+    if total <= 0:
+        return None
+    best: tuple[int, Assignment] | None = None
+    low, high = 0, total + 1
+    while low < high:
+        step = (low + high) // 2
+        counts = [ps.count - d * step // total for ps, d in zip(wl.spec.pod_sets, deltas)]
+        found = assign_flavors(wl, table, used, counts)
+        if found.reason is None:
+            best = (step, found)
+            high = step
+        else:
+            low = step + 1
+    if best is None or best[0] != low:
+        return None
+    return best[1]
 
 
 # --- one cycle ------------------------------------------------------------------------------------
@@ -345,6 +383,15 @@ class _Cycle:
             self.txn.event(c.EVENT_TYPE_NORMAL, c.EVENT_ADMITTED, c.MSG_EVENT_ADMITTED.format(cq=name, seconds=0), new)
         return True
 
+    def assign(self, wl: Workload, table: QuotaTable, used: Usage) -> Assignment:
+        """``getInitialAssignments``: the whole workload, else (partial admission) the largest
+        counts that fit, else the whole workload's reason."""
+        whole = assign_flavors(wl, table, used)
+        if whole.reason is None or not self.ctx.config.gate(c.GATE_PARTIAL_ADMISSION) \
+                or not can_be_partially_admitted(wl):
+            return whole
+        return reduced_assignment(wl, table, used) or whole
+
     def walk(self, world: World, cq: ClusterQueue, pending: list[Workload], used: Usage) -> bool:
         """Try one ClusterQueue's pending workloads in order; False when blockAdmission
         stops the whole scheduling loop."""
@@ -367,7 +414,7 @@ class _Cycle:
             else:
                 found = answers.get(wl.spec.pod_sets)
                 if found is None:
-                    found = answers[wl.spec.pod_sets] = assign_flavors(wl, table, used)
+                    found = answers[wl.spec.pod_sets] = self.assign(wl, table, used)
                 if found.reason is not None:
                     self.park(wl, found.reason, found.message)
                 elif block and self.not_ready:

@@ -1,12 +1,16 @@
 """``kueue-provreq explore``: options in, a search, its size and time out; a counterexample as YAML.
 
-Exit status 0 when every invariant held up to the depth, 1 when one was violated (the
-shortest counterexample is printed as a conformance scenario).
+Exit status 0 when every invariant held in every state up to the depth; 1 when one was violated
+(the shortest counterexample is printed as a conformance scenario, each violation labelled as
+upstream behaviour when upstream is known to break that invariant under the semantics chosen,
+else as a possible defect of the model), and 1 when ``--max-states`` cut the search short, since
+the states it did not reach were not checked.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import sys
 import time
 from pathlib import Path
@@ -81,13 +85,28 @@ def run_explore(args: argparse.Namespace) -> int:
     print(summary(report, time.perf_counter() - start))
     v = report.violation
     if v is None:
-        print("every invariant holds")
+        if report.cut_off:
+            print(f"search incomplete: --max-states {opts.max_states} stopped it at depth {report.depth}; "
+                  f"no invariant is violated in the {report.states} states reached, the others were not checked")
+            return 1
+        print(f"every invariant holds in every state up to depth {report.depth}"
+              + (", the whole state space" if report.complete else ""))
         return 0
-    print("VIOLATION after " + " -> ".join(a.describe() for a in v.trace))
+    trace = " -> ".join(a.describe() for a in v.trace)
+    print("VIOLATION after " + trace)
+    labels = []
     for m in v.messages:
+        record = inv.upstream_behaviour(m, ex.config)
+        labels.append(f"upstream behaviour: {record}" if record is not None else
+                      "not known upstream behaviour: a defect of the model, or an upstream bug to report")
         print(f"  {m}")
-    scenario = to_scenario(ex, v, f"explorer counterexample ({opts.semantics})",
-                           "Found by kueue-provreq explore: " + "; ".join(v.messages))
+        print(f"    ({labels[-1]})")
+    names = sorted({m.partition(":")[0] for m in v.messages})
+    digest = hashlib.sha1(trace.encode()).hexdigest()[:6]
+    scenario = to_scenario(
+        ex, v, f"explorer counterexample {digest}: {', '.join(names)} ({opts.semantics}, {opts.granularity})",
+        f"Found by kueue-provreq explore after {trace}: "
+        + "; ".join(f"{m} ({label})" for m, label in zip(v.messages, labels)))
     text = yaml.safe_dump(scenario, sort_keys=False, width=100)
     if args.scenario_out is not None:
         args.scenario_out.write_text(text)

@@ -3,7 +3,12 @@
 The scenario starts from the explorer's objects as a user would create them (the runner
 gives them uids and the clock, as the explorer does), replays the trace step by step in the
 format's own vocabulary, and ends with an ``expect`` of what the violating state looks like,
-so ``kueue-provreq conform`` reproduces the finding.
+so ``kueue-provreq conform`` reproduces the finding (it passes).  At ``settle`` granularity the
+explorer lets the controllers catch up after every event, so every Cluster Autoscaler step and
+every clock advance is followed by a ``settle``; at ``reconcile`` granularity each reconcile is
+a step of its own.  A violation that is an exception (an illegal transition, a settle that does
+not end) ends with the step that raised it and no ``expect``: ``conform`` fails at that step
+with the same error.
 """
 
 from __future__ import annotations
@@ -19,20 +24,28 @@ from kueue_provreq.manifests import dump_object
 _SHOWN_CONDITIONS = (c.WORKLOAD_QUOTA_RESERVED, c.WORKLOAD_ADMITTED, c.WORKLOAD_EVICTED, c.WORKLOAD_REQUEUED)
 
 
-def step_of(action: Action) -> list[dict[str, Any]]:
-    """The conformance steps one explorer action stands for."""
+#: The key a ``reconcile`` step names its object by, per kind.
+_RECONCILE_KEYS = {c.WORKLOAD: "workload", c.ADMISSION_CHECK: "admissionCheck", c.CLUSTER_QUEUE: "clusterQueue",
+                   c.JOB: "job", c.JOBSET: "jobSet", c.PYTORCH_JOB: "pyTorchJob"}
+
+
+def step_of(action: Action, settles: bool = False) -> list[dict[str, Any]]:
+    """The conformance steps one explorer action stands for; ``settles``: the explorer settled
+    after it (``settle`` granularity)."""
     if action.kind == "settle":
         return [{"settle": {}}]
+    then: list[dict[str, Any]] = [{"settle": {}}] if settles else []
     if action.kind == "advance":
-        return [{"advance": f"{action.seconds}s"}]
+        return [{"advance": f"{action.seconds}s"}, *then]
     if action.kind == "reconcile":
         body: dict[str, Any] = {"controller": action.controller}
         if action.workload:
-            body["workload"] = action.workload
+            ns, _, name = action.workload.partition("/")
+            body[_RECONCILE_KEYS[action.target_kind]] = action.workload if ns else name
         return [{"reconcile": body}]
-    return [{"autoscaler": {"request": action.request, "namespace": NAMESPACE, "condition": t, "status": s,
-                            "reason": r, "message": m}}
-            for t, s, r, m in requests.CA_WRITES[RequestTrigger(action.trigger)]]
+    return [*({"autoscaler": {"request": action.request, "namespace": NAMESPACE, "condition": t, "status": s,
+                              "reason": r, "message": m}}
+              for t, s, r, m in requests.CA_WRITES[RequestTrigger(action.trigger)]), *then]
 
 
 def _workload_expectation(wl: Workload) -> dict[str, Any]:
@@ -49,8 +62,12 @@ def to_scenario(ex: Explorer, violation: Violation, name: str, description: str)
     config: dict[str, Any] = {"featureGates": {c.GATE_KEEP_QUOTA_FOR_PROVREQ_RETRY: ex.opts.keep_quota}}
     if ex.opts.semantics != "current":
         config["admissionCheckSemantics"] = ex.opts.semantics
-    steps = [s for a in violation.trace for s in step_of(a)]
+    settles = ex.opts.granularity == "settle"
+    steps = [s for a in violation.trace for s in step_of(a, settles)]
     world = violation.world
+    if violation.raised:
+        return {"name": name, "description": description, "config": config,
+                "objects": [dump_object(o) for o in ex.objects], "steps": steps}
     steps.append({"expect": {
         "objects": [_workload_expectation(wl) for wl in world.objects(c.WORKLOAD) if isinstance(wl, Workload)],
         "count": {c.PROVISIONING_REQUEST: len(world.objects(c.PROVISIONING_REQUEST))},

@@ -103,13 +103,17 @@ class Action:
     """``settle``, ``reconcile``, ``advance`` or ``autoscaler``."""
     controller: str = ""
     workload: str = ""
+    """``NS/NAME`` of the object a reconcile is for (a Workload, or a ``target_kind`` object)."""
+    target_kind: str = c.WORKLOAD
     seconds: int = 0
     request: str = ""
     trigger: str = ""
 
     def describe(self) -> str:
         if self.kind == "reconcile":
-            return f"reconcile {self.controller}" + (f" {self.workload}" if self.workload else "")
+            where = self.workload.removeprefix("/")  # a cluster-scoped object has no namespace
+            target = f" {where}" if self.target_kind == c.WORKLOAD else f" {self.target_kind} {where}"
+            return f"reconcile {self.controller}" + (target if self.workload else "")
         if self.kind == "advance":
             return f"advance {self.seconds}s"
         if self.kind == "autoscaler":
@@ -127,6 +131,9 @@ class Violation:
     """From the initial world (its first step is the initial ``settle``)."""
     world: World = attrs.field(eq=False)
     now: Time
+    raised: bool = False
+    """The last step raised (an illegal transition, a settle that does not end) rather than
+    reaching a state that breaks an invariant."""
 
 
 @attrs.frozen
@@ -138,6 +145,9 @@ class Report:
     complete: bool
     """True when the search ran out of new states before ``Options.depth``."""
     violation: Violation | None
+    cut_off: bool = False
+    """True when ``Options.max_states`` stopped the search before it finished its depth: the
+    states it did not reach were not checked."""
 
 
 # --- the world ------------------------------------------------------------------------------
@@ -216,16 +226,13 @@ def autoscaler_step(world: World, pr: ProvisioningRequest, trigger: str, now: Ti
     return new
 
 
-_WORKLOAD_CONTROLLERS = tuple(ctl.name.value for ctl in registry.CONTROLLERS if ctl.kind == c.WORKLOAD)
-
-
 def probe(world: World, ctx: Context) -> tuple[list[tuple[str, Key]], float | None]:
     """Which single reconciles would change the world now, and the earliest wake-up any of them
     asks for.  Reconciles are pure, so this runs them without applying anything."""
     changing: list[tuple[str, Key]] = []
     wake: float | None = None
     for ctl in registry.CONTROLLERS:
-        for key in world.keys(ctl.kind):
+        for key in ctl.keys(world):
             res = ctl.reconcile(world, key, ctx)
             if changes_world(world, res):
                 changing.append((ctl.name.value, key))
@@ -274,7 +281,10 @@ class Explorer:
         if self.opts.granularity == "reconcile" and not node.settled:
             changing, _ = probe(node.world, self.ctx(node.now))
             for name, key in changing:
-                yield Action("reconcile", name, "" if name == SCHEDULER else f"{key[1]}/{key[2]}")
+                if name == SCHEDULER:
+                    yield Action("reconcile", name)
+                else:
+                    yield Action("reconcile", name, f"{key[1]}/{key[2]}", target_kind=key[0])
         for pr in newest_requests(node.world):
             for trigger in autoscaler_triggers(pr):
                 if trigger in self.opts.outcomes:
@@ -293,7 +303,7 @@ class Explorer:
             now = Time(now + action.seconds)
         elif action.kind == "reconcile":
             ns, _, name = action.workload.partition("/")
-            key: Key = (SCHEDULER, "", "") if action.controller == SCHEDULER else (c.WORKLOAD, ns, name)
+            key: Key = (SCHEDULER, "", "") if action.controller == SCHEDULER else (action.target_kind, ns, name)
             Manager(world).reconcile(action.controller, key, self.ctx(now))
         return self._node(world, now, settle or action.kind == "settle")
 
@@ -369,7 +379,8 @@ class Explorer:
                         new = self.step(node, action)
                     except (IllegalTransition, SettleError) as e:
                         return self._report(depth, False, Violation(
-                            (f"{type(e).__name__}: {e}",), (*self.trace(key), action), node.world, node.now))
+                            (f"{type(e).__name__}: {e}",), (*self.trace(key), action), node.world, node.now,
+                            raised=True))
                     new_key = self.key(new)
                     known = new_key in self.parents
                     if not known:
@@ -390,15 +401,15 @@ class Explorer:
                             (*self.trace(new_key), *steps), end.world, end.now))
                     nxt.append((new_key, new))
                     if self.opts.max_states is not None and len(self.parents) >= self.opts.max_states:
-                        return self._report(depth, False, None)
+                        return self._report(depth, False, None, cut_off=True)
             frontier = nxt
             depth += 1
             if progress is not None:
                 progress(depth, len(self.parents))
         return self._report(depth, not frontier, None)
 
-    def _report(self, depth: int, complete: bool, violation: Violation | None) -> Report:
-        return Report(len(self.parents), self.transitions, depth, complete, violation)
+    def _report(self, depth: int, complete: bool, violation: Violation | None, cut_off: bool = False) -> Report:
+        return Report(len(self.parents), self.transitions, depth, complete, violation, cut_off)
 
 
 def _waits_behind_failed_check(world: World) -> bool:

@@ -17,7 +17,9 @@ tests, the explorer and anyone replaying a trace call:
 :func:`~kueue_provreq.invariants.registry.check_step` run every invariant that applies under a
 :class:`~kueue_provreq.invariants.registry.CheckContext` (the clock, the configuration, and
 whether the controllers have ``settled`` or are ``quiescent``).
-:mod:`~kueue_provreq.invariants.reading` reads worlds for them.  Every name callers use is
+:data:`~kueue_provreq.invariants.registry.UPSTREAM_VIOLATIONS` names the invariants upstream
+itself is known to break under a semantics the model can follow (the explorer labels such a
+violation as upstream behaviour).  :mod:`~kueue_provreq.invariants.reading` reads worlds for them.  Every name callers use is
 importable from this package.
 
 Each invariant's docstring states the rule, the upstream source it encodes (a section of
@@ -38,11 +40,13 @@ from kueue_provreq.invariants.registry import (
     PRE_KEP_3258,
     STATE_INVARIANTS,
     STEP_INVARIANTS,
+    UPSTREAM_VIOLATIONS,
     CheckContext,
     Invariant,
     Snapshot,
     check_state,
     check_step,
+    upstream_behaviour,
 )
 from kueue_provreq.invariants.state import (
     admission_matches_reservation,
@@ -80,7 +84,7 @@ from kueue_provreq.invariants.upstream import (
 )
 
 __all__ = ["CURRENT", "CheckContext", "Invariant", "PRE_KEP_3258", "STATE_INVARIANTS", "STEP_INVARIANTS",
-           "Snapshot", "admission_matches_reservation", "admitted_only_with_quota",
+           "UPSTREAM_VIOLATIONS", "Snapshot", "upstream_behaviour", "admission_matches_reservation", "admitted_only_with_quota",
            "admitted_only_with_ready_checks", "attempt_of", "attempts_never_decrease",
            "attempts_within_backoff_limit", "check_state", "check_step",
            "cluster_queue_within_nominal_quota", "finished_has_no_requests", "finished_is_final",

@@ -118,3 +118,28 @@ def check_step(before: Snapshot, after: World, ctx: CheckContext) -> list[str]:
         if inv.applies(ctx) and inv.step is not None:
             out.extend(f"{inv.name}: {v}" for v in inv.step(before, after, ctx))
     return out
+
+
+# --- what upstream itself breaks -----------------------------------------------------------------
+
+_KEP_3258_RACE = ("Kueue before v0.15 (pre-KEP-3258 semantics): one shared requeueState and eviction at the "
+                  "first Retry let a Retry written after the eviction's reset strand the workload and its "
+                  "requests (KEP-3258, \"Race Condition Between Admission Check Updates and Workload "
+                  "Eviction\"; Kueue issues #3322, #3543)")
+
+#: Invariants upstream Kueue itself is known to break under a semantics the model can follow,
+#: with the record of it: there, a violation is upstream behaviour, not a defect of the model.
+UPSTREAM_VIOLATIONS: dict[str, dict[str, str]] = {
+    PRE_KEP_3258: {name: _KEP_3258_RACE for name in (
+        "single_request_per_check", "one_live_request_per_check", "no_request_after_rejection",
+        "no_stuck_workload")},
+}
+
+
+def upstream_behaviour(violation: str, config: Configuration) -> str | None:
+    """The upstream record of ``violation`` (a message of :func:`check_state` or
+    :func:`check_step`, which starts with the invariant's name) under ``config``'s semantics, or
+    None when upstream is not known to break that invariant: a defect of the model, or an
+    upstream bug nobody recorded yet."""
+    name = violation.partition(":")[0]
+    return UPSTREAM_VIOLATIONS.get(config.admission_check_semantics, {}).get(name)

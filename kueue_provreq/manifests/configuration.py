@@ -2,9 +2,13 @@
 
 Kueue reads its configuration file with a strict decoder, so an unknown field stops the
 manager; so does it here.  The sections the model uses (``waitForPodsReady``,
-``featureGates``, ``manageJobsWithoutQueueName``) are checked field by field, with the
-manager's own validation (``pkg/config/validation.go``); the other top-level sections are
-known by name and kept, their contents unchecked.
+``featureGates``, ``manageJobsWithoutQueueName``, ``integrations``) are checked field by field,
+with the manager's own validation (``pkg/config/validation.go``); the other top-level sections
+are known by name and kept, their contents unchecked.
+
+``integrations.frameworks`` names the job integrations Kueue runs.  Absent from a Kueue file, it
+is Kueue's default, ``batch/job`` alone; absent from a scenario's ``config`` fragment, it is the
+model's default (every integration the model has, see :mod:`kueue_provreq.api.config`).
 
 A file may hold the Configuration itself or, as Kueue's install manifests ship it, the
 ``kueue-manager-config`` ConfigMap with the Configuration under
@@ -23,7 +27,7 @@ from kueue_provreq.api import constants as c
 from kueue_provreq.api.config import DEFAULT_FEATURE_GATES, Configuration, WaitForPodsReady
 from kueue_provreq.manifests.codec import decode, describe, parse_duration
 from kueue_provreq.manifests.errors import ManifestError, ManifestErrors
-from kueue_provreq.manifests.nodes import ANY, Bool, Int, Obj, Problems, Str, join
+from kueue_provreq.manifests.nodes import ANY, Arr, Bool, Int, Obj, Problems, Str, join
 from kueue_provreq.manifests.yamlio import load_file, load_yaml_documents, locate
 
 CONFIG_V1BETA1: Final = "config.kueue.x-k8s.io/v1beta1"
@@ -77,14 +81,19 @@ def _schema(v1beta1: bool) -> Obj:
     }
     if v1beta1:
         wait["enable"] = Bool()
+    integrations: dict[str, Any] = {"frameworks": Arr(Str(enum=c.FRAMEWORKS), is_set=True), "externalFrameworks": Arr(Str()),
+                                     "labelKeysToCopy": Arr(Str())}
+    if v1beta1:
+        integrations["podOptions"] = ANY
     sections = ("namespace", "managedJobsNamespaceSelector", "internalCertManagement",
-                "clientConnection", "integrations", "multiKueue", "fairSharing", "admissionFairSharing",
+                "clientConnection", "multiKueue", "fairSharing", "admissionFairSharing",
                 "resources", "objectRetentionPolicies", "webhook", "leaderElection", "metrics", "health",
                 "pprofBindAddress", "controller", "tls")
     extra = ("queueVisibility",) if v1beta1 else ("visibilityServer",)
     return Obj({
         "apiVersion": Str(), "kind": Str(), "manageJobsWithoutQueueName": Bool(),
         "waitForPodsReady": Obj(wait, rules=(_wait_rules,)), "featureGates": Obj(values=Bool()),
+        "integrations": Obj(integrations),
         **{name: ANY for name in (*sections, *extra)},
     })
 
@@ -144,6 +153,11 @@ def _load(data: Mapping[str, Any], scenario: bool) -> Configuration:
         raise ManifestError(f"unknown feature gate {', '.join(unknown)} "
                             f"(known: {', '.join(DEFAULT_FEATURE_GATES)})", path="featureGates")
     config = attrs.evolve(config, feature_gates=DEFAULT_FEATURE_GATES.merged(config.feature_gates))
+    frameworks = (body.get("integrations") or {}).get("frameworks")
+    if frameworks:
+        config = attrs.evolve(config, frameworks=tuple(frameworks))
+    elif not scenario:
+        config = attrs.evolve(config, frameworks=(c.FRAMEWORK_JOB,))
     if wait is None:
         return attrs.evolve(config, wait_for_pods_ready=None)
     waiting = decode(Configuration, {"waitForPodsReady": wait}).wait_for_pods_ready

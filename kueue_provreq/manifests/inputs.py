@@ -4,7 +4,8 @@
 yaml|json`` prints (a ``v1 List``, or a typed ``<Kind>List``); loads every object of a kind
 the model uses, with every problem of every file collected before anything fails; skips real
 kinds the model does not use with a count for one summary line; gives each ``generateName``
-object its own reproducible name; applies an object defined twice in order, as ``kubectl
+object its own reproducible name; puts a namespaced object that names no namespace in
+``default``, as kubectl does with its default context; applies an object defined twice in order, as ``kubectl
 apply`` would, with a warning naming both places; and finds the newest timestamp, the moment
 a cluster dump was taken.
 
@@ -19,7 +20,6 @@ skipped.
 
 from __future__ import annotations
 
-import hashlib
 import sys
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -28,12 +28,14 @@ from typing import Any, Final, TextIO
 
 import attrs
 
+from kueue_provreq.api import constants as c
+from kueue_provreq.api.naming import generated_name
 from kueue_provreq.api.objects import KubeObject, key_of
 from kueue_provreq.errors import KueueProvreqError
 from kueue_provreq.manifests import kubernetes
 from kueue_provreq.manifests.codec import parse_time
 from kueue_provreq.manifests.errors import ManifestError
-from kueue_provreq.manifests.objects import API_VERSIONS, JOB_KINDS, STRICT, check_object
+from kueue_provreq.manifests.objects import API_VERSIONS, STRICT, check_object
 from kueue_provreq.manifests.yamlio import SourcedDict, load_file, load_yaml_documents, locate
 
 #: Real kinds of the groups the model reads that it does not use: skipped, not errors.
@@ -48,8 +50,6 @@ UNUSED_KINDS: Final[dict[str, frozenset[str]]] = {
 MAX_ERRORS: Final = 50
 """The errors shown before the rest are only counted."""
 
-_GENERATE_ALPHABET: Final = "bcdfghjklmnpqrstvwxz2456789"
-"""``k8s.io/apimachinery/pkg/util/rand``'s alphabet (no vowels, no look-alike digits)."""
 
 #: Fields that record when something happened (not when it will): the newest is a dump's "now".
 OBSERVED_TIMES: Final = frozenset({
@@ -58,19 +58,6 @@ OBSERVED_TIMES: Final = frozenset({
     "eventTime", "lastObservedTime", "lastScheduleTime", "lastSuccessfulTime", "renewTime",
     "acquireTime", "lastChangeTime", "lastUpdate", "startedAt", "finishedAt",
 })
-
-
-def generated_name(namespace: str, prefix: str, ordinal: int = 0) -> str:
-    """``prefix`` + 5 characters, as the API server completes ``generateName``, but
-    reproducible: the ``ordinal``-th object of the inputs with this prefix in this namespace
-    gets the same name every time (and another than the others).
-
-    >>> generated_name("default", "sample-job-"), generated_name("default", "sample-job-", 1)
-    ('sample-job-hql7p', 'sample-job-qwdtm')
-    """
-    seed = f"{namespace}/{prefix}" if ordinal == 0 else f"{namespace}/{prefix}#{ordinal}"
-    digest = hashlib.sha1(seed.encode()).digest()
-    return prefix + "".join(_GENERATE_ALPHABET[b % len(_GENERATE_ALPHABET)] for b in digest[:5])
 
 
 @attrs.frozen
@@ -83,6 +70,8 @@ class Inputs:
     """``Kind (group/version)`` -> how many objects of it were skipped."""
     newest_timestamp: int | None = None
     """The newest time any input records (epoch seconds), or None when none records one."""
+    errors: tuple[ManifestError, ...] = ()
+    """With ``keep_going``: what the API server would refuse, left out of ``objects``."""
 
     def skipped_line(self) -> str | None:
         """One line naming the skipped kinds, or None when nothing was skipped."""
@@ -165,7 +154,7 @@ def skipped_kind(doc: Mapping[str, Any]) -> str | None:
     """``Kind (apiVersion)`` when ``doc`` is a real kind the model does not use; None when it
     is to be loaded (a kind the model uses, or an unknown one that loading reports)."""
     kind, api_version = doc.get("kind"), doc.get("apiVersion")
-    if not isinstance(kind, str) or kind in API_VERSIONS or kind in JOB_KINDS:
+    if not isinstance(kind, str) or kind in API_VERSIONS:
         return None
     group, version = _group_version(api_version)
     label = f"{kind} ({api_version})"
@@ -202,10 +191,14 @@ def newest_timestamp(documents: Iterable[Any]) -> int | None:
     return max((t for doc in documents for t in _times(doc)), default=None)
 
 
-def load_inputs(sources: Sequence[str], *, validation: str = STRICT, stdin: TextIO | None = None) -> Inputs:
+def load_inputs(sources: Sequence[str], *, validation: str = STRICT, stdin: TextIO | None = None,
+                keep_going: bool = False) -> Inputs:
     """Every object of every ``-f`` source; raises :class:`InputErrors` with every error of
     every file (``validation`` is kubectl's ``--validate``, see
-    :func:`~kueue_provreq.manifests.objects.check_object`)."""
+    :func:`~kueue_provreq.manifests.objects.check_object`).  With ``keep_going``, as ``kubectl
+    apply`` creates what the API server accepts and reports the rest, the objects (and files)
+    with errors are left out and their errors returned in :attr:`Inputs.errors`; it raises only
+    when nothing is left."""
     errors: list[ManifestError] = []
     warnings: list[ManifestError] = []
     documents: list[Any] = []
@@ -228,20 +221,24 @@ def load_inputs(sources: Sequence[str], *, validation: str = STRICT, stdin: Text
                                         "run or conform", obj=f"scenario {doc.get('name')!r}",
                                         source=_where(doc)))
             continue
-        checked = check_object(doc, validation=validation, unmodelled=True)
+        checked = check_object(doc, validation=validation)
         errors.extend(checked.errors)
         warnings.extend(checked.warnings)
         if checked.obj is not None:
             loaded.append((checked.obj, doc))
-        elif not checked.errors:
-            skipped[f"{doc.get('kind')} ({doc.get('apiVersion')}, checked; not modelled yet)"] += 1
-    if errors:
+    if errors and (not keep_going or not loaded):
         raise InputErrors(errors)
-    objects = _merge_duplicates(_name_generated(loaded), warnings)
+    objects = _merge_duplicates(_name_generated(_in_namespace(loaded)), warnings)
     if not objects and not skipped:
         raise InputErrors([ManifestError(f"no objects in {', '.join(sources)}")])
     return Inputs(objects=tuple(objects), warnings=tuple(warnings), skipped=dict(skipped),
-                  newest_timestamp=newest_timestamp(documents))
+                  newest_timestamp=newest_timestamp(documents), errors=tuple(errors))
+
+
+def _in_namespace(loaded: list[tuple[KubeObject, Any]]) -> list[tuple[KubeObject, Any]]:
+    """A namespaced object without a namespace is in ``default``."""
+    return [(attrs.evolve(obj, metadata=attrs.evolve(obj.metadata, namespace=c.DEFAULT_NAMESPACE))
+             if obj.NAMESPACED and not obj.metadata.namespace else obj, doc) for obj, doc in loaded]
 
 
 def _name_generated(loaded: list[tuple[KubeObject, Any]]) -> list[tuple[KubeObject, Any]]:

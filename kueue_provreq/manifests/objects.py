@@ -13,7 +13,7 @@ from kueue_provreq.manifests.codec import decode, describe, encode
 from kueue_provreq.manifests.errors import ManifestError
 from kueue_provreq.manifests.nodes import Problems
 from kueue_provreq.manifests.schema import apply_defaults
-from kueue_provreq.manifests.validation import JOBSET_KIND, PYTORCH_JOB_KIND, check_limits, validate
+from kueue_provreq.manifests.validation import check_limits, validate
 from kueue_provreq.manifests.versions import from_v1beta1, to_v1beta1
 from kueue_provreq.manifests.yamlio import locate
 
@@ -27,15 +27,9 @@ API_VERSIONS: dict[str, tuple[str, ...]] = {
     c.PROVISIONING_REQUEST: (c.AUTOSCALING_V1, c.AUTOSCALING_V1BETA1),
     c.POD_TEMPLATE: (c.CORE_V1,),
     c.JOB: (c.BATCH_V1,),
+    c.JOBSET: (c.JOBSET_V1ALPHA2,),
+    c.PYTORCH_JOB: (c.KUBEFLOW_V1,),
 }
-
-#: Job kinds of other groups that Kueue turns into Workloads, with their served versions: loaded
-#: once the core models them (``KINDS`` has them), checked but not loaded until then.
-JOB_KINDS: Final[dict[str, tuple[str, ...]]] = {
-    JOBSET_KIND: ("jobset.x-k8s.io/v1alpha2",),
-    PYTORCH_JOB_KIND: ("kubeflow.org/v1",),
-}
-API_VERSIONS.update({kind: versions for kind, versions in JOB_KINDS.items() if kind in KINDS})
 
 
 def _copy(value: Any) -> Any:
@@ -60,10 +54,9 @@ def _name_of(kind: Any, metadata: Any) -> str:
     return f"{label} {ns}/{name}" if isinstance(ns, str) and ns else f"{label} {name}"
 
 
-def _check_version(kind: Any, api_version: Any, *, unmodelled: bool = False) -> str:
-    """``kind``, once it and ``api_version`` are known to be served (``unmodelled``: the job
-    kinds the core does not model yet are too)."""
-    served = {**JOB_KINDS, **API_VERSIONS} if unmodelled else API_VERSIONS
+def _check_version(kind: Any, api_version: Any) -> str:
+    """``kind``, once it and ``api_version`` are known to be served."""
+    served = API_VERSIONS
     if not isinstance(kind, str) or kind not in served:
         raise ManifestError(f"unsupported kind {describe(kind)} (supported: "
                             f"{', '.join(API_VERSIONS)})", path="kind")
@@ -86,12 +79,12 @@ class Checked:
     warnings, each naming the object, the field and (for YAML) the file and line."""
 
     obj: KubeObject | None
-    """None when there are errors, or for a kind the core does not model yet."""
+    """None when there are errors."""
     errors: tuple[ManifestError, ...] = ()
     warnings: tuple[ManifestError, ...] = ()
 
 
-def check_object(data: Any, *, validation: str = STRICT, unmodelled: bool = False) -> Checked:
+def check_object(data: Any, *, validation: str = STRICT) -> Checked:
     """Every problem the API server would find in ``data``, a manifest in any served version,
     and the model it stands for, with the CRD defaults applied.
 
@@ -110,10 +103,9 @@ def check_object(data: Any, *, validation: str = STRICT, unmodelled: bool = Fals
     api_version = data.get("apiVersion")
     try:
         check_limits(data)
-        kind = _check_version(data.get("kind"), api_version, unmodelled=unmodelled)
+        kind = _check_version(data.get("kind"), api_version)
     except ManifestError as e:
         return Checked(None, (placed(e),))
-    modelled = kind in KINDS
     body = {k: _copy(v) for k, v in data.items() if k not in ("apiVersion", "kind")}
     apply_defaults(kind, body)
     out = Problems()
@@ -127,7 +119,7 @@ def check_object(data: Any, *, validation: str = STRICT, unmodelled: bool = Fals
             warnings += [u.error() for u in out.unknown]
         out.prune_unknown()
     obj = None
-    if not errors and modelled:
+    if not errors:
         try:
             obj = _decode(kind, str(api_version), body)
         except ManifestError as e:

@@ -32,6 +32,7 @@ recursion, so hostile input is refused before anything walks it recursively.
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -56,8 +57,6 @@ from kueue_provreq.manifests.nodes import (
     quantity_value,
 )
 
-JOBSET_KIND: Final = "JobSet"
-PYTORCH_JOB_KIND: Final = "PyTorchJob"
 MAX_DOCUMENT_BYTES: Final = 3 * 1024 * 1024
 MAX_DEPTH: Final = 100
 
@@ -709,9 +708,9 @@ def schema_of(kind: str, api_version: str) -> Node:
         return _builtin("io.k8s.api.core.v1.PodTemplate")
     if kind == c.JOB:
         return _builtin("io.k8s.api.batch.v1.Job")
-    if kind == JOBSET_KIND:
+    if kind == c.JOBSET:
         return JOBSET
-    if kind == PYTORCH_JOB_KIND:
+    if kind == c.PYTORCH_JOB:
         return PYTORCH_JOB
     raise KeyError(kind)
 
@@ -744,4 +743,31 @@ def validate(kind: str, api_version: str, body: Mapping[str, Any], out: Problems
     object as written (without ``apiVersion`` and ``kind``), in ``api_version``."""
     metadata = body.get("metadata")
     validate_metadata(kind, metadata if isinstance(metadata, Mapping) else {}, out)
+    mark = len(out.errors)
     schema_of(kind, api_version).check(body, "", out)
+    if kind == c.JOB and len(out.errors) == mark:
+        _job_webhook_rules(body, out)
+
+
+def _job_webhook_rules(job: Mapping[str, Any], out: Problems) -> None:
+    """Kueue's Job webhook on create (``validatePartialAdmissionCreate``): the minimum
+    parallelism of partial admission is a whole number between 1 and one less than the pods
+    the Job runs at once (``parallelism``, capped by ``completions``)."""
+    annotations = (job.get("metadata") or {}).get("annotations") or {}
+    text = annotations.get(c.ANNOTATION_JOB_MIN_PARALLELISM)
+    if not isinstance(text, str):
+        return
+    path = f"metadata.annotations[{c.ANNOTATION_JOB_MIN_PARALLELISM}]"
+    if _GO_INT.fullmatch(text) is None:
+        out.error(f'{describe(text)}: strconv.Atoi: parsing "{text}": invalid syntax', path)
+        return
+    spec = job.get("spec") or {}
+    pods = spec.get("parallelism", 1) if spec.get("parallelism") is not None else 1
+    if spec.get("completions") is not None:
+        pods = min(pods, spec["completions"])
+    if not 0 < int(text) < pods:
+        out.error(f"{int(text)}: should be between 0 and {pods - 1}", path)
+
+
+_GO_INT: Final = re.compile(r"[+-]?[0-9]+")
+"""What Go's ``strconv.Atoi`` reads."""

@@ -1,7 +1,7 @@
 """``kueue-provreq forecast``: the whole future of each workload, from manifests.
 
-The manifests become a world as ``explain`` builds it (Jobs become their Workloads, names are
-generated as the API server would), and the controllers run forward in simulated time
+The manifests become a world as ``explain`` builds it (jobs as Kueue's webhook creates them; the
+engine's job reconciler gives them their Workloads), and the controllers run forward in simulated time
 (:mod:`~kueue_provreq.simulation.loop`) with Cluster Autoscaler answering each
 ProvisioningRequest as a SCRIPT says (:mod:`~kueue_provreq.simulation.autoscaler`).  The
 run stops when every workload is admitted, deactivated or finished (and no scripted
@@ -22,12 +22,12 @@ import attrs
 from kueue_provreq.api import constants as c
 from kueue_provreq.api import naming
 from kueue_provreq.api.config import Configuration
-from kueue_provreq.api.job import Job
 from kueue_provreq.api.meta import Time
-from kueue_provreq.api.objects import Key, KubeObject, key_of
+from kueue_provreq.api.objects import JOB_KINDS, Key, KubeObject, key_of
 from kueue_provreq.api.provisioning import ProvisioningRequest, ProvisioningRequestConfig
 from kueue_provreq.api.queues import AdmissionCheck
 from kueue_provreq.api.workload import Workload
+from kueue_provreq.controllers import job
 from kueue_provreq.controllers.queues import cluster_queue_name
 from kueue_provreq.explain import build_world
 from kueue_provreq.machines import WorkloadPhase as P
@@ -35,7 +35,6 @@ from kueue_provreq.machines.phases import provisioning_request_phase
 from kueue_provreq.manifests.codec import format_duration, format_time
 from kueue_provreq.simulation.autoscaler import PROVISION_AT_ONCE, Script, attempt_of
 from kueue_provreq.simulation.drive import AutoscalerDriver, JobDriver, ScriptModel
-from kueue_provreq.simulation.inputs import manages
 from kueue_provreq.simulation.loop import Loop
 from kueue_provreq.simulation.watch import Watch
 from kueue_provreq.world import World
@@ -66,7 +65,7 @@ class WorkloadForecast:
     namespace: str
     name: str
     job: str | None
-    """The Job the workload came from (its name), or None for a Workload given as such."""
+    """The job the workload came from (its name), or None for a Workload given as such."""
     outcome: str
     """``Admitted``, ``Deactivated``, ``Finished`` or ``Pending`` (anything else at the end)."""
     admitted_at: Time | None
@@ -75,6 +74,8 @@ class WorkloadForecast:
     """ProvisioningRequests created for its provisioning checks (those the manifests held
     included)."""
     timeline: tuple[Entry, ...]
+    job_kind: str | None = None
+    """The job's kind (``Job``, ``JobSet``, ``PyTorchJob``)."""
 
     def to_json(self) -> dict[str, Any]:
         return {"namespace": self.namespace, "name": self.name, "job": self.job, "outcome": self.outcome,
@@ -90,7 +91,7 @@ class Forecast:
     until: int
     workloads: tuple[WorkloadForecast, ...]
     unmanaged: tuple[str, ...] = ()
-    """Jobs Kueue does not manage (no queue name, ``manageJobsWithoutQueueName`` off)."""
+    """The jobs Kueue does not manage, each with the reason (``Kind ns/name: why``)."""
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"at": format_time(self.at), "workloads": [w.to_json() for w in self.workloads]}
@@ -101,13 +102,12 @@ class Forecast:
     def table(self) -> str:
         lines = [f"at {format_time(self.at)}, autoscaler {self.script} (the last item repeats), "
                  f"for at most {format_duration(self.until)}"]
-        for job in self.unmanaged:
-            lines += ["", f"Job {job}: not managed by Kueue (no {c.LABEL_QUEUE_NAME} label and "
-                          "manageJobsWithoutQueueName is off): it runs without admission"]
+        for verdict in self.unmanaged:
+            lines += ["", f"{verdict}: not managed by Kueue, it runs without admission"]
         if not self.workloads and not self.unmanaged:
             lines += ["", "no workloads"]
         for w in self.workloads:
-            source = f" (Job {w.job})" if w.job else ""
+            source = f" ({w.job_kind} {w.job})" if w.job else ""
             if w.outcome == "Admitted" and w.admitted_at is not None:
                 verdict = f"Admitted at {relative(w.admitted_at - self.at)}"
             else:
@@ -149,7 +149,7 @@ class _Story(Watch):
         self.jobs: JobDriver | None = None
         for wl in world.objects(c.WORKLOAD):
             assert isinstance(wl, Workload)
-            self._created(wl)
+            self._created(wl, given=True)
 
     def _add(self, wl_key: Key, entry: Entry) -> None:
         self.entries.setdefault(wl_key, []).append(entry)
@@ -157,16 +157,21 @@ class _Story(Watch):
     def _rel(self, t: int) -> str:
         return relative(t - self.start)
 
-    def _created(self, wl: Workload) -> None:
-        owner = next((r.name for r in wl.metadata.owner_references if r.kind == c.JOB), None)
-        origin = f"created from Job {owner}" if owner else "created"
+    def _created(self, wl: Workload, given: bool = False) -> None:
+        """A Workload's first entry: a change from nothing (the job reconciler created it), or,
+        for one the manifests held, where it stands at the start."""
+        owner = next((r for r in wl.metadata.owner_references if r.kind in JOB_KINDS), None)
+        origin = f"created from {owner.kind} {owner.name}" if owner else "created"
+        if given:
+            origin = f"{self.phases[key_of(wl)]} at the start" + (f" ({owner.kind} {owner.name})" if owner else "")
         if not wl.spec.queue_name:
             where = "it has no queue name, so no queue will ever admit it"
         else:
             cq = cluster_queue_name(self.world, wl)
             target = f" (ClusterQueue {cq})" if cq else ", which does not exist"
             where = f"queued in LocalQueue {wl.spec.queue_name}{target}"
-        self._add(key_of(wl), Entry(self.loop.now, f"{origin}; {where}", "created", after=self.phases[key_of(wl)]))
+        self._add(key_of(wl), Entry(self.loop.now, f"{origin}; {where}", "created" if given else "phase",
+                                    after=self.phases[key_of(wl)]))
 
     def on_workload_created(self, actor: str, wl: Workload) -> None:
         self._created(wl)
@@ -315,10 +320,14 @@ def forecast(objects: Sequence[KubeObject], at: Time, script: Script = PROVISION
              config: Configuration = Configuration(), until: int = DEFAULT_UNTIL) -> Forecast:
     """The future of every workload among ``objects`` (Jobs become their Workloads) from
     ``at``, Cluster Autoscaler answering as ``script`` says, for at most ``until`` seconds."""
-    unmanaged = [o for o in objects if isinstance(o, Job) and not manages(config, o)]
-    world = build_world([o for o in objects if not any(o is u for u in unmanaged)], at)
-    unmanaged_names = tuple(f"{o.metadata.namespace}/{o.metadata.name or o.metadata.extra.get('generateName', '') + '*'}"
-                            for o in unmanaged)
+    world = build_world(objects, at, config)
+    unmanaged = []
+    for kind in JOB_KINDS:
+        for obj in world.objects(kind):
+            verdict = job.management(world, obj, config)  # type: ignore[arg-type]
+            if not verdict.managed:
+                unmanaged.append(f"{obj.KIND} {obj.metadata.namespace}/{obj.metadata.name}: "
+                                 f"{verdict.error or verdict.why}")
     story: _Story | None = None
 
     def listener(actor: str, effect: Any) -> None:
@@ -344,11 +353,12 @@ def forecast(objects: Sequence[KubeObject], at: Time, script: Script = PROVISION
     for wl in sorted((o for o in world.objects(c.WORKLOAD) if isinstance(o, Workload)),
                      key=lambda w: (w.metadata.namespace, w.metadata.name)):
         key = key_of(wl)
-        job = next((r.name for r in wl.metadata.owner_references if r.kind == c.JOB), None)
-        out.append(WorkloadForecast(wl.metadata.namespace, wl.metadata.name, job,
+        owner = next((r for r in wl.metadata.owner_references if r.kind in JOB_KINDS), None)
+        out.append(WorkloadForecast(wl.metadata.namespace, wl.metadata.name, owner.name if owner else None,
                                     OUTCOMES.get(story.phases[key], PENDING), story.admitted_at.get(key),
-                                    story.attempts.get(key, 0), story.timeline(key)))
-    return Forecast(at, script, until, tuple(out), unmanaged_names)
+                                    story.attempts.get(key, 0), story.timeline(key),
+                                    owner.kind if owner else None))
+    return Forecast(at, script, until, tuple(out), tuple(unmanaged))
 
 
 def _admitted_owner(world: World) -> Any:

@@ -27,12 +27,12 @@ import attrs
 
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.frozen import FrozenMap
-from kueue_provreq.api.job import Job
 from kueue_provreq.api.meta import Time
-from kueue_provreq.api.objects import Key, key_of
+from kueue_provreq.api.objects import JobObject, Key, key_of
 from kueue_provreq.api.provisioning import ProvisioningRequest
 from kueue_provreq.api.workload import Workload
-from kueue_provreq.explain import build_world, workload_for_job
+from kueue_provreq.controllers import job as jobs
+from kueue_provreq.explain import build_world
 from kueue_provreq.machines import WorkloadPhase as P
 from kueue_provreq.simulation.drive import AutoscalerDriver, JobDriver
 from kueue_provreq.simulation.fleet import Draws, FleetModel
@@ -434,18 +434,19 @@ class _Arrivals:
         self._next()
         self.loop.write("arrival", Create(wl))
 
-    def _from_template(self, obj: Workload | Job, i: int) -> Workload:
+    def _from_template(self, obj: Workload | JobObject, i: int) -> Workload:
         meta = obj.metadata
         prefix = str(meta.extra.get("generateName") or "") or f"{meta.name}-"
         name = f"{prefix}{i:0{self.width}d}"
         extra = FrozenMap({k: v for k, v in meta.extra.items() if k != "generateName"})
         if isinstance(obj, Workload):
             return attrs.evolve(obj, metadata=attrs.evolve(meta, name=name, extra=extra))
-        # a Job the world does not hold: its uid lives outside the world's own sequence
-        job = attrs.evolve(obj, metadata=attrs.evolve(meta, name=name, extra=extra,
-                                                      uid=f"00000000-0000-4000-9000-{i:012x}",
-                                                      namespace=meta.namespace or "default"))
-        return workload_for_job(job)
+        # a job the world does not hold (the job reconciler's implicit job): its uid lives
+        # outside the world's own sequence
+        job: JobObject = attrs.evolve(obj, metadata=attrs.evolve(
+            meta, name=name, extra=extra, uid=f"00000000-0000-4000-9000-{i:012x}",
+            namespace=meta.namespace or "default"))
+        return jobs.workload_for(job, self.sim.config)
 
 
 def simulate(sim: Simulation, *, verify: bool = False, progress: Callable[[int], None] | None = None) -> Report:

@@ -22,16 +22,23 @@ import attrs
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.config import Configuration
 from kueue_provreq.api.frozen import FrozenMap
-from kueue_provreq.api.job import Job
 from kueue_provreq.api.meta import Time
-from kueue_provreq.api.objects import KubeObject
+from kueue_provreq.api.objects import JOB_KINDS, JobObject, KubeObject
 from kueue_provreq.api.quantity import QuantityError, parse_quantity
 from kueue_provreq.api.workload import Workload
-from kueue_provreq.manifests import ManifestError, load_configuration, load_file, load_object, load_yaml_documents
+from kueue_provreq.controllers import job as jobs
+from kueue_provreq.manifests import (
+    ManifestError,
+    load_configuration,
+    load_configuration_file,
+    load_file,
+    load_object,
+    load_yaml_documents,
+)
 from kueue_provreq.manifests.codec import describe, format_duration, parse_duration, parse_time
 from kueue_provreq.manifests.yamlio import locate
-from kueue_provreq.simulation.inputs import manages
 from kueue_provreq.simulation.settings import RETRY_STRATEGY_FIELDS, format_path
+from kueue_provreq.world import World
 
 T = TypeVar("T")
 Path_ = tuple[str | int, ...]
@@ -112,7 +119,8 @@ class ClassModel:
 class Template:
     name: str
     weight: float
-    obj: Workload | Job
+    obj: Workload | JobObject
+    """A Workload, or a job as Kueue's webhook leaves it on create."""
     jobs: JobModel
 
 
@@ -295,7 +303,7 @@ def parse(document: Document, *, config: Configuration | None = None, count: int
     setup = _setup(r, data.get("setup", {}), retry_strategy or {}, overridden or {})
     jobs = _job_model(r, data.get("jobs", {}), ("jobs",), JobModel())
     w = r.mapping(data["workloads"], ("workloads",), ("count", "arrival", "templates", "trace"))
-    templates = _templates(r, w.get("templates", []), jobs, config)
+    templates = _templates(r, w.get("templates", []), jobs, config, World(setup))
     trace = _trace(r, w.get("trace"), {t.name for t in templates})
     if not templates and not trace:
         raise r.error(("workloads",), "needs templates or a trace")
@@ -316,8 +324,7 @@ def _configuration(r: _Reader, value: Any) -> Configuration:
     if value is None:
         return Configuration()
     if isinstance(value, str):
-        from kueue_provreq.simulation.inputs import load_config_file  # the one loader of config files
-        return load_config_file(r.file(value, ("configuration",)))
+        return load_configuration_file(r.file(value, ("configuration",)))
     if not isinstance(value, Mapping):
         raise r.error(("configuration",), f"expected a file path or a Configuration, got {describe(value)}")
     return load_configuration(value, scenario=False)
@@ -345,7 +352,7 @@ def _setup(r: _Reader, value: Any, retry_strategy: Mapping[str, Any],
             objects.append(obj)
             continue
         obj = load_object(doc)
-        if isinstance(obj, (Workload, Job)):
+        if isinstance(obj, Workload) or obj.KIND in JOB_KINDS:
             raise ManifestError("workloads go under workloads.templates or workloads.trace, not in the setup",
                                 obj=f"{obj.KIND} {obj.metadata.namespace}/{obj.metadata.name}",
                                 source=locate(doc, "kind"))
@@ -375,7 +382,8 @@ def _job_model(r: _Reader, value: Any, path: Path_, default: JobModel) -> JobMod
     return JobModel(ready, running)
 
 
-def _templates(r: _Reader, value: Any, jobs: JobModel, config: Configuration) -> tuple[Template, ...]:
+def _templates(r: _Reader, value: Any, job_model: JobModel, config: Configuration,
+               setup: World) -> tuple[Template, ...]:
     items = r.typed(value, ("workloads", "templates"), list, "a list of templates")
     out: list[Template] = []
     for i, item in enumerate(items):
@@ -389,14 +397,20 @@ def _templates(r: _Reader, value: Any, jobs: JobModel, config: Configuration) ->
             raise r.error(path, "needs exactly one of job or workload")
         kind = "job" if "job" in t else "workload"
         obj = load_object(t[kind])
-        if not isinstance(obj, (Job, Workload)) or (kind == "job") != isinstance(obj, Job):
-            raise r.error((*path, kind), f"expected a {'batch/v1 Job' if kind == 'job' else 'Workload'}, "
-                                         f"got a {obj.KIND}")
-        if isinstance(obj, Job) and not manages(config, obj):
-            raise r.error((*path, kind), f"Kueue would not manage this Job: it has no {c.LABEL_QUEUE_NAME} "
-                                         "label and manageJobsWithoutQueueName is off")
-        out.append(Template(name, weight, obj, _job_model(r, {k: t[k] for k in ("podsReadyTime", "runningTime")
-                                                               if k in t}, path, jobs)))
+        is_job = obj.KIND in JOB_KINDS
+        if not (is_job or isinstance(obj, Workload)) or (kind == "job") != is_job:
+            wanted = "job (Job, JobSet, PyTorchJob)" if kind == "job" else "Workload"
+            raise r.error((*path, kind), f"expected a {wanted}, got a {obj.KIND}")
+        if is_job:
+            # as Kueue's webhook creates it (the default LocalQueue), then whether Kueue manages it
+            obj = jobs.defaulted(setup, obj, config)
+            verdict = jobs.management(setup, obj, config)  # type: ignore[arg-type]
+            if not verdict.managed:
+                raise r.error((*path, kind), f"Kueue would not manage this {obj.KIND}: "
+                                             f"{verdict.error or verdict.why}")
+        overrides = {k: t[k] for k in ("podsReadyTime", "runningTime") if k in t}
+        template: Workload | JobObject = obj  # type: ignore[assignment]  # checked above: a Workload or a job
+        out.append(Template(name, weight, template, _job_model(r, overrides, path, job_model)))
     return tuple(out)
 
 
