@@ -6,10 +6,10 @@ STAMP := $(VENV)/.installed
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
-	$(BIN)/pip install -q --disable-pip-version-check -e '.[dev,docs]'
+	$(BIN)/pip install -q --disable-pip-version-check -e '.[dev,docs,sim]'
 	touch $@
 
-.PHONY: setup demo test bench docs docs-check docs-screenshots
+.PHONY: setup demo test bench bench-sim docs docs-check docs-screenshots
 setup: $(STAMP)
 
 demo: $(STAMP)
@@ -82,3 +82,7 @@ docs-screenshots: docs $(PLAYWRIGHT)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_core.py
+
+# 100,000 simulated workloads against the settle benchmark (long: minutes)
+bench-sim: $(STAMP)
+	$(BIN)/python benchmarks/bench_sim.py

@@ -21,11 +21,12 @@ extensions = [
     "sphinx.ext.doctest",
     "myst_parser",
     "machine_diagrams",
+    "command_output",
 ]
 
 # Markdown only for the conformance contract, which is written (and read on GitHub) as Markdown.
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
-exclude_patterns = ["_build", "_vendor", "README.md"]
+exclude_patterns = ["_build", "_vendor", "_generated", "README.md"]
 html_theme = "alabaster"
 # Wider than alabaster's 940 px so that the state diagrams and the transition tables fit.
 html_theme_options = {"page_width": "1200px", "body_max_width": "none"}

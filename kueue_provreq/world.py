@@ -269,13 +269,18 @@ class World:
         del self._objects[key]
         del self._by_kind[key[0]][key]
         for ref in obj.metadata.owner_references:
-            idx = self._owned_by_name.get((key[0], key[1], ref.name))
+            index_key = (key[0], key[1], ref.name)
+            idx = self._owned_by_name.get(index_key)
             if idx is not None:
                 idx.pop(key, None)
+                if not idx:  # a world that keeps changing must not keep an entry per owner ever seen
+                    del self._owned_by_name[index_key]
             if ref.uid:
                 dep = self._dependents.get(ref.uid)
                 if dep is not None:
                     dep.pop(key, None)
+                    if not dep:
+                        del self._dependents[ref.uid]
 
     def _delete_cascading(self, key: Key) -> list[Key]:
         obj = self._objects.get(key)
