@@ -108,6 +108,17 @@ def test_validate_takes_the_switch_on_the_command_line(tmp_path: Any) -> None:
     assert out.returncode == 0 and "valid AdmissionCheck ac" in out.stdout
 
 
+@pytest.mark.parametrize("command", ["explain", "forecast"])
+def test_explain_and_forecast_take_the_switch_too(tmp_path: Any, command: str) -> None:
+    import yaml
+
+    from builders import cli
+    path = tmp_path / "ac.yaml"
+    path.write_text(yaml.safe_dump(admission_check(c.PREEMPTION_POLICY_ANYTIME)))
+    assert cli(command, "-f", str(path)).returncode == 2
+    assert cli(command, "-f", str(path), "--semantics", "kep-993-preemption").returncode == 0
+
+
 # --- the policy -------------------------------------------------------------------------------------
 
 CQ = ClusterQueue(ObjectMeta(name="cq", uid="cq"), ClusterQueueSpec(
