@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
-	$(BIN)/pip install -q --disable-pip-version-check -e '.[dev,docs]'
+	$(BIN)/pip install -q --disable-pip-version-check -e '.[dev,docs,cluster]'
 	touch $@
 
 .PHONY: setup demo test bench docs docs-check
