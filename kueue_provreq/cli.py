@@ -1,7 +1,8 @@
 """``kueue-provreq``: kubectl-style commands over the model.
 
 ``conform`` judges conformance scenarios, ``run`` watches one unfold, ``explain`` says what
-each controller would do next to real manifests, ``validate`` checks manifests as the API
+each controller would do next to real manifests or a live cluster, ``audit`` checks a cluster
+snapshot against the model's guarantees, ``validate`` checks manifests as the API
 server would, ``diagram`` draws the lifecycles, and ``explore`` (when present) searches a
 small world exhaustively.  Manifests are given as ``-f FILE|DIR|-``, kubectl's way.
 
@@ -20,6 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
+import attrs
 import yaml
 
 from kueue_provreq import __version__, diagrams
@@ -31,7 +33,7 @@ from kueue_provreq.explain import explain
 from kueue_provreq.explore.cli import add_explore_command
 from kueue_provreq.machines import MACHINES
 from kueue_provreq.manifests import ManifestError, dump_object, load_file, load_object, load_yaml_documents
-from kueue_provreq.manifests.codec import parse_time
+from kueue_provreq.manifests.codec import parse_duration, parse_time
 
 PROG = "kueue-provreq"
 
@@ -82,11 +84,27 @@ def build_parser() -> argparse.ArgumentParser:
                     "batch/v1 Jobs, which become their Workload as Kueue's job integration "
                     "creates it), run every controller's reconcile once at TIME, and print where "
                     "each workload and admission check stands, with the rule that decides it, "
-                    "then each controller's next effects.")
-    _manifest_options(explain_cmd, ("table", "yaml", "json"))
-    explain_cmd.add_argument("--at", metavar="TIME", default=None,
-                             help="the clock, an RFC 3339 time like 2024-01-01T00:10:00Z (default: now)")
+                    "then each controller's next effects. With --kubeconfig it reads the same "
+                    "objects from a live cluster (list calls only).")
+    _source_options(explain_cmd, ("table", "yaml", "json"))
     explain_cmd.set_defaults(func=_explain)
+
+    audit_cmd = commands.add_parser(
+        "audit", parents=[debug], help="check a cluster snapshot: broken invariants, orphans, "
+                                       "misconfiguration, stuck work",
+        description="Check the objects of a dump (-f) or a live cluster (--kubeconfig) against what "
+                    "the model guarantees and print one line per finding with its object and rule. "
+                    "Broken invariants, orphans and duplicate requests are errors (exit status 1); "
+                    "misconfiguration and stuck work are warnings (exit status 0, or 1 with --strict).")
+    _source_options(audit_cmd, ("table", "json"))
+    audit_cmd.add_argument("--strict", action="store_true", help="exit with status 1 on warnings too")
+    audit_cmd.add_argument("--overdue", metavar="DURATION", default="5m",
+                           help="how long past its time a Retry, or a Provisioned request whose check is "
+                                "still Pending, is reported (default 5m)")
+    audit_cmd.add_argument("--quota-wait", metavar="DURATION", default="30m",
+                           help="how long a workload may hold quota while its checks are not Ready "
+                                "(default 30m)")
+    audit_cmd.set_defaults(func=_audit)
 
     validate_cmd = commands.add_parser(
         "validate", parents=[debug], help="check manifests as the API server would on create",
@@ -124,6 +142,76 @@ def _manifest_options(cmd: argparse.ArgumentParser, outputs: tuple[str, ...]) ->
                      help=f"{', '.join(outputs)} (default {outputs[0]})")
 
 
+def _source_options(cmd: argparse.ArgumentParser, outputs: tuple[str, ...]) -> None:
+    """``-f`` manifests or dumps, or a live cluster; ``--at`` the clock."""
+    source = cmd.add_mutually_exclusive_group(required=True)
+    source.add_argument("-f", "--filename", action="append", metavar="FILE|DIR|-",
+                        help="a manifest or dump file, a folder of *.yaml/*.yml/*.json files, or - for "
+                             "stdin; repeatable")
+    source.add_argument("--kubeconfig", metavar="PATH",
+                        help="read a live cluster through this kubeconfig instead (read-only: list calls; "
+                             "needs the 'cluster' extra)")
+    cmd.add_argument("--context", metavar="NAME", help="the kubeconfig context (default: its current one)")
+    cmd.add_argument("-n", "--namespace", metavar="NS", default="",
+                     help="with --kubeconfig: read namespaced objects of NS only (default: all namespaces)")
+    cmd.add_argument("-o", "--output", choices=outputs, default=outputs[0],
+                     help=f"{', '.join(outputs)} (default {outputs[0]})")
+    cmd.add_argument("--at", metavar="TIME", default=None,
+                     help="the clock, an RFC 3339 time like 2024-01-01T00:10:00Z (default: now)")
+
+
+@attrs.frozen
+class Input:
+    """What explain and audit read: the objects, the kinds that could not be read, the time."""
+
+    objects: tuple[KubeObject, ...]
+    now: Time
+    unread: frozenset[str] = frozenset()
+
+
+def read_input(args: argparse.Namespace) -> Input:
+    """The objects of ``-f`` or of the cluster ``--kubeconfig`` names; warnings go to stderr."""
+    if args.context is not None and args.kubeconfig is None:
+        raise UsageError("--context needs --kubeconfig")
+    if args.namespace and args.kubeconfig is None:
+        raise UsageError("--namespace needs --kubeconfig (a dump holds what it holds)")
+    now = _clock(args.at)
+    if args.kubeconfig is None:
+        return Input(tuple(load_manifests(args.filename)), now)
+    from kueue_provreq.cluster import client, snapshot
+
+    try:
+        with client.connect(args.kubeconfig, args.context) as api:
+            snap = snapshot.read(api, args.namespace)
+        objects = snapshot.to_objects(snap.documents, snap.source)
+    except (client.ClusterError, client.ApiError) as e:
+        raise UsageError(str(e)) from None
+    except ManifestError as e:
+        raise UsageError(str(e)) from None
+    for warning in snap.warnings:
+        print(f"{PROG}: warning: {warning}", file=sys.stderr)
+    return Input(tuple(objects), now, snap.unread)
+
+
+def _clock(at: str | None) -> Time:
+    if at is None:
+        return Time(int(time.time()))
+    try:
+        return Time(parse_time(at))
+    except ValueError as e:
+        raise UsageError(f"--at: {e}") from None
+
+
+def _duration(option: str, text: str) -> int:
+    try:
+        seconds = parse_duration(text)
+    except ValueError as e:
+        raise UsageError(f"{option}: {e}") from None
+    if seconds < 0:
+        raise UsageError(f"{option}: must not be negative, got {text}")
+    return int(seconds)
+
+
 def _documents(source: str) -> list[dict[str, Any]]:
     """The YAML (or JSON) documents of one ``-f`` argument, in kubectl's order."""
     if source == "-":
@@ -158,19 +246,27 @@ def _print_data(data: Any, output: str) -> None:
 
 
 def _explain(args: argparse.Namespace) -> int:
-    if args.at is None:
-        now = int(time.time())
-    else:
-        try:
-            now = parse_time(args.at)
-        except ValueError as e:
-            raise UsageError(f"--at: {e}") from None
-    report = explain(load_manifests(args.filename), Time(now))
+    given = read_input(args)
+    report = explain(given.objects, given.now)
     if args.output == "table":
         print(report.table(), end="")
     else:
         _print_data(report.to_json(), args.output)
     return 0
+
+
+def _audit(args: argparse.Namespace) -> int:
+    from kueue_provreq.audit import Thresholds, audit
+
+    limits = Thresholds(overdue=_duration("--overdue", args.overdue),
+                        quota_wait=_duration("--quota-wait", args.quota_wait))
+    given = read_input(args)
+    report = audit(given.objects, given.now, limits, given.unread)
+    if args.output == "json":
+        print(json.dumps(report.to_json(), indent=2))
+    else:
+        print(report.table(), end="")
+    return report.exit_status(args.strict)
 
 
 def _validate(args: argparse.Namespace) -> int:

@@ -206,7 +206,8 @@ class Story:
         self.workload_uid = uid[:-4] + "a" + uid[-3:]
         self.suspend = True
         self.job_status: Obj = {}
-        self.conditions: list[Obj] = []
+        self.conditions: list[Obj] = [cond("PodsReady", "False", "WaitForStart",
+                                           "Not all pods are ready or succeeded", created)]
         self.admission: Obj | None = None
         self.checks: list[Obj] = []
         self.requeue_state: Obj | None = None
@@ -463,9 +464,11 @@ def healthy_stories() -> list[Story]:
     job_conditions_suspended(d)
 
     c = Story("eval-c", "5c6d7e8f-9a0b-4c1d-8e2f-3a4b5c6d7e03", "2026-11-20T09:50:00Z", pods=4)
-    c.conditions = [cond("QuotaReserved", "False", "WaitingForQuota",
-                         "couldn't assign flavors to pod set main: insufficient unused quota for nvidia.com/gpu "
-                         "in flavor a100, 4 more needed", "2026-11-20T09:50:01Z")]
+    c._set(cond("QuotaReserved", "False", "WaitingForQuota",
+                "couldn't assign flavors to pod set main: insufficient unused quota for nvidia.com/gpu "
+                "in flavor a100, 4 more needed", "2026-11-20T09:50:01Z"))
+    c._set(cond("Admitted", "False", "NoReservation", "The workload has no reservation", "2026-11-20T09:50:01Z"))
+    c.checks = [{"lastTransitionTime": "2026-11-20T09:50:01Z", "message": "", "name": CHECK, "state": "Pending"}]
     job_conditions_suspended(c)
     return [a, b, d, c]
 
@@ -568,15 +571,15 @@ def troubled_stories() -> list[Story]:
 
 
 def orphans() -> list[Obj]:
-    """A request whose Workload is gone (its uid matches no object), and its template."""
+    """A request whose Workload is gone (its uid matches no object) with its template, and the
+    template of a second attempt whose request is gone."""
     gone = Story("old-f", "6f7a8b9c-0d1e-4f2a-9b3c-5d6e7f8a9b06", "2026-11-19T22:00:00Z", pods=1, gpus=1)
     gone.reserve("2026-11-19T22:00:01Z")
     pr = gone.request(1, "2026-11-19T22:00:02Z")
     gone.autoscaler(pr, "Accepted", "Accepted", "ProvisioningRequest is accepted by ClusterAutoscaler",
                     "2026-11-19T22:00:09Z")
-    template = gone.templates[0]
-    template["metadata"]["ownerReferences"][0]["uid"] = "00000000-dead-4bad-8bad-000000000000"
-    return [pr, template]
+    gone.request(2, "2026-11-19T22:30:02Z")
+    return [pr, *gone.templates]
 
 
 def misconfiguration() -> list[Obj]:
