@@ -28,6 +28,7 @@ class Request:
     path: str
     query: dict[str, str]
     headers: dict[str, str]
+    """Names in lower case: HTTP header names are case-insensitive."""
     body: Any
 
 
@@ -57,7 +58,7 @@ class RecordedAPIServer:
                 raw = self.rfile.read(length) if length else b""
                 body = json.loads(raw) if raw else None
                 req = Request(self.command, url.path, dict(parse_qsl(url.query, keep_blank_values=True)),
-                              {k: v for k, v in self.headers.items()}, body)
+                              {k.lower(): v for k, v in self.headers.items()}, body)
                 answer = server._answer(req)
                 if answer is None:
                     self._send(404, {"Content-Type": "application/json"},

@@ -214,6 +214,7 @@ class Client:
             if pending.strip():
                 yield self._event(res, pending)
         finally:
+            raw.close()  # a watch left early must not go back to the pool half read
             raw.release_conn()
 
     @staticmethod
