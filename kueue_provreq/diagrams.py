@@ -1,7 +1,7 @@
 """State diagrams drawn from the machine declarations, as Graphviz DOT and Mermaid text.
 
 This is an edge module: the docs build and humans use it, the core never imports
-it.  Every state and edge comes from a :class:`~kueue_provreq.machines.MachineTable`,
+it.  Every state and edge comes from a :class:`~kueue_provreq.machines.MachineTable[Any, Any]`,
 so a diagram cannot drift from the tables the controllers consult (h11's warning
 about hand-drawn diagrams is the failure this avoids).
 
@@ -18,7 +18,7 @@ Conventions shared by both formats:
   in Mermaid.
 
 Edges with the same source and trigger are tried in declaration order and the
-first whose guards hold wins (:meth:`MachineTable.fire`); the labels show each
+first whose guards hold wins (:meth:`MachineTable[Any, Any].fire`); the labels show each
 edge's own guards, not the negation of the earlier ones.
 
 >>> from kueue_provreq.machines import PROVISIONING_REQUEST_MACHINE as pr
@@ -32,6 +32,7 @@ import re
 import shutil
 import subprocess
 from collections.abc import Iterable
+from typing import Any
 
 from kueue_provreq.machines import MACHINES, Edge, MachineTable
 
@@ -43,17 +44,19 @@ class GraphvizError(RuntimeError):
     """Rendering needs the Graphviz ``dot`` binary, and it is missing or refused the input."""
 
 
-def edge_label(edge: Edge) -> str:
+def edge_label(edge: Edge[Any, Any]) -> str:
     """The trigger and its guards, e.g. ``request_failed [newer_attempt]``.
 
-    >>> edge_label(Edge("Pending", "request_failed", "Rejected", unless=("within_backoff_limit",)))
+    >>> from kueue_provreq.machines import CheckState, CheckTrigger, Guard
+    >>> edge_label(Edge(CheckState.PENDING, CheckTrigger.REQUEST_FAILED, CheckState.REJECTED,
+    ...                 unless=(Guard.WITHIN_BACKOFF_LIMIT,)))
     'request_failed [!within_backoff_limit]'
     """
-    guards = [*edge.conditions, *(f"!{g}" for g in edge.unless)]
-    return f"{edge.trigger} [{', '.join(guards)}]" if guards else edge.trigger
+    guards = [*map(str, edge.conditions), *(f"!{g}" for g in edge.unless)]
+    return f"{edge.trigger} [{', '.join(guards)}]" if guards else str(edge.trigger)
 
 
-def _terminal_states(table: MachineTable) -> list[str]:
+def _terminal_states(table: MachineTable[Any, Any]) -> list[str]:
     sources = {e.source for e in table.edges}
     return [s for s in table.states if s not in sources]
 
@@ -65,7 +68,7 @@ def _dot_id(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def _dot_lines(table: MachineTable, prefix: str, indent: str) -> list[str]:
+def _dot_lines(table: MachineTable[Any, Any], prefix: str, indent: str) -> list[str]:
     """Nodes and edges of one machine; ``prefix`` keeps node ids unique in the combined view."""
     terminal = set(_terminal_states(table))
     start = f"{prefix}__start__"
@@ -98,7 +101,7 @@ _DOT_DEFAULTS = [
 ]
 
 
-def to_dot(table: MachineTable) -> str:
+def to_dot(table: MachineTable[Any, Any]) -> str:
     """One machine as a DOT digraph; node ids are the state names."""
     lines = [f"digraph {_dot_id(table.name)} {{", f"  id={_dot_id(table.name)};",
              f"  label={_dot_id(table.title)};"]
@@ -108,7 +111,7 @@ def to_dot(table: MachineTable) -> str:
     return "\n".join(lines) + "\n"
 
 
-def combined_dot(tables: Iterable[MachineTable] = MACHINES.values()) -> str:
+def combined_dot(tables: Iterable[MachineTable[Any, Any]] = MACHINES.values()) -> str:
     """Every machine as one cluster of a single digraph, node ids ``<machine>.<state>``.
 
     The machines run side by side on different objects (a Workload, each entry
@@ -135,7 +138,7 @@ def _mermaid_id(prefix: str, state: str) -> str:
     return re.sub(r"\W", "_", f"{prefix}_{state}")
 
 
-def _mermaid_lines(table: MachineTable, indent: str) -> list[str]:
+def _mermaid_lines(table: MachineTable[Any, Any], indent: str) -> list[str]:
     ids = {s: _mermaid_id(table.name, s) for s in table.states}
     lines = [f'{indent}state "{s}" as {ids[s]}' for s in table.states]
     lines.append(f"{indent}[*] --> {ids[table.initial]}")
@@ -145,7 +148,7 @@ def _mermaid_lines(table: MachineTable, indent: str) -> list[str]:
     return lines
 
 
-def to_mermaid(table: MachineTable) -> str:
+def to_mermaid(table: MachineTable[Any, Any]) -> str:
     """One machine as a Mermaid ``stateDiagram-v2``; state ids are ``<machine>_<state>``
     (Mermaid ids must be identifiers, and some state names repeat across machines)."""
     lines = [f"%% {table.title}", "stateDiagram-v2", "    direction LR"]
@@ -153,7 +156,7 @@ def to_mermaid(table: MachineTable) -> str:
     return "\n".join(lines) + "\n"
 
 
-def combined_mermaid(tables: Iterable[MachineTable] = MACHINES.values()) -> str:
+def combined_mermaid(tables: Iterable[MachineTable[Any, Any]] = MACHINES.values()) -> str:
     """Every machine as a composite state of one diagram (the Mermaid twin of :func:`combined_dot`)."""
     lines = ["%% Workload, admission check and ProvisioningRequest lifecycles", "stateDiagram-v2",
              "    direction LR"]

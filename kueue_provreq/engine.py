@@ -25,7 +25,7 @@ from kueue_provreq.api.objects import Key, KubeObject, key_of
 from kueue_provreq.api.workload import Workload
 from kueue_provreq.controllers import admissioncheck, clusterqueue, job, provisioning, scheduler, workload
 from kueue_provreq.controllers.context import Context
-from kueue_provreq.machines import ADMISSION_CHECK_MACHINE, WORKLOAD_MACHINE, IllegalTransition
+from kueue_provreq.machines import ADMISSION_CHECK_MACHINE, MACHINES, WORKLOAD_MACHINE, IllegalTransition, WorkloadPhase
 from kueue_provreq.machines.phases import workload_phase
 from kueue_provreq.world import Create, Delete, Effect, Result, Update, World
 
@@ -65,22 +65,43 @@ class Recorder:
             self.on_effect(controller, key, effect)
 
 
-def verify_change(old: KubeObject | None, new: KubeObject) -> None:
-    """Refuse a Workload change that no declared transition allows."""
-    if not isinstance(new, Workload) or not isinstance(old, Workload) or old.status is new.status and old.spec is new.spec:
+def verify_change(old: KubeObject | None, update: Update) -> None:
+    """In verify mode, a Workload write must name, as its transitions, the fires that explain
+    every phase and check-state change it makes: chained from the old phase to the new one,
+    each a declared (source, trigger, target), each check's from its old state to its new one.
+    A plain lookup, not a second decision: the controller's fire was the decision."""
+    new = update.obj
+    if not isinstance(new, Workload) or not isinstance(old, Workload):
         return
-    before, after = workload_phase(old), workload_phase(new)
-    if before != after and not WORKLOAD_MACHINE.allows(before, after):
-        raise IllegalTransition(f"workload {new.metadata.namespace}/{new.metadata.name}: "
-                                f"{before} -> {after} is not a declared transition")
-    if old.status.admission_checks is new.status.admission_checks:
+    fired = update.transitions
+    if old.status is new.status and old.spec is new.spec and not fired:
         return
-    states = {s.name: s.state for s in old.status.admission_checks}
+    where = f"workload {new.metadata.namespace}/{new.metadata.name}"
+    for t in fired:
+        if not MACHINES[t.machine].declares(t):
+            raise IllegalTransition(f"{where}: {t.describe()} is not a declared transition")
+    phase = workload_phase(old)
+    for t in fired:
+        if t.machine == WORKLOAD_MACHINE.name:
+            if t.source != phase:
+                raise IllegalTransition(f"{where}: {t.describe()} fired from {phase}")
+            phase = WorkloadPhase(t.target)
+    after = workload_phase(new)
+    if after != phase:
+        raise IllegalTransition(f"{where}: the write leaves it {after}, its transitions say {phase}")
+    if old.status.admission_checks is new.status.admission_checks and not fired:
+        return
+    before = {s.name: s.state for s in old.status.admission_checks}
+    moved = {t.item: t for t in fired if t.machine == ADMISSION_CHECK_MACHINE.name}
     for s in new.status.admission_checks:
-        prev = states.get(s.name)
-        if prev is not None and prev != s.state and not ADMISSION_CHECK_MACHINE.allows(prev, s.state):
-            raise IllegalTransition(f"workload {new.metadata.namespace}/{new.metadata.name}: check "
-                                    f"{s.name} {prev} -> {s.state} is not a declared transition")
+        prev = before.get(s.name)
+        move = moved.get(s.name)
+        if move is not None:
+            if (move.source, move.target) != (prev, s.state):
+                raise IllegalTransition(f"{where}: check {s.name} went {prev} -> {s.state}, "
+                                        f"its transition says {move.describe()}")
+        elif prev is not None and prev != s.state:
+            raise IllegalTransition(f"{where}: check {s.name} {prev} -> {s.state} without a transition")
 
 
 class Manager:
@@ -284,7 +305,7 @@ class Manager:
                     if same(old, obj):
                         continue
                     if verify:
-                        verify_change(old, obj)
+                        verify_change(old, effect)
                 elif isinstance(effect, Delete):
                     if effect.kind == c.PROVISIONING_REQUEST:
                         self._remember_owner(effect)

@@ -41,7 +41,7 @@ from kueue_provreq.controllers import provisioning, queues, scheduler
 from kueue_provreq.controllers.backoff import check_requeue_after_seconds
 from kueue_provreq.controllers.context import Context
 from kueue_provreq.engine import RECONCILERS, SCHEDULER
-from kueue_provreq.machines import declarations as d
+from kueue_provreq.machines import WorkloadPhase as P
 from kueue_provreq.machines.phases import provisioning_request_phase, workload_phase
 from kueue_provreq.manifests.codec import format_duration, format_time
 from kueue_provreq.waits import Wait, waits
@@ -144,7 +144,8 @@ class Finding:
     """Where one object stands and the rule that puts it there."""
 
     subject: str
-    state: str
+    state: str = attrs.field(converter=str)
+    """A plain string (a phase or a check state), as YAML and JSON print it."""
     why: str
 
     def line(self) -> str:
@@ -264,9 +265,9 @@ def next_actions(world: World, ctx: Context) -> list[Action]:
 def _workload_finding(world: World, wl: Workload, now: Time) -> Finding:
     subject = f"workload {wl.metadata.namespace}/{wl.metadata.name}"
     phase = workload_phase(wl)
-    if phase in (d.PENDING, d.BACKOFF):
+    if phase in (P.PENDING, P.BACKOFF):
         rs = wl.status.requeue_state
-        if phase == d.BACKOFF and rs is not None and rs.requeue_at is not None and rs.requeue_at > now:
+        if phase == P.BACKOFF and rs is not None and rs.requeue_at is not None and rs.requeue_at > now:
             return Finding(subject, phase, f"requeued after a failed attempt; back in the queue at "
                                            f"{format_time(rs.requeue_at)} (in {rs.requeue_at - now}s)")
         if not wl.spec.queue_name:
@@ -281,15 +282,15 @@ def _workload_finding(world: World, wl: Workload, now: Time) -> Finding:
                                            "does not exist")
         return Finding(subject, phase, f"queued in LocalQueue {wl.spec.queue_name} -> ClusterQueue {cq}; "
                                        "the scheduler reserves quota when the podSets fit")
-    if phase == d.QUOTA_RESERVED:
+    if phase == P.QUOTA_RESERVED:
         waiting = [f"{s.name} ({s.state})" for s in wl.status.admission_checks if s.state != c.CHECK_READY]
         cq = wl.status.admission.cluster_queue if wl.status.admission else "?"
         return Finding(subject, phase, f"quota reserved in ClusterQueue {cq}; admitted once every "
                                        f"admission check is Ready (waiting for: {', '.join(waiting) or 'none'})")
-    cond = {d.ADMITTED: c.WORKLOAD_ADMITTED, d.EVICTED: c.WORKLOAD_EVICTED,
-            d.FINISHED: c.WORKLOAD_FINISHED}.get(phase)
+    cond = {P.ADMITTED: c.WORKLOAD_ADMITTED, P.EVICTED: c.WORKLOAD_EVICTED,
+            P.FINISHED: c.WORKLOAD_FINISHED}.get(phase)
     found = wl.condition(cond) if cond else None
-    if phase == d.INACTIVE:
+    if phase == P.INACTIVE:
         return Finding(subject, phase, "spec.active is false: it is not queued until reactivated")
     if found is not None:
         return Finding(subject, phase, f"{found.type}={found.status} ({found.reason}: {found.message})")

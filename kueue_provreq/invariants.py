@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 from decimal import Decimal
 
 import attrs
@@ -46,8 +47,8 @@ from kueue_provreq.machines import (
     PROVISIONING_REQUEST_MACHINE,
     WORKLOAD_MACHINE,
     MachineTable,
+    RequestPhase,
 )
-from kueue_provreq.machines import declarations as d
 from kueue_provreq.machines.phases import provisioning_request_phase, workload_phase
 from kueue_provreq.world import World
 
@@ -524,7 +525,7 @@ def no_stuck_workload(world: World, ctx: CheckContext) -> list[str]:
 # --- transition invariants ---------------------------------------------------------------------------
 
 
-def _reachable(machine: MachineTable) -> dict[str, frozenset[str]]:
+def _reachable(machine: MachineTable[Any, Any]) -> dict[str, frozenset[str]]:
     out = {}
     for s in machine.states:
         seen, todo = {s}, [s]
@@ -565,7 +566,7 @@ def transitions_are_declared(before: Snapshot, after: World, ctx: CheckContext) 
                 if s.state not in _REACH["admissioncheck"][src]:
                     out.append(f"{_name(new)} check {s.name}: {src} -> {s.state}")
         elif isinstance(new, ProvisioningRequest):
-            src = provisioning_request_phase(prev) if isinstance(prev, ProvisioningRequest) else d.PR_NEW
+            src = provisioning_request_phase(prev) if isinstance(prev, ProvisioningRequest) else RequestPhase.NEW
             dst = provisioning_request_phase(new)
             if dst not in _REACH["provisioningrequest"][src]:
                 out.append(f"request {new.metadata.name}: {src} -> {dst}")

@@ -23,6 +23,7 @@ from kueue_provreq.api.evolve import evolve
 from kueue_provreq.api.frozen import EMPTY, FrozenMap
 from kueue_provreq.api.meta import Time
 from kueue_provreq.api.objects import KINDS, Key, KubeObject, already_exists, key_of, not_found
+from kueue_provreq.machines.table import Transition
 
 # --- effects -------------------------------------------------------------------
 
@@ -35,6 +36,9 @@ class Create:
 @attrs.frozen
 class Update:
     obj: KubeObject
+    transitions: tuple[Transition, ...] = ()
+    """The fires of the declared machines that decided this write (the Workload's phase, its
+    checks' states); empty when the write moves neither."""
 
 
 @attrs.frozen
@@ -363,7 +367,9 @@ class Txn:
         self.effects.append(Create(stored))
         return stored, None
 
-    def update(self, obj: KubeObject) -> str | None:
+    def update(self, obj: KubeObject, transitions: tuple[Transition, ...] = ()) -> str | None:
+        """Write ``obj``; ``transitions`` are the fires that decided the write, if it moves
+        the object along a declared lifecycle."""
         kind, ns, name = key = key_of(obj)
         if self.world.faults:
             fault = self._fault("update", kind, name)
@@ -372,7 +378,7 @@ class Txn:
         if self._visible(key) is None:
             return not_found(kind, name)
         self._overlay[key] = obj
-        self.effects.append(Update(obj))
+        self.effects.append(Update(obj, transitions))
         return None
 
     def delete(self, kind: str, namespace: str, name: str) -> str | None:

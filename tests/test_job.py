@@ -23,6 +23,7 @@ from kueue_provreq.api.workload import (
 from kueue_provreq.controllers import job as integration
 from kueue_provreq.controllers.context import Context
 from kueue_provreq.engine import verify_change
+from kueue_provreq.machines.phases import workload_phase
 from kueue_provreq.world import NOTHING, Event, Fault, MetricInc, Result, Update, World
 
 T0 = Time(1_704_067_200)
@@ -106,8 +107,11 @@ def test_eviction_releases_quota_in_one_update(reason: str, requeued: str) -> No
     assert new.condition(c.WORKLOAD_EVICTED) == wl.condition(c.WORKLOAD_EVICTED)
     assert new.status.requeue_state == wl.status.requeue_state
     # implicit job: nothing else
-    assert len(result.effects) == 1
-    verify_change(wl, new)
+    [update] = result.effects
+    assert isinstance(update, Update)
+    verify_change(wl, update)
+    [release] = update.transitions
+    assert (release.trigger, release.target) == ("release_quota", workload_phase(new))
 
 
 def get_ltt(wl: Workload, type_: str) -> int | None:
@@ -217,6 +221,8 @@ def test_missing_workload() -> None:
 def test_released_workload_is_a_declared_transition_into_backoff_pending_or_inactive() -> None:
     for wl in (evicted(c.REASON_PREEMPTED), evicted(c.REASON_ADMISSION_CHECK),
                evicted("DeactivatedDueToAdmissionCheck", active=False)):
-        [new] = wl_updates(run(World([wl])))
-        verify_change(wl, new)
-        assert attrs.evolve(new, status=wl.status) == wl
+        [update] = run(World([wl])).effects
+        assert isinstance(update, Update)
+        verify_change(wl, update)
+        assert update.transitions[0].trigger == "release_quota"
+        assert attrs.evolve(update.obj, status=wl.status) == wl

@@ -5,6 +5,8 @@ spec rather than read back from the table."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import attrs
 import pytest
 from test_provisioning import KEY, base, check, cond, config, request, run, state_of, updated, workload
@@ -23,9 +25,14 @@ from kueue_provreq.api.workload import (
     WorkloadStatus,
 )
 from kueue_provreq.controllers import workload_status as ws
-from kueue_provreq.machines import declarations as d
+from kueue_provreq.machines import WorkloadPhase as d
+from kueue_provreq.machines import WORKLOAD_MACHINE
 from kueue_provreq.machines.phases import workload_phase
-from kueue_provreq.world import World
+from kueue_provreq.conformance.runner import quota_step, user_changes
+from kueue_provreq.controllers import workload as workload_controller
+from kueue_provreq.controllers.context import Context
+from kueue_provreq.engine import verify_change
+from kueue_provreq.world import Update, World
 
 T0 = 1_700_000_000
 STATES = (c.CHECK_PENDING, c.CHECK_READY, c.CHECK_RETRY, c.CHECK_REJECTED)
@@ -100,26 +107,29 @@ def phase_workload(phase: str) -> Workload:
     return wl
 
 
-def finish(wl: Workload) -> Workload:
-    return ws.set_cond(wl, c.WORKLOAD_FINISHED, c.TRUE, "Succeeded", "Job finished successfully", Time(T0))
+def finish(wl: Workload) -> Update:
+    new = ws.set_cond(wl, c.WORKLOAD_FINISHED, c.TRUE, "Succeeded", "Job finished successfully", Time(T0))
+    return Update(new, user_changes(wl, new))
 
 
-def deactivate(wl: Workload) -> Workload:
-    return attrs.evolve(wl, spec=attrs.evolve(wl.spec, active=False))
+def deactivate(wl: Workload) -> Update:
+    new = attrs.evolve(wl, spec=attrs.evolve(wl.spec, active=False))
+    return Update(new, user_changes(wl, new))
 
 
-def unset_quota(wl: Workload) -> Workload:
-    return ws.unset_quota_reservation(wl, c.REASON_EVICTED_BY_TEST, c.MSG_EVICTED_BY_TEST, Time(T0),
-                                      Configuration())
+def unset_quota(wl: Workload) -> Update:
+    return quota_step(wl, None, Time(T0), Configuration())
 
 
-def check_pending_again(wl: Workload) -> Workload:
-    wl = wl.with_status(admission_checks=(AdmissionCheckState("check1", c.CHECK_PENDING, Time(T0)),))
-    return ws.sync_admitted_condition(wl, Time(T0), Configuration())
-
-
-def delay(wl: Workload) -> Workload:
-    return ws.set_requeue_state(wl, Time(T0 + 60), increment=False)
+def delay(wl: Workload) -> Update:
+    """The workload controller records requeueAt for a Retry check of a workload without quota
+    (the check went Retry after the eviction: KEP-3258's race)."""
+    retry = AdmissionCheckState("check1", c.CHECK_RETRY, Time(T0), requeue_after_seconds=60)
+    wl = wl.with_status(admission_checks=(retry,))
+    [update] = workload_controller.reconcile(World([wl]), KEY, Context(Time(T0))).effects
+    assert isinstance(update, Update)
+    verify_change(wl, update)
+    return update
 
 
 #: Pairs that otherwise only the random histories of test_stateful.py reach: every one must be
@@ -135,18 +145,72 @@ def delay(wl: Workload) -> Workload:
     (d.BACKOFF, deactivate, d.INACTIVE),
     (d.EVICTED, deactivate, d.EVICTED),          # quota still held: the eviction runs its course
     (d.EVICTED, unset_quota, d.PENDING),         # the job integration's release, minus Requeued
-    (d.ADMITTED, check_pending_again, d.QUOTA_RESERVED),
     (d.PENDING, delay, d.BACKOFF),
 ])
-def test_workload_phase_changes(phase: str, change: object, expected: str) -> None:
-    world = World([phase_workload(phase)])
-    old = world.get(c.WORKLOAD, "ns", "wl")
-    assert isinstance(old, Workload) and callable(change)
-    new = change(old)
-    world.put(new)
-    assert workload_phase(new) == expected
-    if expected != phase:
-        assert d.WORKLOAD_MACHINE.allows(phase, expected)
+def test_workload_phase_changes(phase: str, change: Callable[[Workload], Update], expected: str) -> None:
+    old = phase_workload(phase)
+    update = change(old)
+    assert isinstance(update.obj, Workload) and workload_phase(update.obj) == expected
+    [fired] = [t for t in update.transitions if t.machine == WORKLOAD_MACHINE.name]
+    assert (fired.source, fired.target) == (phase, expected)
+    if change is not delay:
+        verify_change(old, update)
+
+
+def reactivate(wl: Workload) -> Update:
+    new = attrs.evolve(wl, spec=attrs.evolve(wl.spec, active=True))
+    return Update(new, user_changes(wl, new))
+
+
+@pytest.mark.parametrize("requeued,expected", [(None, d.PENDING), (c.FALSE, d.BACKOFF)])
+def test_reactivation(requeued: str | None, expected: str) -> None:
+    """A deactivated workload goes straight back to the queue, unless the release of its quota
+    left ``Requeued=False`` (the workload controller then writes ``Reactivated``)."""
+    old = phase_workload(d.INACTIVE)
+    if requeued is not None:
+        old = ws.set_cond(old, c.WORKLOAD_REQUEUED, requeued, "DeactivatedDueToAdmissionCheck", "", Time(T0))
+    update = reactivate(old)
+    verify_change(old, update)
+    assert [(t.source, t.trigger, t.target) for t in update.transitions] == [(d.INACTIVE, "reactivate", expected)]
+
+
+@pytest.mark.parametrize("phase", [d.QUOTA_RESERVED, d.ADMITTED, d.EVICTED])
+def test_reactivated_before_the_eviction_completes(phase: str) -> None:
+    """A user flips ``spec.active`` back while the workload still holds its quota: it keeps its
+    phase (an eviction already begun runs its course)."""
+    old = attrs.evolve(phase_workload(phase), spec=attrs.evolve(phase_workload(phase).spec, active=False))
+    update = reactivate(old)
+    verify_change(old, update)
+    assert [(t.source, t.trigger, t.target) for t in update.transitions] == [(phase, "reactivate", phase)]
+
+
+def _workload_pass(wl: Workload) -> Update:
+    [update] = workload_controller.reconcile(World([wl]), KEY, Context(Time(T0))).effects
+    assert isinstance(update, Update)
+    verify_change(wl, update)
+    return update
+
+
+@pytest.mark.parametrize("phase", [d.EVICTED, d.INACTIVE])
+def test_requeue_at_is_recorded_whatever_the_phase(phase: str) -> None:
+    """``NeedsRequeueAtUpdate`` comes first in a pass, so a Retry check's delay is recorded on an
+    evicted or deactivated workload too; neither leaves its phase for it."""
+    retry = AdmissionCheckState("check1", c.CHECK_RETRY, Time(T0), requeue_after_seconds=60)
+    update = _workload_pass(phase_workload(phase).with_status(admission_checks=(retry,)))
+    assert update.obj.status.requeue_state == RequeueState(requeue_at=Time(T0 + 60))
+    assert [(t.source, t.trigger, t.target) for t in update.transitions] == [(phase, "delay", phase)]
+
+
+@pytest.mark.parametrize("phase", [d.ADMITTED, d.EVICTED])
+def test_reactivated_while_holding_quota(phase: str) -> None:
+    """``Requeued=False`` from a deactivation on a workload that holds quota again (a test
+    helper reserved it): the workload controller still writes ``Reactivated``, in place."""
+    wl = ws.set_cond(phase_workload(phase), c.WORKLOAD_REQUEUED, c.FALSE, "DeactivatedDueToAdmissionCheck", "",
+                     Time(T0))
+    update = _workload_pass(wl)
+    requeued = update.obj.condition(c.WORKLOAD_REQUEUED)
+    assert requeued is not None and (requeued.status, requeued.reason) == (c.TRUE, c.REASON_REACTIVATED)
+    assert [(t.source, t.trigger, t.target) for t in update.transitions] == [(phase, "requeue", phase)]
 
 
 def test_key_is_the_provisioning_tests_workload() -> None:

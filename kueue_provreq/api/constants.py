@@ -93,6 +93,10 @@ MSG_LQ_NOT_FOUND: Final = "LocalQueue {lq} doesn't exist"
 EVICTED_RETRY_PREFIX: Final = "Evicted due to "
 DEACTIVATED_DUE_TO_EVENT_PREFIX: Final = "Deactivated due to "
 
+# --- event types ----------------------------------------------------------------
+EVENT_TYPE_NORMAL: Final = "Normal"
+EVENT_TYPE_WARNING: Final = "Warning"
+
 # --- Workload events ----------------------------------------------------------
 EVENT_QUOTA_RESERVED: Final = "QuotaReserved"
 EVENT_ADMITTED: Final = "Admitted"
@@ -165,6 +169,24 @@ PR_FAILED: Final = "Failed"
 PR_BOOKING_EXPIRED: Final = "BookingExpired"
 PR_CAPACITY_REVOKED: Final = "CapacityRevoked"
 CLASS_CHECK_CAPACITY: Final = "check-capacity.autoscaling.x-k8s.io"
+# reasons and messages Cluster Autoscaler writes (provisioningrequest/conditions/conditions.go)
+CA_REASON_ACCEPTED: Final = "Accepted"
+CA_MSG_ACCEPTED: Final = "ProvisioningRequest is accepted by ClusterAutoscaler"
+CA_REASON_CAPACITY_IS_FOUND: Final = "CapacityIsFound"
+CA_MSG_CAPACITY_IS_FOUND: Final = "Capacity is found in the cluster"
+CA_REASON_CAPACITY_IS_PROVISIONED: Final = "CapacityIsProvisioned"
+CA_REASON_CAPACITY_IS_NOT_FOUND: Final = "CapacityIsNotFound"
+CA_MSG_CAPACITY_IS_NOT_FOUND: Final = "Capacity is not found, CA will try to find it later."
+CA_MSG_FAILED_CAPACITY_NOT_FOUND: Final = "CA could not find requested capacity"
+CA_REASON_EXPIRED: Final = "Expired"
+CA_MSG_EXPIRED: Final = "ProvisioningRequest is expired"
+CA_REASON_CAPACITY_RESERVATION_TIME_EXPIRED: Final = "CapacityReservationTimeExpired"
+CA_MSG_CAPACITY_RESERVATION_TIME_EXPIRED: Final = "Capacity reservation time is expired"
+CA_REASON_CAPACITY_BOOKING_CONSUMED: Final = "CapacityBookingConsumed"
+CA_MSG_CAPACITY_BOOKING_CONSUMED: Final = "Capacity booking consumed: all pods scheduled"
+# upstream CA never sets CapacityRevoked; provider classes may, with reasons of their own
+CA_REASON_CAPACITY_REVOKED: Final = "CapacityRevoked"
+CA_MSG_CAPACITY_REVOKED: Final = "Capacity was revoked"
 CLASS_BEST_EFFORT_ATOMIC: Final = "best-effort-atomic-scale-up.autoscaling.x-k8s.io"
 
 # --- feature gates ------------------------------------------------------------
@@ -186,6 +208,9 @@ METRIC_RESERVING_ACTIVE_WORKLOADS: Final = "reserving_active_workloads"
 REASON_PENDING_LEGACY: Final = "Pending"
 """QuotaReserved=False reason on quota release with UnadmittedWorkloadsObservability off."""
 REASON_PODS_READY_LEGACY: Final = "PodsReady"
+REASON_NO_RESERVATION_UNSATISFIED_CHECKS_LEGACY: Final = "NoReservationUnsatisfiedChecks"
+MSG_NO_RESERVATION_UNSATISFIED_CHECKS_LEGACY: Final = "The workload has no reservation and not all checks ready"
+REASON_UNSATISFIED_CHECKS_LEGACY: Final = "UnsatisfiedChecks"
 """A PodsReady=False reason written by Kueue before WaitForStart existed; read as WaitForStart."""
 
 # --- provisioning controller: object names and pod template merging ---------

@@ -22,7 +22,8 @@ from kueue_provreq.api.frozen import FrozenMap
 from kueue_provreq.api.meta import Condition, Time, set_condition
 from kueue_provreq.api.objects import KINDS, Key, KubeObject, already_exists, key_of, not_found
 from kueue_provreq.api.provisioning import ProvisioningRequest
-from kueue_provreq.api.workload import Workload
+from kueue_provreq.api.config import Configuration
+from kueue_provreq.api.workload import Admission, Workload
 from kueue_provreq.conformance.match import Matcher, show
 from kueue_provreq.conformance.patch import patch_document
 from kueue_provreq.conformance.scenario import (
@@ -47,7 +48,8 @@ from kueue_provreq.controllers.context import Context
 from kueue_provreq.controllers.queues import queue_gauges
 from kueue_provreq.controllers.workload_status import set_quota_reservation, unset_quota_reservation
 from kueue_provreq.engine import Manager, Recorder, SettleError
-from kueue_provreq.machines import IllegalTransition
+from kueue_provreq.machines import WORKLOAD_MACHINE, Guard, IllegalTransition, Transition, WorkloadTrigger
+from kueue_provreq.machines.phases import held_back, workload_phase
 from kueue_provreq.manifests import ManifestError, dump_object, format_duration, load_object, load_yaml_documents
 from kueue_provreq.world import Create, Effect, Event, MetricInc, Update, World
 from kueue_provreq.world import Delete as DeleteEffect
@@ -276,13 +278,9 @@ class Run:
     def _set_quota_reservation(self, step: SetQuotaReservation) -> None:
         wl = self._get(c.WORKLOAD, step.namespace, step.name)
         assert isinstance(wl, Workload)
-        if step.admission is None:
-            new = unset_quota_reservation(wl, c.REASON_EVICTED_BY_TEST, c.MSG_EVICTED_BY_TEST, self.now,
-                                          self.scenario.config)
-        else:
-            new = set_quota_reservation(wl, step.admission, self.now)
-        if new != wl:
-            self._write(step.KIND, Update(new))
+        update = quota_step(wl, step.admission, self.now, self.scenario.config)
+        if update.obj != wl:
+            self._write(step.KIND, update)
 
     def _apply(self, step: Apply) -> None:
         """``kubectl apply``: create, or replace labels, annotations, owners and spec (and the
@@ -301,7 +299,7 @@ class Run:
             creation_timestamp=meta.creation_timestamp if meta.creation_timestamp is not None
             else old.metadata.creation_timestamp))
         if new != old:
-            self._write(step.KIND, Update(new))
+            self._write(step.KIND, Update(new, user_changes(old, new)))
 
     def _patch(self, step: Patch) -> None:
         old = self._get(step.kind, step.namespace, step.name)
@@ -313,7 +311,7 @@ class Run:
         if not (isinstance(meta, Mapping) and meta.get("generation") is not None):
             new = attrs.evolve(new, metadata=attrs.evolve(new.metadata, generation=_next_generation(old, new)))
         if new != old:
-            self._write(step.KIND, Update(new))
+            self._write(step.KIND, Update(new, user_changes(old, new)))
 
     # --- expectations ------------------------------------------------------------------
     def _expect(self, step: Expect) -> None:
@@ -407,6 +405,47 @@ def _spec(obj: KubeObject) -> tuple[Any, ...]:
 def _next_generation(old: KubeObject, new: KubeObject) -> int:
     generation = old.metadata.generation or 1
     return generation + 1 if _spec(new) != _spec(old) else generation
+
+
+def quota_step(wl: Workload, admission: Admission | None, now: Time, config: Configuration) -> Update:
+    """The ``setQuotaReservation`` step: Kueue's ``SetQuotaReservation`` test helper, or with no
+    admission ``UnsetQuotaReservationWithCondition``, and the user trigger each stands for."""
+    if admission is None:
+        return Update(unset_quota_reservation(wl, c.REASON_EVICTED_BY_TEST, c.MSG_EVICTED_BY_TEST, now, config),
+                      _user_fire(workload_phase(wl), WorkloadTrigger.UNSET_QUOTA,
+                                 {Guard.DEACTIVATED: not wl.is_active, Guard.BACKOFF: held_back(wl)}))
+    new = set_quota_reservation(wl, admission, now)
+    return Update(new, _user_fire(workload_phase(wl), WorkloadTrigger.RESERVE_QUOTA,
+                                  {Guard.ALL_CHECKS_READY: new.is_admitted()}))
+
+
+def _user_fire(phase: str, trigger: WorkloadTrigger, guards: Mapping[Guard, bool] | None = None
+               ) -> tuple[Transition, ...]:
+    """A scenario step standing for a user or one of Kueue's test helpers fires the workload
+    machine as that actor would; a step the machine has no transition for (the format lets a
+    scenario write anything) is an outside write that names no trigger."""
+    try:
+        return (WORKLOAD_MACHINE.transition(phase, trigger, guards),)
+    except IllegalTransition:
+        return ()
+
+
+def user_changes(old: KubeObject, new: KubeObject) -> tuple[Transition, ...]:
+    """The user actions an ``apply`` or ``patch`` of a Workload stands for: (de)activating it,
+    and finishing it (its job completed)."""
+    if not isinstance(old, Workload) or not isinstance(new, Workload):
+        return ()
+    fired: tuple[Transition, ...] = ()
+    phase: str = workload_phase(old)
+    if old.is_active != new.is_active:
+        if new.is_active:
+            fired = _user_fire(phase, WorkloadTrigger.REACTIVATE, {Guard.REQUEUED: not held_back(old)})
+        else:
+            fired = _user_fire(phase, WorkloadTrigger.DEACTIVATE)
+        phase = fired[-1].target if fired else phase
+    if new.is_finished() and not old.is_finished():
+        fired += _user_fire(phase, WorkloadTrigger.FINISH)
+    return fired
 
 
 def _attempt(name: str) -> int:

@@ -37,11 +37,12 @@ from collections.abc import Hashable
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.evolve import evolve
 from kueue_provreq.api.job import Job
+from kueue_provreq.api.meta import Condition
 from kueue_provreq.api.objects import Key
 from kueue_provreq.api.workload import Workload
 from kueue_provreq.controllers import workload_status as ws
 from kueue_provreq.controllers.context import Context
-from kueue_provreq.machines import declarations as d
+from kueue_provreq.machines import Guard, WorkloadPhase, WorkloadTrigger
 from kueue_provreq.machines.phases import workload_phase
 from kueue_provreq.world import NOTHING, Result, Txn, World
 
@@ -63,7 +64,7 @@ def reconcile(world: World, key: Key, ctx: Context) -> Result:
     if not isinstance(wl, Workload):
         return NOTHING
     phase = workload_phase(wl)
-    if phase == d.FINISHED:
+    if phase == WorkloadPhase.FINISHED:
         return NOTHING
     evicted = wl.condition(c.WORKLOAD_EVICTED)
     if evicted is not None and evicted.status == c.TRUE:
@@ -72,20 +73,27 @@ def reconcile(world: World, key: Key, ctx: Context) -> Result:
             err = txn.update(evolve(job, spec=evolve(job.spec, suspend=True)))
             if err is not None:
                 return txn.result(error=err)
-            txn.event("Normal", c.EVENT_STOPPED, evicted.message, job)
-        if phase == d.EVICTED:
-            err = txn.update(_release_quota(wl, evicted.reason, evicted.message, ctx))
-            return txn.result(error=err)
+            txn.event(c.EVENT_TYPE_NORMAL, c.EVENT_STOPPED, evicted.message, job)
+        if phase == WorkloadPhase.EVICTED:
+            requeued = evicted.reason in _REQUEUED_AT_ONCE
+            rs = wl.status.requeue_state
+            release = ws.fire(wl, WorkloadTrigger.RELEASE_QUOTA, {
+                Guard.DEACTIVATED: not wl.is_active,
+                Guard.REQUEUED: requeued and (rs is None or rs.requeue_at is None)})
+            released = _release_quota(wl, requeued, evicted, ctx)
+            return txn.result(error=txn.update(released, (release,)))
         if txn.effects:
             return txn.result()
     return _sync_pods_ready(txn, wl)
 
 
-def _release_quota(wl: Workload, reason: str, message: str, ctx: Context) -> Workload:
-    """``SetRequeuedCondition`` + ``UnsetQuotaReservationWithCondition`` in one update."""
+def _release_quota(wl: Workload, requeued: bool, evicted: Condition, ctx: Context) -> Workload:
+    """``SetRequeuedCondition`` + ``UnsetQuotaReservationWithCondition`` in one update;
+    ``Requeued`` is True for the eviction reasons that put the workload straight back in the
+    queue (a ``requeueAt`` still ahead keeps it out a while longer all the same)."""
     now = ctx.now
-    requeued = c.TRUE if reason in _REQUEUED_AT_ONCE else c.FALSE
-    wl = ws.set_cond(wl, c.WORKLOAD_REQUEUED, requeued, reason, message, now)
+    reason, message = evicted.reason, evicted.message
+    wl = ws.set_cond(wl, c.WORKLOAD_REQUEUED, c.TRUE if requeued else c.FALSE, reason, message, now)
     release_reason = (c.REASON_PENDING_EVALUATION if ctx.config.gate(c.GATE_UNADMITTED_OBSERVABILITY)
                       else c.REASON_PENDING_LEGACY)
     return ws.unset_quota_reservation(wl, release_reason, message, now, ctx.config)

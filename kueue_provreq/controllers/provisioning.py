@@ -34,7 +34,7 @@ import attrs
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.evolve import evolve
 from kueue_provreq.api.frozen import EMPTY, FrozenMap, freeze, thaw
-from kueue_provreq.api.meta import Condition, ObjectMeta, OwnerReference, Time, is_true
+from kueue_provreq.api.meta import Condition, ObjectMeta, OwnerReference, Time
 from kueue_provreq.api.objects import Key, already_exists, not_found
 from kueue_provreq.api.provisioning import (
     PodTemplate,
@@ -58,7 +58,7 @@ from kueue_provreq.api.workload import (
 from kueue_provreq.controllers.backoff import NS, check_requeue_after_seconds, nominal_delay_seconds, wait_time_ns
 from kueue_provreq.controllers.context import Context
 from kueue_provreq.controllers.workload_status import set_admission_check_state
-from kueue_provreq.machines import ADMISSION_CHECK_MACHINE
+from kueue_provreq.machines import ADMISSION_CHECK_MACHINE, CheckTrigger, Guard, Transition, requests
 from kueue_provreq.world import Result, Txn, World, truncate
 
 _MANAGED_LABELS: FrozenMap[str, str] = FrozenMap({c.LABEL_MANAGED: "true"})
@@ -392,81 +392,82 @@ def pod_set_updates(wl: Workload, pr: ProvisioningRequest,
                               node_selector=node_selector) for p in pr.spec.pod_sets)
 
 
-@functools.cache
-def _next_state(state: str, trigger: str, within_backoff_limit: bool = False, keep_quota: bool = False,
-                newer_attempt: bool = False) -> str:
-    """``ADMISSION_CHECK_MACHINE.fire``, memoised: the table is frozen, so its answer for a state,
-    a trigger and the guards' values never changes, and this is the reconcile's hot path."""
-    return ADMISSION_CHECK_MACHINE.fire(state, trigger, {
-        "within_backoff_limit": within_backoff_limit, "keep_quota": keep_quota, "newer_attempt": newer_attempt})
+@functools.lru_cache(maxsize=4096)
+def _check_transition(state: str, trigger: CheckTrigger, check: str, within_backoff_limit: bool = False,
+                      keep_quota: bool = False, newer_attempt: bool = False) -> Transition:
+    """``ADMISSION_CHECK_MACHINE.transition``, memoised: the table is frozen, so its answer for a
+    state, a trigger and the guards' values never changes, and this is the reconcile's hot path."""
+    guards = {Guard.WITHIN_BACKOFF_LIMIT: within_backoff_limit, Guard.KEEP_QUOTA: keep_quota,
+              Guard.NEWER_ATTEMPT: newer_attempt} if trigger == CheckTrigger.REQUEST_FAILED else None
+    return ADMISSION_CHECK_MACHINE.transition(state, trigger, guards, item=check)
 
 
-def _patch(old: AdmissionCheckState, state: str, message: str,
+Decision = tuple[AdmissionCheckState, Transition]
+"""A check's new state as the write gives it, and the fire that decided it."""
+
+
+def _patch(old: AdmissionCheckState, t: Transition, message: str,
            pod_set_updates: tuple[PodSetUpdate, ...] | None = None,
-           requeue_after_seconds: int | None = None) -> AdmissionCheckState | None:
-    """What ``SetAdmissionCheckState`` is given: no transition time (so a new state gets ``now``)
-    and no retryCount (this controller never writes it); ``None`` when nothing would change."""
+           requeue_after_seconds: int | None = None) -> Decision | None:
+    """What ``SetAdmissionCheckState`` is given: the state the machine answered, no transition
+    time (so a new state gets ``now``) and no retryCount (this controller never writes it);
+    ``None`` when nothing would change."""
     psu = old.pod_set_updates if pod_set_updates is None else pod_set_updates
     requeue = old.requeue_after_seconds if requeue_after_seconds is None else requeue_after_seconds
-    if state == old.state and message == old.message and psu == old.pod_set_updates \
+    if t.target == old.state and message == old.message and psu == old.pod_set_updates \
             and requeue == old.requeue_after_seconds:
         return None
-    return AdmissionCheckState(name=old.name, state=state, message=message, pod_set_updates=psu,
-                               requeue_after_seconds=requeue)
+    return AdmissionCheckState(name=old.name, state=t.target, message=message, pod_set_updates=psu,
+                               requeue_after_seconds=requeue), t
 
 
 def _after_failure(st: AdmissionCheckState, cond: Condition, retry_message: str, attempt: int,
                    prc: ProvisioningRequestConfig, keep_quota: bool, ctx: Context,
-                   retried: int) -> AdmissionCheckState | None:
-    """Failed, or BookingExpired before admission.  ``requeueAfterSeconds`` is recomputed on
-    every reconcile that (re)enters Retry for a newer attempt, from the unchanged retryCount.
-    ``retried`` is what the attempt must exceed to be newer: the check's retryCount (pre-KEP-3258:
-    the workload's shared requeueState.count, and no requeueAfterSeconds)."""
+                   retried: int) -> Decision | None:
+    """The attempt is over (Failed, or BookingExpired before admission).  ``requeueAfterSeconds``
+    is recomputed on every reconcile that (re)enters Retry for a newer attempt, from the
+    unchanged retryCount.  ``retried`` is what the attempt must exceed to be newer: the check's
+    retryCount (pre-KEP-3258: the workload's shared requeueState.count, and no
+    requeueAfterSeconds)."""
     rs = prc.spec.retry_strategy
     within = attempt <= rs.backoff_limit_count
     newer = attempt > retried
-    state = _next_state(st.state, "request_failed", within, keep_quota, newer)
+    t = _check_transition(st.state, CheckTrigger.REQUEST_FAILED, st.name, within, keep_quota, newer)
     if not within:
-        return _patch(st, state, cond.message)
+        return _patch(st, t, cond.message)
     message = retry_message.format(message=cond.message)
-    if state == c.CHECK_RETRY and newer and not ctx.config.pre_kep_3258:
-        return _patch(st, state, message, requeue_after_seconds=check_requeue_after_seconds(
+    if t.target == c.CHECK_RETRY and newer and not ctx.config.pre_kep_3258:
+        return _patch(st, t, message, requeue_after_seconds=check_requeue_after_seconds(
             st.retry_count, rs.backoff_base_seconds, rs.backoff_max_seconds, ctx.jitter))
-    return _patch(st, state, message)
+    return _patch(st, t, message)
 
 
 def _state_for_request(st: AdmissionCheckState, wl: Workload, pr: ProvisioningRequest, attempt: int,
-                       prc: ProvisioningRequestConfig, keep_quota: bool, ctx: Context
-                       ) -> AdmissionCheckState | None:
-    """The condition precedence is Failed > CapacityRevoked > BookingExpired > Provisioned >
-    Accepted > none; a False or Unknown condition counts as absent.  ``attempt`` is the
+                       prc: ProvisioningRequestConfig, keep_quota: bool, ctx: Context) -> Decision | None:
+    """The request's deciding condition (``machines.requests``: first True in precedence) fires
+    its check trigger, unless the workload's state makes it change nothing.  ``attempt`` is the
     request's, read off its name."""
-    true = {cd.type: cd for cd in pr.status.conditions if cd.status == c.TRUE}
-    retried = _pre_kep_3258_count(wl) if ctx.config.pre_kep_3258 else (st.retry_count or 0)
-    if c.PR_FAILED in true:
-        return _after_failure(st, true[c.PR_FAILED], c.MSG_RETRY_AFTER_FAILURE, attempt,
-                              prc, keep_quota, ctx, retried)
-    if c.PR_CAPACITY_REVOKED in true:
-        # Finished workloads never get here: their requests were deleted instead.
-        if not wl.is_active:
+    found = requests.deciding(pr.status.conditions)
+    if found is None:
+        return _patch(st, _check_transition(st.state, CheckTrigger.NO_DECISION, st.name), "")
+    row, cond = found
+    if not row.applies(wl.is_admitted(), wl.is_active):
+        return None
+    if row.ends_attempt:
+        assert row.retry_message is not None
+        retried = _pre_kep_3258_count(wl) if ctx.config.pre_kep_3258 else (st.retry_count or 0)
+        return _after_failure(st, cond, row.retry_message, attempt, prc, keep_quota, ctx, retried)
+    if row.message_from is not None:
+        source = next((cd for cd in pr.status.conditions if cd.type == row.message_from), None)
+        if source is None:
             return None
-        return _patch(st, _next_state(st.state, "capacity_revoked"), true[c.PR_CAPACITY_REVOKED].message)
-    if c.PR_BOOKING_EXPIRED in true:
-        if wl.is_admitted():
+        cond = source
+    t = _check_transition(st.state, row.check_trigger, st.name)
+    if row.check_trigger == CheckTrigger.PROVISIONED:
+        if t.target == st.state:  # already Ready: late details and messages are not picked up
             return None
-        return _after_failure(st, true[c.PR_BOOKING_EXPIRED], c.MSG_RETRY_AFTER_BOOKING_EXPIRED,
-                              attempt, prc, keep_quota, ctx, retried)
-    if c.PR_PROVISIONED in true:
-        state = _next_state(st.state, "provisioned")
-        if state == st.state:  # already Ready: late details and messages are not picked up
-            return None
-        return _patch(st, state, true[c.PR_PROVISIONED].message, pod_set_updates(wl, pr, prc))
-    if c.PR_ACCEPTED in true:
-        provisioned = next((cd for cd in pr.status.conditions if cd.type == c.PR_PROVISIONED), None)
-        if provisioned is None:
-            return None
-        return _patch(st, _next_state(st.state, "waiting_for_capacity"), provisioned.message)
-    return _patch(st, _next_state(st.state, "no_decision"), "")
+        return _patch(st, t, cond.message, pod_set_updates(wl, pr, prc))
+    return _patch(st, t, cond.message)
 
 
 def _sync_check_states(txn: Txn, wl: Workload, configs: Mapping[str, ProvisioningRequestConfig | None],
@@ -476,38 +477,39 @@ def _sync_check_states(txn: Txn, wl: Workload, configs: Mapping[str, Provisionin
     that needs a request but has none yet aborts the whole write (upstream's early return)."""
     states = wl.status.admission_checks
     by_name = {s.name: s for s in states}
-    changed: list[tuple[AdmissionCheckState, AdmissionCheckState]] = []
+    changed: list[tuple[AdmissionCheckState, Decision]] = []
     for check, prc in configs.items():
         old = by_name[check]
-        new: AdmissionCheckState | None
+        decision: Decision | None
         if prc is None:
-            new = _patch(old, _next_state(old.state, "config_missing"), c.MSG_CHECK_INACTIVE)
+            decision = _patch(old, _check_transition(old.state, CheckTrigger.CONFIG_MISSING, check),
+                              c.MSG_CHECK_INACTIVE)
         elif not needed[check]:
-            state = _next_state(old.state, "request_not_needed")
-            new = None if state == old.state else _patch(old, state, c.MSG_NO_REQUEST_NEEDED, ())
+            t = _check_transition(old.state, CheckTrigger.REQUEST_NOT_NEEDED, check)
+            decision = None if t.target == old.state else _patch(old, t, c.MSG_NO_REQUEST_NEEDED, ())
         else:
             found = active.get(check)
             if found is None:
                 return wl
-            new = _state_for_request(old, wl, found[0], found[1], prc, keep_quota, ctx)
-        if new is not None:
-            changed.append((old, new))
+            decision = _state_for_request(old, wl, found[0], found[1], prc, keep_quota, ctx)
+        if decision is not None:
+            changed.append((old, decision))
     if not changed:
         return wl
-    for _, new in changed:
+    for _, (new, _t) in changed:
         states = set_admission_check_state(states, new, ctx.now)
     wl = wl.with_status(admission_checks=states)
     if ctx.config.pre_kep_3258:
         wl = _pre_kep_3258_requeue_state(wl, changed, configs, ctx)
-    err = txn.update(wl)
+    err = txn.update(wl, tuple(t for _, (_new, t) in changed))
     if err is not None:
         raise ReconcileError(err)
-    for old, new in changed:
+    for old, (new, _t) in changed:
         if old.state != new.state:
             msg = c.MSG_CHECK_UPDATED.format(name=new.name, old=old.state, new=new.state)
             if new.message:
                 msg += c.MSG_WITH_MESSAGE.format(message=new.message)
-            txn.event("Normal", c.EVENT_ADMISSION_CHECK_UPDATED, msg, wl)
+            txn.event(c.EVENT_TYPE_NORMAL, c.EVENT_ADMISSION_CHECK_UPDATED, msg, wl)
     return wl
 
 
@@ -519,7 +521,7 @@ def _handle_error(txn: Txn, wl: Workload, check: str, kind: str, name: str, msg:
     AlreadyExists the cache has not caught up with (the next reconcile will see the object)."""
     if err == already_exists(kind, name) and txn.get(kind, wl.metadata.namespace, name) is None:
         return ReconcileError(err)
-    txn.event("Warning", c.EVENT_FAILED_CREATE, msg, wl)
+    txn.event(c.EVENT_TYPE_WARNING, c.EVENT_FAILED_CREATE, msg, wl)
     st = next(s for s in wl.status.admission_checks if s.name == check)
     states = set_admission_check_state(wl.status.admission_checks,
                                        evolve(st, message=truncate(msg, c.CONDITION_MESSAGE_LIMIT)), txn.now)
@@ -544,8 +546,9 @@ def _retry_wait(pr: ProvisioningRequest, attempt: int, prc: ProvisioningRequestC
                 now: Time) -> int:
     """KeepQuotaForProvReqRetry: seconds left before attempt ``attempt + 1`` may be created,
     counted from the deciding condition's transition time (Failed, else BookingExpired)."""
-    conds = {cd.type: cd for cd in pr.status.conditions if cd.status == c.TRUE}
-    cond = conds.get(c.PR_FAILED) or conds[c.PR_BOOKING_EXPIRED]
+    found = requests.deciding(pr.status.conditions)
+    assert found is not None and found[0].ends_attempt
+    cond = found[1]
     if cond.last_transition_time is None:
         return 0
     rs = prc.spec.retry_strategy
@@ -580,7 +583,7 @@ def _create_request(txn: Txn, wl: Workload, check: str, prc: ProvisioningRequest
         raise _handle_error(txn, wl, check, c.PROVISIONING_REQUEST, name,
                             c.MSG_ERROR_CREATING_PROVISIONING_REQUEST.format(name=go_quote(name), error=err), err)
     assert isinstance(stored, ProvisioningRequest)
-    txn.event("Normal", c.EVENT_PROVISIONING_REQUEST_CREATED,
+    txn.event(c.EVENT_TYPE_NORMAL, c.EVENT_PROVISIONING_REQUEST_CREATED,
               c.MSG_PROVISIONING_REQUEST_CREATED.format(name=go_quote(name)), wl)
     return stored
 
@@ -603,9 +606,8 @@ def _sync_owned_requests(txn: Txn, wl: Workload, configs: Mapping[str, Provision
         req = found[0] if found is not None else None
         attempt = (ac.retry_count or 0) + 1
         create = found is None
-        if found is not None and ac.state == c.CHECK_PENDING and (
-                is_true(found[0].status.conditions, c.PR_FAILED)
-                or (is_true(found[0].status.conditions, c.PR_BOOKING_EXPIRED) and not wl.is_admitted())):
+        if found is not None and ac.state == c.CHECK_PENDING and \
+                requests.attempt_over(found[0].status.conditions, wl.is_admitted()):
             failed = found[1]
             attempt, create = failed + 1, True
             if keep_quota:
@@ -724,12 +726,12 @@ def _pre_kep_3258_count(wl: Workload) -> int:
     return (rs.count or 0) if rs is not None else 0
 
 
-def _pre_kep_3258_requeue_state(wl: Workload, changed: list[tuple[AdmissionCheckState, AdmissionCheckState]],
+def _pre_kep_3258_requeue_state(wl: Workload, changed: list[tuple[AdmissionCheckState, Decision]],
                                 configs: Mapping[str, ProvisioningRequestConfig | None], ctx: Context) -> Workload:
     """Before KEP-3258 this controller wrote the workload's (shared) requeueState itself when a
     check entered Retry: ``n = count + 1; count = n; requeueAt = now + backoff(n)``, with the
     entering check's retryStrategy (``UpdateRequeueState`` at v0.9-v0.14; PC §5 v0.9)."""
-    entering = [new.name for old, new in changed if new.state == c.CHECK_RETRY != old.state]
+    entering = [new.name for old, (new, _t) in changed if new.state == c.CHECK_RETRY != old.state]
     prc = configs.get(entering[0]) if entering else None
     if prc is None:
         return wl

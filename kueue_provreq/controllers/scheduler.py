@@ -41,6 +41,7 @@ from kueue_provreq.api.queues import ClusterQueue
 from kueue_provreq.api.workload import Admission, PodSet, PodSetAssignment, Workload
 from kueue_provreq.controllers import clusterqueue, queues, workload_status
 from kueue_provreq.controllers.context import Context
+from kueue_provreq.machines import Guard, Transition, WorkloadTrigger
 from kueue_provreq.world import NOTHING, Result, Txn, World, truncate
 
 FlavorResource = tuple[str, str]
@@ -297,8 +298,8 @@ class _Cycle:
     not_ready: int = 0
     """Workloads holding quota without PodsReady=True (blockAdmission only)."""
 
-    def write(self, wl: Workload) -> bool:
-        failed = self.txn.update(wl)
+    def write(self, wl: Workload, fired: tuple[Transition, ...] = ()) -> bool:
+        failed = self.txn.update(wl, fired)
         if failed is not None:
             self.error = self.error or failed
             return False
@@ -317,7 +318,7 @@ class _Cycle:
         else:
             new = workload_status.unset_quota_reservation(wl, reason, message, self.ctx.now, self.ctx.config)
         if new != wl and self.write(new):
-            self.txn.event("Warning", reason, message, wl)
+            self.txn.event(c.EVENT_TYPE_WARNING, reason, message, wl)
 
     def admit(self, wl: Workload, cq: ClusterQueue, pod_sets: tuple[PodSetAssignment, ...]) -> bool:
         """``admit`` / ``prepareWorkload`` and the events of ``recordWorkloadAdmissionMetrics``."""
@@ -328,16 +329,20 @@ class _Cycle:
         if required is None:
             required = self.required[(name, used)] = workload_status.checks_for_workload(new, cq)
         present = {s.name for s in new.status.admission_checks}
-        if all(check in present for check in required):
+        complete = all(check in present for check in required)
+        reserve = workload_status.fire(wl, WorkloadTrigger.RESERVE_QUOTA, {
+            Guard.ALL_CHECKS_READY: complete and workload_status.all_checks_ready(new)})
+        if complete:
+            # Admitted=True when the machine says so; else Admitted=False with its reason
             new = workload_status.sync_admitted_condition(new, now, self.ctx.config)
-        if not self.write(new):
+        if not self.write(new, (reserve,)):
             return False
         requeued = find_condition(wl.status.conditions, c.WORKLOAD_REQUEUED)
         queued_at = requeued.last_transition_time if requeued is not None else wl.metadata.creation_timestamp
         waited = now - (queued_at if queued_at is not None else now)
-        self.txn.event("Normal", c.EVENT_QUOTA_RESERVED, c.MSG_EVENT_QUOTA_RESERVED.format(cq=name, seconds=waited), new)
+        self.txn.event(c.EVENT_TYPE_NORMAL, c.EVENT_QUOTA_RESERVED, c.MSG_EVENT_QUOTA_RESERVED.format(cq=name, seconds=waited), new)
         if new.is_admitted():
-            self.txn.event("Normal", c.EVENT_ADMITTED, c.MSG_EVENT_ADMITTED.format(cq=name, seconds=0), new)
+            self.txn.event(c.EVENT_TYPE_NORMAL, c.EVENT_ADMITTED, c.MSG_EVENT_ADMITTED.format(cq=name, seconds=0), new)
         return True
 
     def walk(self, world: World, cq: ClusterQueue, pending: list[Workload], used: Usage) -> bool:

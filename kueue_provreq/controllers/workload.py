@@ -56,6 +56,7 @@ from kueue_provreq.api.workload import Workload
 from kueue_provreq.controllers import workload_status as ws
 from kueue_provreq.controllers.backoff import NS, wait_time_ns
 from kueue_provreq.controllers.context import Context
+from kueue_provreq.machines import Guard, Transition, WorkloadTrigger
 from kueue_provreq.world import NOTHING, Effect, Event, Result, Txn, World, truncate
 
 Conds = Mapping[str, Condition]
@@ -84,7 +85,9 @@ def reconcile(world: World, key: Key, ctx: Context) -> Result:
 
     until = _needs_requeue_at_update(wl, now)
     if until is not None:
-        return _write(txn, ws.set_requeue_state(wl, until, increment=False))
+        # on a workload without quota this holds it back: the delay of KEP-3258's race
+        return _write(txn, ws.set_requeue_state(wl, until, increment=False),
+                      (ws.fire(wl, WorkloadTrigger.DELAY),))
 
     early = _active_branch(txn, wl, conds, ctx.config.pre_kep_3258) if wl.is_active \
         else _inactive_branch(txn, wl, conds)
@@ -102,16 +105,17 @@ def reconcile(world: World, key: Key, ctx: Context) -> Result:
 
     new = wl
     events: list[Effect] = []
+    fired: list[Transition] = []
     if not _true(conds, c.WORKLOAD_ADMITTED):
-        new = _sync_unadmitted(wl, conds, ctx, events)
+        new = _sync_unadmitted(wl, conds, ctx, events, fired)
         if new is not wl:
             conds = new.status.conditions_by_type
     requeue_after: float | None = None
     if _true(conds, c.WORKLOAD_QUOTA_RESERVED):
-        new, requeue_after = _reconcile_quota_held(new, conds, ctx, events)
+        new, requeue_after = _reconcile_quota_held(new, conds, ctx, events, fired)
     if new is wl:
         return NOTHING if requeue_after is None else Result(requeue_after=requeue_after)
-    return _write(txn, new, events, requeue_after)
+    return _write(txn, new, tuple(fired), events, requeue_after)
 
 
 # --- step 2: delayed Retry checks (KEP-3258) -------------------------------------------
@@ -149,7 +153,8 @@ def _active_branch(txn: Txn, wl: Workload, conds: Conds, pre_kep_3258: bool = Fa
         # a spec write: the API server bumps the generation
         return _write(txn, evolve(
             wl, spec=evolve(wl.spec, active=False),
-            metadata=evolve(meta, generation=(meta.generation or 0) + 1)))
+            metadata=evolve(meta, generation=(meta.generation or 0) + 1)),
+            (ws.fire(wl, WorkloadTrigger.DEACTIVATE),))
 
     rs = wl.status.requeue_state
     if rs is not None and rs.requeue_at is not None and \
@@ -158,22 +163,29 @@ def _active_branch(txn: Txn, wl: Workload, conds: Conds, pre_kep_3258: bool = Fa
         if wait > 0:
             return Result(requeue_after=wait)
         if not _true(conds, c.WORKLOAD_QUOTA_RESERVED) and not _true(conds, c.WORKLOAD_ADMITTED):
-            # upstream Status(wl) == pending: the backoff is over, the queue takes it back
-            return _write(txn, wl.with_status(requeue_state=evolve(rs, requeue_at=None)))
+            # upstream Status(wl) == pending: the backoff is over, the queue takes it back,
+            # unless Requeued=False still holds it
+            requeued = conds.get(c.WORKLOAD_REQUEUED)
+            held = requeued is not None and requeued.status == c.FALSE
+            return _write(txn, wl.with_status(requeue_state=evolve(rs, requeue_at=None)),
+                          (ws.fire(wl, WorkloadTrigger.REQUEUE, {Guard.BACKOFF: held}),))
 
     requeued = conds.get(c.WORKLOAD_REQUEUED)
     if requeued is None or requeued.status != c.FALSE:
         return None
     if requeued.reason.startswith(c.REASON_DEACTIVATED):
+        held = rs is not None and rs.requeue_at is not None
         return _write(txn, ws.set_cond(wl, c.WORKLOAD_REQUEUED, c.TRUE, c.REASON_REACTIVATED,
-                                              c.MSG_REACTIVATED, now))
+                                       c.MSG_REACTIVATED, now),
+                      (ws.fire(wl, WorkloadTrigger.REQUEUE, {Guard.BACKOFF: held}),))
     if requeued.reason in _BACKOFF_REASONS:
         # the gate above returned while requeueAt lay ahead, so it is unset or past here
         new = wl
         if rs is not None and rs.requeue_at is not None:
             new = new.with_status(requeue_state=evolve(rs, requeue_at=None))
         return _write(txn, ws.set_cond(new, c.WORKLOAD_REQUEUED, c.TRUE, c.REASON_BACKOFF_FINISHED,
-                                              c.MSG_BACKOFF_FINISHED, now))
+                                       c.MSG_BACKOFF_FINISHED, now),
+                      (ws.fire(wl, WorkloadTrigger.REQUEUE, {Guard.BACKOFF: False}),))
     return None
 
 
@@ -193,7 +205,8 @@ def _inactive_branch(txn: Txn, wl: Workload, conds: Conds) -> Result | None:
     else:
         cause, message = target.reason, c.MSG_DEACTIVATED_DUE_TO.format(message=target.message)
     events: list[Effect] = []
-    return _write(txn, _evict(prepared, c.REASON_DEACTIVATED, message, cause, txn.now, events), events)
+    evicted_wl, fired = _evict(prepared, c.REASON_DEACTIVATED, message, cause, txn.now, events)
+    return _write(txn, evicted_wl, fired, events)
 
 
 # --- step 4 ---------------------------------------------------------------------------
@@ -236,9 +249,11 @@ def _wanted_checks(wl: Workload, cq: ClusterQueue) -> tuple[str, ...]:
 # --- step 5 ---------------------------------------------------------------------------
 
 
-def _sync_unadmitted(wl: Workload, conds: Conds, ctx: Context, events: list[Effect]) -> Workload:
+def _sync_unadmitted(wl: Workload, conds: Conds, ctx: Context, events: list[Effect],
+                     fired: list[Transition]) -> Workload:
     """``QuotaReserved=False Deactivated`` for an inactive workload without quota (gate
-    UnadmittedWorkloadsObservability), then ``SyncAdmittedCondition`` with its event."""
+    UnadmittedWorkloadsObservability), then ``SyncAdmittedCondition`` with its event; with
+    quota and every check Ready that is the workload machine's ``admit``."""
     now = ctx.now
     config = ctx.config
     observability = config.gate(c.GATE_UNADMITTED_OBSERVABILITY)
@@ -248,10 +263,12 @@ def _sync_unadmitted(wl: Workload, conds: Conds, ctx: Context, events: list[Effe
                           c.MSG_DEACTIVATED, now)
     elif _admitted_false_is_current(wl, conds, observability):
         return wl
+    if _true(conds, c.WORKLOAD_QUOTA_RESERVED) and ws.all_checks_ready(wl):
+        fired.append(ws.fire(wl, WorkloadTrigger.ADMIT))
     new = ws.sync_admitted_condition(new, now, config)
     if new.is_admitted() and new.status.admission is not None:
         reserved = _ltt(conds.get(c.WORKLOAD_QUOTA_RESERVED))
-        events.append(_event(new, "Normal", c.EVENT_ADMITTED, c.MSG_EVENT_ADMITTED.format(
+        events.append(_event(new, c.EVENT_TYPE_NORMAL, c.EVENT_ADMITTED, c.MSG_EVENT_ADMITTED.format(
             cq=new.status.admission.cluster_queue, seconds=now - reserved)))
     return new
 
@@ -279,8 +296,8 @@ def _admitted_false_is_current(wl: Workload, conds: Conds, observability: bool) 
 # --- step 6 ---------------------------------------------------------------------------
 
 
-def _reconcile_quota_held(wl: Workload, conds: Conds, ctx: Context, events: list[Effect]
-                          ) -> tuple[Workload, float | None]:
+def _reconcile_quota_held(wl: Workload, conds: Conds, ctx: Context, events: list[Effect],
+                          fired: list[Transition]) -> tuple[Workload, float | None]:
     """Check-based eviction, else the PodsReady timeout; returns the workload and the
     delay until the timeout is due."""
     evicted = _true(conds, c.WORKLOAD_EVICTED)
@@ -288,20 +305,23 @@ def _reconcile_quota_held(wl: Workload, conds: Conds, ctx: Context, events: list
         rejected = ws.checks_in(wl, c.CHECK_REJECTED)
         if rejected:
             message = ws.admission_checks_message(rejected, c.CHECK_REJECTED)
-            events.append(_event(wl, "Warning", c.EVENT_ADMISSION_CHECK_REJECTED,
+            events.append(_event(wl, c.EVENT_TYPE_WARNING, c.EVENT_ADMISSION_CHECK_REJECTED,
                                  c.DEACTIVATED_DUE_TO_EVENT_PREFIX + message))
             return _set_deactivation_target(wl, c.REASON_ADMISSION_CHECK, message, ctx.now), None
         retry = ws.checks_in(wl, c.CHECK_RETRY)
         message = c.EVICTED_RETRY_PREFIX + ws.admission_checks_message(retry, c.CHECK_RETRY)
-        return _evict(wl, c.REASON_ADMISSION_CHECK, message, "", ctx.now, events), None
+        wl, evicting = _evict(wl, c.REASON_ADMISSION_CHECK, message, "", ctx.now, events)
+        fired.extend(evicting)
+        return wl, None
     cfg = ctx.config.wait_for_pods_ready
     if cfg is None or evicted or not wl.is_active or not _true(conds, c.WORKLOAD_ADMITTED):
         return wl, None
-    return _reconcile_not_ready_timeout(wl, conds, cfg, ctx, events)
+    return _reconcile_not_ready_timeout(wl, conds, cfg, ctx, events, fired)
 
 
 def _reconcile_not_ready_timeout(wl: Workload, conds: Conds, cfg: WaitForPodsReady, ctx: Context,
-                                 events: list[Effect]) -> tuple[Workload, float | None]:
+                                 events: list[Effect], fired: list[Transition]
+                                 ) -> tuple[Workload, float | None]:
     """``reconcileNotReadyTimeout`` for an admitted, active, not evicted workload: WaitForStart
     counts from the Admitted transition, WaitForRecovery from the PodsReady one; on expiry
     deactivate past ``backoffLimitCount``, else evict with ``requeueAt = now + backoff(count + 1)``
@@ -333,19 +353,21 @@ def _reconcile_not_ready_timeout(wl: Workload, conds: Conds, cfg: WaitForPodsRea
     # metav1.Time keeps whole seconds
     wl = ws.set_requeue_state(wl, Time((now * NS + wait_ns) // NS), increment=True)
     message = c.MSG_PODS_READY_TIMEOUT.format(namespace=wl.metadata.namespace, name=wl.metadata.name)
-    return _evict(wl, c.REASON_PODS_READY_TIMEOUT, message, cause, now, events), None
+    wl, evicting = _evict(wl, c.REASON_PODS_READY_TIMEOUT, message, cause, now, events)
+    fired.extend(evicting)
+    return wl, None
 
 
 # --- helpers ---------------------------------------------------------------------------
 
 
 def _evict(wl: Workload, reason: str, message: str, cause: str, now: Time, events: list[Effect]
-           ) -> Workload:
+           ) -> tuple[Workload, ws.Fired]:
     """``evict.Evict``; its metrics and event are held back until the write succeeds."""
     side = Txn(_NO_WORLD, now)  # collects effects only: evict reads nothing
-    new = ws.evict(side, wl, reason, message, cause)
+    new, fired = ws.evict(side, wl, reason, message, cause)
     events.extend(side.effects)
-    return new
+    return new, fired
 
 
 def _set_deactivation_target(wl: Workload, reason: str, message: str, now: Time) -> Workload:
@@ -370,10 +392,11 @@ def _ltt(cond: Condition | None) -> Time:
     return cond.last_transition_time
 
 
-def _write(txn: Txn, wl: Workload, events: list[Effect] | None = None,
+def _write(txn: Txn, wl: Workload, fired: ws.Fired = (), events: list[Effect] | None = None,
            requeue_after: float | None = None) -> Result:
-    """One workload write; the events it reports follow it only if it succeeds."""
-    err = txn.update(wl)
+    """One workload write, carrying the fires that decided it; the events it reports follow it
+    only if it succeeds."""
+    err = txn.update(wl, fired)
     if err is not None:
         return txn.result(error=err)
     if events:

@@ -7,7 +7,7 @@ caller's ``Txn``, because upstream emits them from the same call.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.config import Configuration
@@ -16,8 +16,17 @@ from kueue_provreq.api.frozen import FrozenMap, freeze
 from kueue_provreq.api.meta import Condition, Time, find_condition, is_true, remove_condition, set_condition
 from kueue_provreq.api.queues import ClusterQueue
 from kueue_provreq.api.workload import Admission, AdmissionCheckState, RequeueState, Workload
-from kueue_provreq.machines import ADMISSION_CHECK_MACHINE
+from kueue_provreq.machines import ADMISSION_CHECK_MACHINE, WORKLOAD_MACHINE, CheckTrigger, Guard, Transition, WorkloadTrigger
+from kueue_provreq.machines.phases import workload_phase
 from kueue_provreq.world import Txn
+
+Fired = tuple[Transition, ...]
+"""The fires that decided a write, carried on its ``Update``."""
+
+
+def fire(wl: Workload, trigger: WorkloadTrigger, guards: Mapping[Guard, bool] | None = None) -> Transition:
+    """Fire the workload machine from the phase ``wl`` stands in."""
+    return WORKLOAD_MACHINE.transition(workload_phase(wl), trigger, guards)
 
 
 def _set(wl: Workload, cond: Condition, now: Time) -> Workload:
@@ -78,13 +87,13 @@ def sync_admitted_condition(wl: Workload, now: Time, config: Configuration) -> W
     elif not has_reservation and not ready:
         new = (condition(wl, c.WORKLOAD_ADMITTED, c.FALSE, c.REASON_NO_RESERVATION, c.MSG_NO_RESERVATION)
                if observability else
-               condition(wl, c.WORKLOAD_ADMITTED, c.FALSE, "NoReservationUnsatisfiedChecks",
-                         "The workload has no reservation and not all checks ready"))
+               condition(wl, c.WORKLOAD_ADMITTED, c.FALSE, c.REASON_NO_RESERVATION_UNSATISFIED_CHECKS_LEGACY,
+                         c.MSG_NO_RESERVATION_UNSATISFIED_CHECKS_LEGACY))
     elif not has_reservation:
         new = condition(wl, c.WORKLOAD_ADMITTED, c.FALSE, c.REASON_NO_RESERVATION, c.MSG_NO_RESERVATION)
     else:
         new = condition(wl, c.WORKLOAD_ADMITTED, c.FALSE,
-                        c.REASON_UNSATISFIED_ADMISSION_CHECKS if observability else "UnsatisfiedChecks",
+                        c.REASON_UNSATISFIED_ADMISSION_CHECKS if observability else c.REASON_UNSATISFIED_CHECKS_LEGACY,
                         c.MSG_UNSATISFIED_CHECKS)
     return _set(wl, new, now)
 
@@ -163,20 +172,23 @@ def admission_checks_message(checks: list[AdmissionCheckState], state: str) -> s
 
 
 def reset_checks_on_eviction(states: tuple[AdmissionCheckState, ...], now: Time
-                             ) -> tuple[AdmissionCheckState, ...]:
+                             ) -> tuple[tuple[AdmissionCheckState, ...], Fired]:
     """``resetChecksOnEviction``: the only place ``retryCount`` grows (for checks in Retry)."""
     out = []
+    fired = []
     for s in states:
-        if ADMISSION_CHECK_MACHINE.fire(s.state, "reset_on_eviction") == s.state:
+        t = ADMISSION_CHECK_MACHINE.transition(s.state, CheckTrigger.RESET_ON_EVICTION, item=s.name)
+        fired.append(t)
+        if t.target == s.state:
             out.append(s)
             continue
         out.append(AdmissionCheckState(
-            name=s.name, state=c.CHECK_PENDING, last_transition_time=now,
+            name=s.name, state=t.target, last_transition_time=now,
             message=c.MSG_RESET_CHECK.format(state=s.state),
             requeue_after_seconds=s.requeue_after_seconds,
             retry_count=(s.retry_count or 0) + 1 if s.state == c.CHECK_RETRY else None,
         ))
-    return tuple(out)
+    return tuple(out), tuple(fired)
 
 
 # --- eviction ---------------------------------------------------------------------------
@@ -190,10 +202,12 @@ def reason_with_cause(reason: str, cause: str) -> str:
     return reason
 
 
-def evict(txn: Txn, wl: Workload, reason: str, message: str, cause: str = "") -> Workload:
+def evict(txn: Txn, wl: Workload, reason: str, message: str, cause: str = "") -> tuple[Workload, Fired]:
     """``evict.Evict`` after its CustomPrepare: Evicted=True, checks reset, scheduling stats,
-    and (only for a workload that had an admission) the metrics and the event."""
+    and (only for a workload that had an admission) the metrics and the event.  Fires the
+    workload machine's ``evict`` and each check's ``reset_on_eviction``."""
     now = txn.now
+    evicting = fire(wl, WorkloadTrigger.EVICT)
     full_reason = reason_with_cause(reason, cause)
     wl = _set(wl, condition(wl, c.WORKLOAD_EVICTED, c.TRUE, full_reason, message), now)
     extra = wl.status.extra
@@ -210,8 +224,8 @@ def evict(txn: Txn, wl: Workload, reason: str, message: str, cause: str = "") ->
     else:
         evictions.append(freeze({"reason": reason, "underlyingCause": cause, "count": 1}))
     extra = extra.set("schedulingStats", stats.set("evictions", tuple(evictions)))
-    wl = wl.with_status(extra=extra,
-                        admission_checks=reset_checks_on_eviction(wl.status.admission_checks, now))
+    checks, resets = reset_checks_on_eviction(wl.status.admission_checks, now)
+    wl = wl.with_status(extra=extra, admission_checks=checks)
     gated = wl.condition(c.WORKLOAD_BLOCKED_ON_PREEMPTION_GATES)
     if gated is not None and gated.status == c.TRUE:
         wl = _set(wl, evolve(gated, status=c.FALSE, last_transition_time=None), now)
@@ -221,8 +235,8 @@ def evict(txn: Txn, wl: Workload, reason: str, message: str, cause: str = "") ->
         txn.metric(c.METRIC_EVICTED_WORKLOADS, labels)
         if not seen_before:
             txn.metric(c.METRIC_EVICTED_WORKLOADS_ONCE, labels)
-        txn.event("Normal", c.EVENT_EVICTED_DUE_TO + full_reason, message, wl)
-    return wl
+        txn.event(c.EVENT_TYPE_NORMAL, c.EVENT_EVICTED_DUE_TO + full_reason, message, wl)
+    return wl, (evicting,) + resets
 
 
 def priority_class(wl: Workload) -> str:

@@ -1,4 +1,5 @@
-"""The three lifecycles, each declared once with ``transitions``, and the frozen tables derived from them."""
+"""The three lifecycles, each declared once with ``transitions``, the frozen tables derived from
+them, their typed vocabulary, and the table of what a ProvisioningRequest's conditions mean."""
 
 from kueue_provreq.machines.declarations import (
     ADMISSION_CHECK_MACHINE,
@@ -6,7 +7,18 @@ from kueue_provreq.machines.declarations import (
     PROVISIONING_REQUEST_MACHINE,
     WORKLOAD_MACHINE,
 )
-from kueue_provreq.machines.table import Edge, IllegalTransition, MachineTable
+from kueue_provreq.machines.table import Edge, IllegalTransition, MachineTable, Transition
+from kueue_provreq.machines.vocabulary import (
+    Actor,
+    CheckState,
+    CheckTrigger,
+    Guard,
+    RequestPhase,
+    RequestTrigger,
+    WorkloadPhase,
+    WorkloadTrigger,
+)
 
 __all__ = ["ADMISSION_CHECK_MACHINE", "MACHINES", "PROVISIONING_REQUEST_MACHINE", "WORKLOAD_MACHINE",
-           "Edge", "IllegalTransition", "MachineTable"]
+           "Actor", "CheckState", "CheckTrigger", "Edge", "Guard", "IllegalTransition", "MachineTable",
+           "RequestPhase", "RequestTrigger", "Transition", "WorkloadPhase", "WorkloadTrigger"]

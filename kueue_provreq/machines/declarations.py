@@ -1,136 +1,176 @@
 """The single declaration of each lifecycle.
 
-Each machine is a ``transitions.Machine`` with no model: states, triggers and
-named guards only.  ``MachineTable.from_machine`` turns it into the frozen
-table the controllers consult; the docs draw their diagrams from the same
-objects.  Who fires each trigger is said in the comment above its transitions.
+Each machine is a ``transitions.Machine`` with no model: states, triggers and named guards
+only.  ``MachineTable.from_machine`` turns it into the frozen table the controllers fire; the
+docs draw their diagrams from the same objects.  Beside each declaration, ``fired_by`` says
+which actor fires each trigger.  Where several edges share a source and a trigger, the first
+whose guards hold is taken, so guarded edges come before their fallback.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
+from enum import StrEnum
+from typing import Any
+
 from transitions import Machine
 
-from kueue_provreq.api import constants as c
+from kueue_provreq.machines.requests import REQUEST_CONDITIONS
 from kueue_provreq.machines.table import MachineTable
+from kueue_provreq.machines.vocabulary import Actor, CheckState, CheckTrigger, Guard, RequestPhase, RequestTrigger
+from kueue_provreq.machines.vocabulary import WorkloadPhase as P
+from kueue_provreq.machines.vocabulary import WorkloadTrigger as W
+
+
+
+def _declare(initial: StrEnum, states: Iterable[StrEnum], transitions: Iterable[Mapping[str, Any]]) -> Machine:
+    """A model-less ``transitions.Machine``, given plain strings: ``transitions`` would name
+    enum states by their member names, and every reader knows them by their values."""
+
+    def plain(v: Any) -> Any:
+        if isinstance(v, StrEnum):
+            return v.value
+        if isinstance(v, list):
+            return [plain(x) for x in v]
+        return v
+
+    return Machine(model=None, auto_transitions=False, initial=initial.value, states=[s.value for s in states],
+                   transitions=[{k: plain(v) for k, v in t.items()} for t in transitions])
+
 
 # --- Workload admission lifecycle ------------------------------------------------
-# A phase is derived from the Workload's conditions (see phases.workload_phase).
-PENDING = "Pending"
-BACKOFF = "Backoff"
-QUOTA_RESERVED = "QuotaReserved"
-ADMITTED = "Admitted"
-EVICTED = "Evicted"
-INACTIVE = "Inactive"
-FINISHED = "Finished"
+# A phase is read off the Workload's conditions (see phases.workload_phase).
+_QUOTA_HELD = [P.QUOTA_RESERVED, P.ADMITTED]
+_ALIVE = [P.PENDING, P.BACKOFF, P.QUOTA_RESERVED, P.ADMITTED, P.EVICTED, P.INACTIVE]
 
-_QUOTA_HELD = [QUOTA_RESERVED, ADMITTED]
-_ALIVE = [PENDING, BACKOFF, QUOTA_RESERVED, ADMITTED, EVICTED, INACTIVE]
-
-_workload = Machine(
-    model=None, auto_transitions=False, initial=PENDING,
-    states=[PENDING, BACKOFF, QUOTA_RESERVED, ADMITTED, EVICTED, INACTIVE, FINISHED],
-    transitions=[
+_workload = _declare(
+    P.PENDING, P, [
         # scheduler: SetQuotaReservation, and SyncAdmittedCondition in the same patch
-        {"trigger": "reserve_quota", "source": PENDING, "dest": ADMITTED,
-         "conditions": ["all_checks_ready"]},
-        {"trigger": "reserve_quota", "source": PENDING, "dest": QUOTA_RESERVED},
-        # workload controller: every check Ready
-        {"trigger": "admit", "source": QUOTA_RESERVED, "dest": ADMITTED},
-        # a check left Ready (a new Pending check while admitted does not un-admit)
-        {"trigger": "unadmit", "source": ADMITTED, "dest": QUOTA_RESERVED},
-        # workload controller: Retry check, deactivation, PodsReady timeout
-        {"trigger": "evict", "source": _QUOTA_HELD, "dest": EVICTED},
+        # (a workload whose requeueAt has passed is admissible before the workload controller
+        # clears it: it may be reserved straight from Backoff)
+        {"trigger": W.RESERVE_QUOTA, "source": [P.PENDING, P.BACKOFF], "dest": P.ADMITTED,
+         "conditions": [Guard.ALL_CHECKS_READY]},
+        {"trigger": W.RESERVE_QUOTA, "source": [P.PENDING, P.BACKOFF], "dest": P.QUOTA_RESERVED},
+        # workload controller: quota and every check Ready (an admitted workload is never
+        # un-admitted while it keeps its quota: the Admitted sync skips admitted workloads).
+        # An evicted one still holding quota may be marked Admitted until the job releases it.
+        {"trigger": W.ADMIT, "source": P.QUOTA_RESERVED, "dest": P.ADMITTED},
+        {"trigger": W.ADMIT, "source": P.EVICTED, "dest": None},
+        # workload controller: Retry check, deactivation, PodsReady timeout; a deactivated
+        # workload without quota is marked Evicted all the same
+        {"trigger": W.EVICT, "source": _QUOTA_HELD, "dest": P.EVICTED},
+        {"trigger": W.EVICT, "source": P.INACTIVE, "dest": None},
         # job integration: stop the job and release quota in one status update
-        {"trigger": "release_quota", "source": EVICTED, "dest": INACTIVE,
-         "conditions": ["deactivated"]},
-        {"trigger": "release_quota", "source": EVICTED, "dest": PENDING,
-         "conditions": ["requeued"]},
-        {"trigger": "release_quota", "source": EVICTED, "dest": BACKOFF},
-        # UnsetQuotaReservationWithCondition without an eviction (tests, preemption emulation)
-        {"trigger": "unset_quota", "source": _QUOTA_HELD + [EVICTED], "dest": INACTIVE,
-         "conditions": ["deactivated"]},
-        {"trigger": "unset_quota", "source": _QUOTA_HELD + [EVICTED], "dest": BACKOFF,
-         "conditions": ["backoff"]},
-        {"trigger": "unset_quota", "source": _QUOTA_HELD + [EVICTED], "dest": PENDING},
-        # workload controller: Requeued=True (BackoffFinished / Reactivated)
-        {"trigger": "requeue", "source": BACKOFF, "dest": PENDING},
-        # workload controller: requeueAt recorded for a delayed Retry, or a backoff restarted
-        {"trigger": "delay", "source": PENDING, "dest": BACKOFF},
-        # spec.active=false (user, or DeactivationTarget); quota-holding workloads are then evicted
-        {"trigger": "deactivate", "source": [PENDING, BACKOFF], "dest": INACTIVE},
-        {"trigger": "deactivate", "source": _QUOTA_HELD + [EVICTED], "dest": None},
-        # spec.active=true again
-        {"trigger": "reactivate", "source": INACTIVE, "dest": BACKOFF},
-        {"trigger": "reactivate", "source": INACTIVE, "dest": PENDING, "conditions": ["requeued"]},
+        {"trigger": W.RELEASE_QUOTA, "source": P.EVICTED, "dest": P.INACTIVE,
+         "conditions": [Guard.DEACTIVATED]},
+        {"trigger": W.RELEASE_QUOTA, "source": P.EVICTED, "dest": P.PENDING,
+         "conditions": [Guard.REQUEUED]},
+        {"trigger": W.RELEASE_QUOTA, "source": P.EVICTED, "dest": P.BACKOFF},
+        # UnsetQuotaReservationWithCondition without an eviction (Kueue's test helpers)
+        {"trigger": W.UNSET_QUOTA, "source": _QUOTA_HELD + [P.EVICTED], "dest": P.INACTIVE,
+         "conditions": [Guard.DEACTIVATED]},
+        {"trigger": W.UNSET_QUOTA, "source": _QUOTA_HELD + [P.EVICTED], "dest": P.BACKOFF,
+         "conditions": [Guard.BACKOFF]},
+        {"trigger": W.UNSET_QUOTA, "source": _QUOTA_HELD + [P.EVICTED], "dest": P.PENDING},
+        # workload controller: the backoff ends (requeueAt passed and cleared, or Requeued=True
+        # with BackoffFinished / Reactivated), unless the other half still holds it back
+        {"trigger": W.REQUEUE, "source": P.BACKOFF, "dest": P.PENDING, "unless": [Guard.BACKOFF]},
+        {"trigger": W.REQUEUE, "source": [P.BACKOFF, P.QUOTA_RESERVED, P.ADMITTED, P.EVICTED], "dest": None},
+        # workload controller: requeueAt recorded for a delayed Retry; it holds back a workload
+        # without quota (KEP-3258's race), and waits beside the quota of one that has it
+        {"trigger": W.DELAY, "source": P.PENDING, "dest": P.BACKOFF},
+        {"trigger": W.DELAY, "source": [P.BACKOFF, P.QUOTA_RESERVED, P.ADMITTED, P.EVICTED, P.INACTIVE],
+         "dest": None},
+        # spec.active=false (a user, or the workload controller for DeactivationTarget);
+        # quota-holding workloads are then evicted
+        {"trigger": W.DEACTIVATE, "source": [P.PENDING, P.BACKOFF], "dest": P.INACTIVE},
+        {"trigger": W.DEACTIVATE, "source": _QUOTA_HELD + [P.EVICTED], "dest": None},
+        # spec.active=true again: straight back to the queue unless Requeued=False holds it;
+        # a workload still holding quota keeps it (its eviction, if begun, runs its course)
+        {"trigger": W.REACTIVATE, "source": P.INACTIVE, "dest": P.PENDING,
+         "conditions": [Guard.REQUEUED]},
+        {"trigger": W.REACTIVATE, "source": P.INACTIVE, "dest": P.BACKOFF},
+        {"trigger": W.REACTIVATE, "source": _QUOTA_HELD + [P.EVICTED], "dest": None},
         # the job finished (or Kueue finished the workload)
-        {"trigger": "finish", "source": _ALIVE, "dest": FINISHED},
+        {"trigger": W.FINISH, "source": _ALIVE, "dest": P.FINISHED},
     ],
 )
+
+WORKLOAD_MACHINE: MachineTable[P, W] = MachineTable.from_machine(
+    "workload", "Workload admission lifecycle", _workload, P, W, {
+        W.RESERVE_QUOTA: (Actor.SCHEDULER, Actor.USER),
+        W.ADMIT: (Actor.WORKLOAD,),
+        W.EVICT: (Actor.WORKLOAD,),
+        W.RELEASE_QUOTA: (Actor.JOB,),
+        W.UNSET_QUOTA: (Actor.USER,),
+        W.REQUEUE: (Actor.WORKLOAD,),
+        W.DELAY: (Actor.WORKLOAD,),
+        W.DEACTIVATE: (Actor.WORKLOAD, Actor.USER),
+        W.REACTIVATE: (Actor.USER,),
+        W.FINISH: (Actor.USER,),
+    })
 
 # --- AdmissionCheckState ---------------------------------------------------------
-_CHECK_STATES = [c.CHECK_PENDING, c.CHECK_READY, c.CHECK_RETRY, c.CHECK_REJECTED]
-_NOT_READY = [c.CHECK_PENDING, c.CHECK_RETRY, c.CHECK_REJECTED]
-_NOT_PENDING = [c.CHECK_READY, c.CHECK_RETRY, c.CHECK_REJECTED]
+_CHECK_STATES = list(CheckState)
+_NOT_READY = [CheckState.PENDING, CheckState.RETRY, CheckState.REJECTED]
+_NOT_PENDING = [CheckState.READY, CheckState.RETRY, CheckState.REJECTED]
 
-_check = Machine(
-    model=None, auto_transitions=False, initial=c.CHECK_PENDING,
-    states=_CHECK_STATES,
-    transitions=[
+_check = _declare(
+    CheckState.PENDING, _CHECK_STATES, [
         # provisioning controller: the ProvisioningRequestConfig is missing
-        {"trigger": "config_missing", "source": _CHECK_STATES, "dest": c.CHECK_PENDING},
+        {"trigger": CheckTrigger.CONFIG_MISSING, "source": _CHECK_STATES, "dest": CheckState.PENDING},
         # provisioning controller: no podset of interest, or zero counts
-        {"trigger": "request_not_needed", "source": _NOT_READY, "dest": c.CHECK_READY},
-        {"trigger": "request_not_needed", "source": c.CHECK_READY, "dest": None},
-        # provisioning controller: Failed=True, or BookingExpired=True before admission
-        {"trigger": "request_failed", "source": _CHECK_STATES, "dest": c.CHECK_REJECTED,
-         "unless": ["within_backoff_limit"]},
+        {"trigger": CheckTrigger.REQUEST_NOT_NEEDED, "source": _NOT_READY, "dest": CheckState.READY},
+        {"trigger": CheckTrigger.REQUEST_NOT_NEEDED, "source": CheckState.READY, "dest": None},
+        # provisioning controller: the request's attempt is over (requests.REQUEST_CONDITIONS)
+        {"trigger": CheckTrigger.REQUEST_FAILED, "source": _CHECK_STATES, "dest": CheckState.REJECTED,
+         "unless": [Guard.WITHIN_BACKOFF_LIMIT]},
         # KeepQuotaForProvReqRetry: no Retry, no eviction; the check waits in Pending
-        {"trigger": "request_failed", "source": _CHECK_STATES, "dest": c.CHECK_PENDING,
-         "conditions": ["keep_quota"]},
-        {"trigger": "request_failed", "source": _CHECK_STATES, "dest": c.CHECK_RETRY,
-         "conditions": ["newer_attempt"]},
-        {"trigger": "request_failed", "source": _CHECK_STATES, "dest": None},
+        {"trigger": CheckTrigger.REQUEST_FAILED, "source": _CHECK_STATES, "dest": CheckState.PENDING,
+         "conditions": [Guard.KEEP_QUOTA]},
+        {"trigger": CheckTrigger.REQUEST_FAILED, "source": _CHECK_STATES, "dest": CheckState.RETRY,
+         "conditions": [Guard.NEWER_ATTEMPT]},
+        {"trigger": CheckTrigger.REQUEST_FAILED, "source": _CHECK_STATES, "dest": None},
         # provisioning controller: CapacityRevoked=True on an active, unfinished workload
-        {"trigger": "capacity_revoked", "source": _CHECK_STATES, "dest": c.CHECK_REJECTED},
+        {"trigger": CheckTrigger.CAPACITY_REVOKED, "source": _CHECK_STATES, "dest": CheckState.REJECTED},
         # provisioning controller: Provisioned=True
-        {"trigger": "provisioned", "source": _NOT_READY, "dest": c.CHECK_READY},
-        {"trigger": "provisioned", "source": c.CHECK_READY, "dest": None},
+        {"trigger": CheckTrigger.PROVISIONED, "source": _NOT_READY, "dest": CheckState.READY},
+        {"trigger": CheckTrigger.PROVISIONED, "source": CheckState.READY, "dest": None},
         # provisioning controller: Accepted=True with a Provisioned condition (the ETA message)
-        {"trigger": "waiting_for_capacity", "source": _CHECK_STATES, "dest": c.CHECK_PENDING},
+        {"trigger": CheckTrigger.WAITING_FOR_CAPACITY, "source": _CHECK_STATES, "dest": CheckState.PENDING},
         # provisioning controller: no deciding condition yet
-        {"trigger": "no_decision", "source": _CHECK_STATES, "dest": c.CHECK_PENDING},
+        {"trigger": CheckTrigger.NO_DECISION, "source": _CHECK_STATES, "dest": CheckState.PENDING},
         # workload controller (resetChecksOnEviction)
-        {"trigger": "reset_on_eviction", "source": _NOT_PENDING, "dest": c.CHECK_PENDING},
-        {"trigger": "reset_on_eviction", "source": c.CHECK_PENDING, "dest": None},
+        {"trigger": CheckTrigger.RESET_ON_EVICTION, "source": _NOT_PENDING, "dest": CheckState.PENDING},
+        {"trigger": CheckTrigger.RESET_ON_EVICTION, "source": CheckState.PENDING, "dest": None},
     ],
 )
+
+_BY_PROVISIONING = (Actor.PROVISIONING,)
+ADMISSION_CHECK_MACHINE: MachineTable[CheckState, CheckTrigger] = MachineTable.from_machine(
+    "admissioncheck", "AdmissionCheckState (one entry of status.admissionChecks)", _check,
+    CheckState, CheckTrigger, {
+        **{t: _BY_PROVISIONING for t in CheckTrigger if t != CheckTrigger.RESET_ON_EVICTION},
+        CheckTrigger.RESET_ON_EVICTION: (Actor.WORKLOAD,),
+    })
 
 # --- ProvisioningRequest (as Cluster Autoscaler drives it) -----------------------
-PR_NEW = "New"
-_PR_STATES = [PR_NEW, c.PR_ACCEPTED, c.PR_PROVISIONED, c.PR_BOOKING_EXPIRED, c.PR_FAILED,
-              c.PR_CAPACITY_REVOKED]
+# Declared from the table of request conditions (requests.REQUEST_CONDITIONS): each condition
+# is set by one trigger, from the phases its row names; listed in the order of a request's life
+# (RequestTrigger's order), which is also the order the explorer tries them in.
+_request_transitions = {
+    # Provisioned=False (CapacityIsNotFound): CA accepts, backs off and tries again
+    RequestTrigger.NOT_PROVISIONED: {"trigger": RequestTrigger.NOT_PROVISIONED, "dest": RequestPhase.ACCEPTED,
+                                     "source": [RequestPhase.NEW, RequestPhase.ACCEPTED]},
+    **{row.set_by: {"trigger": row.set_by, "source": list(row.set_from), "dest": row.phase}
+       for row in REQUEST_CONDITIONS},
+}
+_provisioning_request = _declare(RequestPhase.NEW, RequestPhase, [_request_transitions[t] for t in RequestTrigger])
 
-_provisioning_request = Machine(
-    model=None, auto_transitions=False, initial=PR_NEW,
-    states=_PR_STATES,
-    transitions=[
-        {"trigger": "accept", "source": PR_NEW, "dest": c.PR_ACCEPTED},
-        # Provisioned=False (CapacityIsNotFound): CA backs off and tries again
-        {"trigger": "not_provisioned", "source": [PR_NEW, c.PR_ACCEPTED], "dest": c.PR_ACCEPTED},
-        {"trigger": "provision", "source": [PR_NEW, c.PR_ACCEPTED], "dest": c.PR_PROVISIONED},
-        {"trigger": "fail", "source": [PR_NEW, c.PR_ACCEPTED, c.PR_PROVISIONED], "dest": c.PR_FAILED},
-        {"trigger": "expire_booking", "source": c.PR_PROVISIONED, "dest": c.PR_BOOKING_EXPIRED},
-        {"trigger": "revoke_capacity", "source": [c.PR_PROVISIONED, c.PR_BOOKING_EXPIRED],
-         "dest": c.PR_CAPACITY_REVOKED},
-    ],
-)
+PROVISIONING_REQUEST_MACHINE: MachineTable[RequestPhase, RequestTrigger] = MachineTable.from_machine(
+    "provisioningrequest", "ProvisioningRequest, as Cluster Autoscaler drives it", _provisioning_request,
+    RequestPhase, RequestTrigger, {t: (Actor.CLUSTER_AUTOSCALER,) for t in RequestTrigger})
 
-WORKLOAD_MACHINE = MachineTable.from_machine("workload", "Workload admission lifecycle", _workload)
-ADMISSION_CHECK_MACHINE = MachineTable.from_machine(
-    "admissioncheck", "AdmissionCheckState (one entry of status.admissionChecks)", _check)
-PROVISIONING_REQUEST_MACHINE = MachineTable.from_machine(
-    "provisioningrequest", "ProvisioningRequest, as Cluster Autoscaler drives it", _provisioning_request)
-
-MACHINES: dict[str, MachineTable] = {
+MACHINES: dict[str, MachineTable] = {  # type: ignore[type-arg]
     m.name: m for m in (WORKLOAD_MACHINE, ADMISSION_CHECK_MACHINE, PROVISIONING_REQUEST_MACHINE)
 }

@@ -1,45 +1,42 @@
 """Where an object stands in its declared lifecycle, read off its conditions.
 
-Kubernetes objects carry conditions, not a state field; these functions are
-the one place that says which combination of conditions is which state.
+Kubernetes objects carry conditions, not a state field; these functions are the one place
+that says which combination of conditions is which state.
 """
 
 from __future__ import annotations
 
 from kueue_provreq.api import constants as c
-from kueue_provreq.api.meta import is_true
 from kueue_provreq.api.provisioning import ProvisioningRequest
 from kueue_provreq.api.workload import Workload
-from kueue_provreq.machines import declarations as d
+from kueue_provreq.machines.requests import request_phase
+from kueue_provreq.machines.vocabulary import RequestPhase, WorkloadPhase
 
 
-def workload_phase(wl: Workload) -> str:
+def workload_phase(wl: Workload) -> WorkloadPhase:
     status = wl.status
     if status.is_true(c.WORKLOAD_FINISHED):
-        return d.FINISHED
+        return WorkloadPhase.FINISHED
     if status.is_true(c.WORKLOAD_QUOTA_RESERVED):
         if status.is_true(c.WORKLOAD_EVICTED):
-            return d.EVICTED
+            return WorkloadPhase.EVICTED
         if status.is_true(c.WORKLOAD_ADMITTED):
-            return d.ADMITTED
-        return d.QUOTA_RESERVED
+            return WorkloadPhase.ADMITTED
+        return WorkloadPhase.QUOTA_RESERVED
     if wl.spec.active is False:
-        return d.INACTIVE
-    rs = status.requeue_state
-    requeued = status.conditions_by_type.get(c.WORKLOAD_REQUEUED)
-    if (requeued is not None and requeued.status == c.FALSE) or (rs is not None and rs.requeue_at is not None):
-        return d.BACKOFF
-    return d.PENDING
+        return WorkloadPhase.INACTIVE
+    if held_back(wl):
+        return WorkloadPhase.BACKOFF
+    return WorkloadPhase.PENDING
 
 
-#: Upstream's precedence when several conditions are True at once (syncCheckStates).
-_PR_PRECEDENCE = (c.PR_FAILED, c.PR_CAPACITY_REVOKED, c.PR_BOOKING_EXPIRED, c.PR_PROVISIONED,
-                  c.PR_ACCEPTED)
+def held_back(wl: Workload) -> bool:
+    """A workload without quota that the queue keeps out until its backoff ends
+    (``Requeued=False``, or a ``requeueAt`` set)."""
+    rs = wl.status.requeue_state
+    requeued = wl.status.conditions_by_type.get(c.WORKLOAD_REQUEUED)
+    return (requeued is not None and requeued.status == c.FALSE) or (rs is not None and rs.requeue_at is not None)
 
 
-def provisioning_request_phase(pr: ProvisioningRequest) -> str:
-    conds = pr.status.conditions
-    for t in _PR_PRECEDENCE:
-        if is_true(conds, t):
-            return t
-    return d.PR_NEW
+def provisioning_request_phase(pr: ProvisioningRequest) -> RequestPhase:
+    return request_phase(pr.status.conditions)

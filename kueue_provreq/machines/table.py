@@ -1,88 +1,142 @@
 """Frozen lookup tables derived from a ``transitions.Machine`` declaration.
 
-``transitions`` cannot drive frozen attrs models (it binds methods and
-attributes onto each model) and costs tens of microseconds a trigger, so the
-runtime never instantiates a machine per object.  The declaration is read once
-at import time into ``(state, trigger) -> edges``; a controller asks the table
-for the next state, giving the truth value of each named guard.
+``transitions`` cannot drive frozen attrs models (it binds methods and attributes onto each
+model) and costs tens of microseconds a trigger, so the runtime never instantiates a machine
+per object.  The declaration is read once at import time into ``(state, trigger) -> edges``;
+:meth:`MachineTable.fire` is the one decision function: given a state, a trigger and the truth
+value of each named guard, it answers the next state, or raises :class:`IllegalTransition`.
+
+A write that moves an object along a lifecycle carries the :class:`Transition` records of the
+fires that decided it, so the engine (in verify mode) and the observers know which trigger
+each change stands for without guessing it back from the objects.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from enum import StrEnum
+from typing import Generic, TypeVar
 
 import attrs
 from transitions import Machine
 
+from kueue_provreq.errors import KueueProvreqError
+from kueue_provreq.machines.vocabulary import Actor, Guard
 
-class IllegalTransition(Exception):
-    """A controller asked for a (state, trigger) pair the declaration does not have."""
+S = TypeVar("S", bound=StrEnum)
+T = TypeVar("T", bound=StrEnum)
+
+
+class IllegalTransition(KueueProvreqError):
+    """A (state, trigger) pair the declaration does not have, a guard nobody gave a value for,
+    or a write whose state differs from what its trigger gives."""
 
 
 @attrs.frozen
-class Edge:
-    source: str
-    trigger: str
-    dest: str | None
+class Edge(Generic[S, T]):
+    source: S
+    trigger: T
+    dest: S | None
     """``None`` for an internal transition: the state stays as it is."""
-    conditions: tuple[str, ...] = ()
-    unless: tuple[str, ...] = ()
+    conditions: tuple[Guard, ...] = ()
+    unless: tuple[Guard, ...] = ()
 
-    def enabled(self, guards: Mapping[str, bool]) -> bool:
+    @property
+    def guards(self) -> tuple[Guard, ...]:
+        return self.conditions + self.unless
+
+    def enabled(self, guards: Mapping[Guard, bool]) -> bool:
         return all(guards[g] for g in self.conditions) and not any(guards[g] for g in self.unless)
 
     @property
-    def target(self) -> str:
+    def target(self) -> S:
         return self.source if self.dest is None else self.dest
 
 
 @attrs.frozen
-class MachineTable:
-    """One lifecycle: its states, triggers and every edge, in declaration order."""
+class Transition:
+    """One fire, as a write carries it: ``machine`` moved ``item`` (a check's name for the
+    admission-check machine, ``""`` for the object itself) from ``source`` to ``target`` on
+    ``trigger``.  The guards were evaluated once, by the fire that made it."""
+
+    machine: str
+    source: str
+    trigger: str
+    target: str
+    item: str = ""
+
+    def describe(self) -> str:
+        what = f"check {self.item}" if self.item else self.machine
+        return f"{what} {self.source} -{self.trigger}-> {self.target}"
+
+
+@attrs.frozen
+class MachineTable(Generic[S, T]):
+    """One lifecycle: its states, triggers, who fires each trigger, and every edge in
+    declaration order."""
 
     name: str
     title: str
-    states: tuple[str, ...]
-    initial: str
-    edges: tuple[Edge, ...]
-    by_key: Mapping[tuple[str, str], tuple[Edge, ...]] = attrs.field(eq=False, repr=False)
+    states: tuple[S, ...]
+    initial: S
+    edges: tuple[Edge[S, T], ...]
+    fired_by: Mapping[T, tuple[Actor, ...]]
+    """The actors that fire each trigger (the diagrams' "who fires what" page reads it)."""
+    by_key: Mapping[tuple[str, str], tuple[Edge[S, T], ...]] = attrs.field(eq=False, repr=False)
+    declared: frozenset[tuple[str, str, str]] = attrs.field(eq=False, repr=False)
+    """Every (source, trigger, target) the edges allow: the engine's plain lookup."""
     machine: Machine = attrs.field(eq=False, repr=False)
     """The ``transitions`` declaration itself, for diagrams and introspection only."""
 
     @classmethod
-    def from_machine(cls, name: str, title: str, machine: Machine) -> MachineTable:
-        edges: list[Edge] = []
+    def from_machine(cls, name: str, title: str, machine: Machine, states: type[S], triggers: type[T],
+                     fired_by: Mapping[T, tuple[Actor, ...]]) -> MachineTable[S, T]:
+        edges: list[Edge[S, T]] = []
         for trigger, event in machine.events.items():
             for source, transitions in event.transitions.items():
                 for t in transitions:
-                    conds = tuple(str(cd.func) for cd in t.conditions if cd.target)
-                    unless = tuple(str(cd.func) for cd in t.conditions if not cd.target)
-                    edges.append(Edge(source, trigger, t.dest, conds, unless))
-        by_key: dict[tuple[str, str], list[Edge]] = {}
+                    conds = tuple(Guard(str(cd.func)) for cd in t.conditions if cd.target)
+                    unless = tuple(Guard(str(cd.func)) for cd in t.conditions if not cd.target)
+                    dest = None if t.dest is None else states(str(t.dest))
+                    edges.append(Edge(states(source), triggers(trigger), dest, conds, unless))
+        missing = set(triggers) ^ set(fired_by)
+        if missing:
+            raise ValueError(f"{name}: fired_by must name the actors of exactly the declared triggers, "
+                             f"mismatch on {sorted(missing)}")
+        by_key: dict[tuple[str, str], list[Edge[S, T]]] = {}
         for e in edges:
             by_key.setdefault((e.source, e.trigger), []).append(e)
-        return cls(name=name, title=title, states=tuple(machine.states), initial=str(machine.initial),
-                   edges=tuple(edges), by_key={k: tuple(v) for k, v in by_key.items()},
-                   machine=machine)
+        return cls(name=name, title=title, states=tuple(states(s) for s in machine.states),
+                   initial=states(str(machine.initial)), edges=tuple(edges), fired_by=dict(fired_by),
+                   by_key={k: tuple(v) for k, v in by_key.items()},
+                   declared=frozenset((e.source, e.trigger, e.target) for e in edges), machine=machine)
 
     @property
-    def triggers(self) -> tuple[str, ...]:
+    def triggers(self) -> tuple[T, ...]:
         return tuple(dict.fromkeys(e.trigger for e in self.edges))
 
-    def fire(self, state: str, trigger: str, guards: Mapping[str, bool] | None = None) -> str:
+    def fire(self, state: str, trigger: str, guards: Mapping[Guard, bool] | None = None) -> S:
         """The state after ``trigger``: the first declared edge whose guards hold."""
         edges = self.by_key.get((state, trigger))
         if edges is None:
             raise IllegalTransition(f"{self.name}: no transition {trigger!r} from state {state!r}")
         g = guards or {}
         for e in edges:
+            for name in e.guards:
+                if name not in g:
+                    raise IllegalTransition(f"{self.name}: {trigger!r} from {state!r} needs guard "
+                                            f"{name!r}, which was not given")
+        for e in edges:
             if e.enabled(g):
                 return e.target
         raise IllegalTransition(f"{self.name}: no guard of {trigger!r} from {state!r} holds ({dict(g)})")
 
-    def allows(self, source: str, dest: str) -> bool:
-        """Whether some declared edge leads from ``source`` to ``dest`` (any trigger, any guard)."""
-        return source == dest or any(e.source == source and e.target == dest for e in self.edges)
+    def transition(self, state: str, trigger: str, guards: Mapping[Guard, bool] | None = None,
+                   item: str = "") -> Transition:
+        """:meth:`fire`, with the record a write carries."""
+        target = self.fire(state, trigger, guards)
+        # plain strings: the record ends up in objects, YAML and JSON
+        return Transition(self.name, str(state), str(trigger), target.value, item)
 
-    def edge_for(self, source: str, dest: str) -> tuple[Edge, ...]:
-        return tuple(e for e in self.edges if e.source == source and e.target == dest)
+    def declares(self, t: Transition) -> bool:
+        return (t.source, t.trigger, t.target) in self.declared

@@ -1,0 +1,124 @@
+"""What a ProvisioningRequest's conditions mean, declared once.
+
+Cluster Autoscaler reports on a request through conditions; Kueue's provisioning controller
+(``syncCheckStates``) reads the first one that is True, in a fixed precedence, and turns it
+into a trigger of the admission-check machine.  This table says, for each condition, in that
+precedence:
+
+* the request's phase while that condition decides (the ProvisioningRequest machine's states),
+* what Cluster Autoscaler does to set it (its trigger, from which phases, and the reason and
+  message it writes), from which the ProvisioningRequest machine is declared,
+* the admission-check trigger it fires, when the workload's state lets it decide at all
+  (BookingExpired is ignored once the workload is admitted, CapacityRevoked once it is
+  deactivated), and the message the check gets,
+* whether the attempt is over: the request can no longer succeed and a new attempt is needed.
+
+The provisioning controller, ``explain``, the invariants and the explorer's autoscaler all
+read this table; adding a condition is one row here and its strings in ``api/constants.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import attrs
+
+from kueue_provreq.api import constants as c
+from kueue_provreq.api.meta import Condition
+from kueue_provreq.machines.vocabulary import CheckTrigger, RequestPhase, RequestTrigger
+
+
+@attrs.frozen
+class RequestCondition:
+    condition: str
+    """The condition type Cluster Autoscaler sets to True."""
+    phase: RequestPhase
+    set_by: RequestTrigger
+    """Cluster Autoscaler's trigger that sets it ..."""
+    set_from: tuple[RequestPhase, ...]
+    """... and the phases it may set it from."""
+    ca_reason: str
+    ca_message: str
+    check_trigger: CheckTrigger
+    retry_message: str | None = None
+    """For conditions that end the attempt: the check's message while retries are left
+    (``str.format`` with the condition's ``message``)."""
+    while_admitted: bool = True
+    """False: the condition changes nothing once the workload is admitted."""
+    while_inactive: bool = True
+    """False: the condition changes nothing once the workload is deactivated."""
+    message_from: str | None = None
+    """Take the check's message from this other condition, and decide only when it is present."""
+
+    @property
+    def ends_attempt(self) -> bool:
+        return self.check_trigger == CheckTrigger.REQUEST_FAILED
+
+    def applies(self, admitted: bool, active: bool) -> bool:
+        return (self.while_admitted or not admitted) and (self.while_inactive or active)
+
+
+_BEFORE_PROVISIONED = (RequestPhase.NEW, RequestPhase.ACCEPTED)
+
+#: In upstream's precedence: the first True condition decides, even when it then changes nothing.
+REQUEST_CONDITIONS: tuple[RequestCondition, ...] = (
+    RequestCondition(
+        c.PR_FAILED, RequestPhase.FAILED, RequestTrigger.FAIL, _BEFORE_PROVISIONED + (RequestPhase.PROVISIONED,),
+        c.CA_REASON_CAPACITY_IS_NOT_FOUND, c.CA_MSG_FAILED_CAPACITY_NOT_FOUND,
+        CheckTrigger.REQUEST_FAILED, retry_message=c.MSG_RETRY_AFTER_FAILURE),
+    RequestCondition(
+        c.PR_CAPACITY_REVOKED, RequestPhase.CAPACITY_REVOKED, RequestTrigger.REVOKE_CAPACITY,
+        (RequestPhase.PROVISIONED, RequestPhase.BOOKING_EXPIRED),
+        c.CA_REASON_CAPACITY_REVOKED, c.CA_MSG_CAPACITY_REVOKED,
+        CheckTrigger.CAPACITY_REVOKED, while_inactive=False),
+    RequestCondition(
+        c.PR_BOOKING_EXPIRED, RequestPhase.BOOKING_EXPIRED, RequestTrigger.EXPIRE_BOOKING,
+        (RequestPhase.PROVISIONED,),
+        c.CA_REASON_CAPACITY_RESERVATION_TIME_EXPIRED, c.CA_MSG_CAPACITY_RESERVATION_TIME_EXPIRED,
+        CheckTrigger.REQUEST_FAILED, retry_message=c.MSG_RETRY_AFTER_BOOKING_EXPIRED, while_admitted=False),
+    RequestCondition(
+        c.PR_PROVISIONED, RequestPhase.PROVISIONED, RequestTrigger.PROVISION, _BEFORE_PROVISIONED,
+        c.CA_REASON_CAPACITY_IS_FOUND, c.CA_MSG_CAPACITY_IS_FOUND, CheckTrigger.PROVISIONED),
+    RequestCondition(
+        c.PR_ACCEPTED, RequestPhase.ACCEPTED, RequestTrigger.ACCEPT, (RequestPhase.NEW,),
+        c.CA_REASON_ACCEPTED, c.CA_MSG_ACCEPTED, CheckTrigger.WAITING_FOR_CAPACITY,
+        message_from=c.PR_PROVISIONED),
+)
+
+#: Cluster Autoscaler's "not yet": Accepted, and Provisioned=False while it keeps trying.
+NOT_PROVISIONED = (
+    (c.PR_ACCEPTED, c.TRUE, c.CA_REASON_ACCEPTED, c.CA_MSG_ACCEPTED),
+    (c.PR_PROVISIONED, c.FALSE, c.CA_REASON_CAPACITY_IS_NOT_FOUND, c.CA_MSG_CAPACITY_IS_NOT_FOUND),
+)
+
+BY_CONDITION = {row.condition: row for row in REQUEST_CONDITIONS}
+BY_TRIGGER = {row.set_by: row for row in REQUEST_CONDITIONS}
+
+
+def deciding(conditions: Sequence[Condition]) -> tuple[RequestCondition, Condition] | None:
+    """The row of the first True condition in precedence, with that condition; None when no
+    condition decides yet (a new request)."""
+    true = {cd.type: cd for cd in conditions if cd.status == c.TRUE}
+    if not true:
+        return None
+    for row in REQUEST_CONDITIONS:
+        found = true.get(row.condition)
+        if found is not None:
+            return row, found
+    return None
+
+
+def request_phase(conditions: Sequence[Condition]) -> RequestPhase:
+    found = deciding(conditions)
+    return RequestPhase.NEW if found is None else found[0].phase
+
+
+def attempt_over(conditions: Sequence[Condition], admitted: bool) -> bool:
+    """The request can no longer bring the check to Ready, so a check waiting in Pending gets a
+    new attempt: a True condition that ends attempts and applies to the workload (upstream's
+    ``isFailed(req) || (isBookingExpired(req) && !isAdmitted(wl))``, whatever the precedence)."""
+    return any(cd.status == c.TRUE and cd.type in _ENDING and _ENDING[cd.type].applies(admitted, True)
+               for cd in conditions)
+
+
+_ENDING = {row.condition: row for row in REQUEST_CONDITIONS if row.ends_attempt}
