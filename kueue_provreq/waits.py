@@ -22,7 +22,7 @@ from kueue_provreq.api.workload import AdmissionCheckState, Workload
 from kueue_provreq.controllers import clusterqueue, provisioning, queues
 from kueue_provreq.controllers.backoff import nominal_delay_seconds
 from kueue_provreq.controllers.context import Context
-from kueue_provreq.machines import declarations as d
+from kueue_provreq.machines import WorkloadPhase as P
 from kueue_provreq.machines.phases import provisioning_request_phase, workload_phase
 from kueue_provreq.manifests.codec import format_duration, format_time
 from kueue_provreq.world import World
@@ -179,17 +179,17 @@ def waits(world: World, ctx: Context) -> list[Wait]:
         wl = obj
         phase = workload_phase(wl)
         label = f"{wl.metadata.namespace}/{wl.metadata.name}"
-        if phase in (d.ADMITTED, d.FINISHED):
+        if phase in (P.ADMITTED, P.FINISHED):
             continue
         waits_for: list[str] = []
         nexts: list[str] = []
-        if phase == d.INACTIVE:
+        if phase == P.INACTIVE:
             waits_for.append("reactivation: spec.active is false")
-        elif phase == d.EVICTED:
+        elif phase == P.EVICTED:
             ev = wl.condition(c.WORKLOAD_EVICTED)
             waits_for.append(f"its eviction to finish ({ev.reason}: {ev.message})" if ev else "its eviction")
             nexts.append("the job integration stops the job and releases the quota; then it is queued again")
-        elif phase == d.QUOTA_RESERVED:
+        elif phase == P.QUOTA_RESERVED:
             for st in wl.status.admission_checks:
                 if st.state != c.CHECK_READY:
                     w, n = _check(world, wl, st, ctx.now)
