@@ -80,5 +80,6 @@ def test_a_provisioning_story_passes(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("folder", ["examples"])
 def test_bundled_scenarios_pass(folder: str) -> None:
-    failed = [o.line() for o in conform(collect([ROOT / folder])) if not o.passed]
+    # only the folder's own files: its subfolders hold manifests for clusters (examples/kind)
+    failed = [o.line() for o in conform(collect(sorted((ROOT / folder).glob("*.yaml")))) if not o.passed]
     assert failed == []

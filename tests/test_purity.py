@@ -11,8 +11,9 @@ CORE = [
     "kueue_provreq.controllers.job", "kueue_provreq.controllers.scheduler",
     "kueue_provreq.controllers.admissioncheck", "kueue_provreq.controllers.clusterqueue",
 ]
-FORBIDDEN = ["kubernetes", "yaml", "random", "datetime", "kueue_provreq.manifests",
-             "kueue_provreq.conformance", "kueue_provreq.cli"]
+FORBIDDEN = ["kubernetes", "urllib3", "yaml", "random", "datetime", "kueue_provreq.manifests",
+             "kueue_provreq.conformance", "kueue_provreq.cli", "kueue_provreq.cluster", "kueue_provreq.audit",
+             "kueue_provreq.waits"]
 
 
 def test_core_imports_no_io_clock_or_randomness() -> None:
@@ -44,3 +45,16 @@ def test_core_source_never_reads_the_clock() -> None:
             if needle in text:
                 offenders.append(f"{rel}: {needle}")
     assert offenders == []
+
+
+def test_the_cluster_client_is_imported_only_when_a_cluster_is_read() -> None:
+    """The ``cluster`` extra is optional and slow to import: the CLI, explain, audit and the
+    cluster package itself load without it."""
+    code = (
+        "import sys\n"
+        "import kueue_provreq.cli, kueue_provreq.audit, kueue_provreq.explain, kueue_provreq.waits\n"
+        "import kueue_provreq.cluster, kueue_provreq.cluster.resources\n"
+        "print(','.join(m for m in ('kubernetes', 'urllib3') if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""

@@ -100,6 +100,21 @@ def connect(kubeconfig: str, context: str | None = None) -> Client:
     return Client(api, name)
 
 
+def connect_in_cluster() -> Client:
+    """A client for the cluster this process runs in, with its pod's service account (what a
+    CronJob running ``audit`` uses)."""
+    config = _import_client()
+    from kubernetes.client import ApiClient, Configuration
+
+    settings = Configuration()
+    try:
+        config.load_incluster_config(client_configuration=settings)
+    except Exception as e:  # ConfigException: not in a pod, or no service account token
+        raise ClusterError(f"--in-cluster: {_one_line(e)}") from None
+    settings.retries = False
+    return Client(ApiClient(settings), "in-cluster")
+
+
 def _one_line(e: BaseException) -> str:
     text = str(e).strip() or type(e).__name__
     return " ".join(text.split())

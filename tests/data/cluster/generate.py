@@ -284,7 +284,7 @@ class Story:
                                                          "batch.kubernetes.io/job-name": self.name,
                                                          "controller-uid": self.uid, "job-name": self.name}},
                                  "spec": pod_spec(self.gpus)}}],
-                    "priority": 0, "priorityClassSource": "", "queueName": LQ},
+                    "priority": 0, "queueName": LQ},
                 "status": status}
 
     # what happens to it
