@@ -40,9 +40,10 @@ from kueue_provreq.api.workload import AdmissionCheckState, PodSet, Workload, Wo
 from kueue_provreq.controllers import provisioning, queues, scheduler
 from kueue_provreq.controllers.backoff import check_requeue_after_seconds
 from kueue_provreq.controllers.context import Context
-from kueue_provreq.engine import RECONCILERS, SCHEDULER
+from kueue_provreq.engine import RECONCILERS, SCHEDULER, Manager
+from kueue_provreq.machines import Actor, CheckTrigger, requests
 from kueue_provreq.machines import WorkloadPhase as P
-from kueue_provreq.machines.phases import provisioning_request_phase, workload_phase
+from kueue_provreq.machines.phases import workload_phase
 from kueue_provreq.manifests.codec import format_duration, format_time
 from kueue_provreq.waits import Wait, waits
 from kueue_provreq.world import Create, Delete, Effect, Event, MetricInc, Result, Update, World
@@ -313,7 +314,7 @@ def _config(world: World, check: str) -> tuple[AdmissionCheck | None, Provisioni
     return ac, prc if isinstance(prc, ProvisioningRequestConfig) else None
 
 
-def _check_finding(world: World, wl: Workload, st: AdmissionCheckState) -> Finding:
+def _check_finding(world: World, wl: Workload, st: AdmissionCheckState, now: Time) -> Finding:
     subject = f"check {st.name}"
     ac, prc = _config(world, st.name)
     if ac is None:
@@ -323,7 +324,6 @@ def _check_finding(world: World, wl: Workload, st: AdmissionCheckState) -> Findi
                                           "model does not run")
     if prc is None:
         return Finding(subject, st.state, "its ProvisioningRequestConfig is missing, so the check is inactive")
-    rs = prc.spec.retry_strategy
     attempts = _attempts(wl, st.name, world)
     if not attempts:
         if not wl.has_quota_reservation():
@@ -333,31 +333,48 @@ def _check_finding(world: World, wl: Workload, st: AdmissionCheckState) -> Findi
         return Finding(subject, st.state, f"no request yet: the provisioning controller creates {name} "
                                           "unless no podSet uses the managed resources")
     attempt, pr = attempts[-1]
-    phase = provisioning_request_phase(pr)
-    of = f"attempt {attempt} of {rs.backoff_limit_count}"
-    base = f"request {pr.metadata.name} {phase}"
-    failed = phase == c.PR_FAILED or (phase == c.PR_BOOKING_EXPIRED and not wl.is_admitted())
-    if failed and attempt > rs.backoff_limit_count:
-        return Finding(subject, st.state, f"{base}, {of}: beyond backoffLimitCount, so the check is "
-                                          "Rejected and the workload deactivated")
-    if failed:
-        delay = st.requeue_after_seconds if st.requeue_after_seconds is not None else \
-            check_requeue_after_seconds(st.retry_count, rs.backoff_base_seconds, rs.backoff_max_seconds,
-                                        lambda: 0.0)
-        return Finding(subject, st.state, f"{base}, {of}, retry in {delay}s")
-    if phase == c.PR_BOOKING_EXPIRED:
-        return Finding(subject, st.state, f"{base}: ignored, the workload is already admitted")
-    if phase == c.PR_CAPACITY_REVOKED:
+    found = requests.deciding(pr.status.conditions)
+    if found is None:
+        return Finding(subject, st.state, f"request {pr.metadata.name} is new: waiting for Cluster Autoscaler "
+                                          f"(class {pr.spec.provisioning_class_name})")
+    row, cond = found
+    base = f"request {pr.metadata.name} {row.condition}"
+    if not row.applies(wl.is_admitted(), wl.is_active):
+        why = "already admitted" if not row.while_admitted and wl.is_admitted() else "deactivated"
+        return Finding(subject, st.state, f"{base}: ignored, the workload is {why}")
+    if row.ends_attempt:
+        return Finding(subject, st.state, f"{base}: {_retry_plan(st, attempt, prc, now)}")
+    if row.check_trigger == CheckTrigger.CAPACITY_REVOKED:
         return Finding(subject, st.state, f"{base}: the check is Rejected and a running workload evicted "
                                           "and deactivated")
-    if phase == c.PR_PROVISIONED:
+    if row.check_trigger == CheckTrigger.PROVISIONED:
         return Finding(subject, st.state, f"{base}: capacity booked; the check is Ready and its pods get "
                                           "the consume-provisioning-request annotations")
-    provisioned = next((cd for cd in pr.status.conditions if cd.type == c.PR_PROVISIONED), None)
-    if phase == c.PR_ACCEPTED and provisioned is not None:
-        return Finding(subject, st.state, f"{base}, waiting for capacity: {provisioned.message}")
+    detail = next((cd for cd in pr.status.conditions if cd.type == row.message_from), None) \
+        if row.message_from else None
+    if detail is not None:
+        return Finding(subject, st.state, f"{base}, waiting for capacity: {detail.message}")
     return Finding(subject, st.state, f"{base}: waiting for Cluster Autoscaler "
                                       f"(class {pr.spec.provisioning_class_name})")
+
+
+def _retry_plan(st: AdmissionCheckState, attempt: int, prc: ProvisioningRequestConfig, now: Time) -> str:
+    """What follows a failed attempt, in the words of ``retryStrategy``: backoffLimitCount counts
+    retries, so a limit L allows L + 1 attempts."""
+    rs = prc.spec.retry_strategy
+    allowed = rs.backoff_limit_count + 1
+    if attempt > rs.backoff_limit_count:
+        return (f"attempt {attempt} of {allowed} allowed (backoffLimitCount {rs.backoff_limit_count}) failed, "
+                "so the check is Rejected and the workload deactivated")
+    plan = f"attempt {attempt} of {allowed} failed; retry {attempt} of {rs.backoff_limit_count}"
+    if st.state == c.CHECK_RETRY and st.requeue_after_seconds is not None and st.last_transition_time is not None:
+        due = st.last_transition_time + st.requeue_after_seconds
+        if due > now:
+            return f"{plan} at {format_time(Time(due))} (in {format_duration(due - now)})"
+        return f"{plan}: its {format_duration(st.requeue_after_seconds)} backoff is over"
+    delay = check_requeue_after_seconds(st.retry_count, rs.backoff_base_seconds, rs.backoff_max_seconds,
+                                        lambda: 0.0)
+    return f"{plan} after a {format_duration(delay)} backoff"
 
 
 def _active_finding(obj: KubeObject) -> Finding:
@@ -382,7 +399,7 @@ def findings(world: World, after: World, now: Time) -> list[Finding]:
         out.append(_workload_finding(world, obj, now))
         updated = after.get(c.WORKLOAD, obj.metadata.namespace, obj.metadata.name)
         wl = updated if isinstance(updated, Workload) else obj
-        out += [_check_finding(world, wl, st) for st in wl.status.admission_checks]
+        out += [_check_finding(world, wl, st, now) for st in wl.status.admission_checks]
     return out
 
 
@@ -390,6 +407,10 @@ def explain(objects: Sequence[KubeObject], now: Time, config: Configuration = Co
     """The report for ``objects`` at ``now`` (seconds since the epoch)."""
     world = build_world(objects, now)
     ctx = Context(now=now, config=config)
+    # The queues' and checks' own status, as Kueue's controllers settle it once they run: fresh
+    # manifests carry none, and a queue "inactive" only until its check's controller has started
+    # is not news to anyone.  The workloads are explained as they are.
+    Manager(world).settle(ctx, (Actor.ADMISSION_CHECK, Actor.CLUSTER_QUEUE))
     after = world.copy()
     for key in world.keys(c.WORKLOAD):
         for effect in provisioning.reconcile(after, key, ctx).effects:

@@ -48,6 +48,7 @@ from kueue_provreq.machines import (
     WORKLOAD_MACHINE,
     MachineTable,
     RequestPhase,
+    requests,
 )
 from kueue_provreq.machines.phases import provisioning_request_phase, workload_phase
 from kueue_provreq.world import World
@@ -284,7 +285,8 @@ def states_are_declared(world: World, ctx: CheckContext) -> list[str]:
     return out
 
 
-_DEAD = (c.PR_FAILED, c.PR_BOOKING_EXPIRED)
+_DEAD = requests.ENDING_PHASES
+"""The phases of a request whose attempt is over (``machines.requests``)."""
 
 
 @state_invariant()
@@ -740,7 +742,7 @@ def retry_moves_the_quota(before: Snapshot, after: World, ctx: CheckContext) -> 
             prev = {m: old for m, old in requests_of(before, wl, s.name)}.get(n - 1)
             failed_at = None
             if prev is not None:
-                for t in _DEAD:
+                for t in requests.ENDING_CONDITIONS:
                     cond = find_condition(prev.status.conditions, t)
                     if cond is not None and cond.status == c.TRUE:
                         failed_at = cond.last_transition_time

@@ -16,7 +16,8 @@ import yaml
 
 from kueue_provreq import invariants as inv
 from kueue_provreq.explore.scenario import to_scenario
-from kueue_provreq.explore.search import AUTOSCALER, GRANULARITIES, Options, Report, explore
+from kueue_provreq.explore.search import GRANULARITIES, Options, Report, explore
+from kueue_provreq.machines import RequestTrigger
 
 
 def add_explore_command(subparsers: Any) -> None:
@@ -44,9 +45,9 @@ def add_explore_command(subparsers: Any) -> None:
                         "reconcile: every single reconcile is an interleaving point")
     p.add_argument("--no-symmetry", action="store_true", help="do not identify states that differ "
                                                                "only by which identical workload is which")
-    p.add_argument("--outcomes", type=_outcomes, default=tuple(AUTOSCALER), metavar="TRIGGER,...",
+    p.add_argument("--outcomes", type=_outcomes, default=tuple(RequestTrigger), metavar="TRIGGER,...",
                    help="the ProvisioningRequest triggers Cluster Autoscaler may fire (default: all of "
-                        + ", ".join(AUTOSCALER) + ")")
+                        + ", ".join(RequestTrigger) + ")")
     p.add_argument("--max-states", type=int, default=None, help="stop after this many states")
     p.add_argument("--scenario-out", type=Path, default=None,
                    help="write the counterexample scenario there instead of to stdout")
@@ -55,9 +56,9 @@ def add_explore_command(subparsers: Any) -> None:
 
 def _outcomes(text: str) -> tuple[str, ...]:
     chosen = tuple(t.strip() for t in text.split(",") if t.strip())
-    unknown = [t for t in chosen if t not in AUTOSCALER]
+    unknown = [t for t in chosen if t not in set(RequestTrigger)]
     if unknown or not chosen:
-        raise argparse.ArgumentTypeError(f"unknown trigger(s) {', '.join(unknown)} (known: {', '.join(AUTOSCALER)})")
+        raise argparse.ArgumentTypeError(f"unknown trigger(s) {', '.join(unknown)} (known: {', '.join(RequestTrigger)})")
     return chosen
 
 

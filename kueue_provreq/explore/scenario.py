@@ -12,7 +12,8 @@ from typing import Any
 
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.workload import Workload
-from kueue_provreq.explore.search import AUTOSCALER, NAMESPACE, Action, Explorer, Violation
+from kueue_provreq.explore.search import NAMESPACE, Action, Explorer, Violation
+from kueue_provreq.machines import RequestTrigger, requests
 from kueue_provreq.manifests import dump_object
 
 _SHOWN_CONDITIONS = (c.WORKLOAD_QUOTA_RESERVED, c.WORKLOAD_ADMITTED, c.WORKLOAD_EVICTED, c.WORKLOAD_REQUEUED)
@@ -31,7 +32,7 @@ def step_of(action: Action) -> list[dict[str, Any]]:
         return [{"reconcile": body}]
     return [{"autoscaler": {"request": action.request, "namespace": NAMESPACE, "condition": t, "status": s,
                             "reason": r, "message": m}}
-            for t, s, r, m in AUTOSCALER[action.trigger]]
+            for t, s, r, m in requests.CA_WRITES[RequestTrigger(action.trigger)]]
 
 
 def _workload_expectation(wl: Workload) -> dict[str, Any]:

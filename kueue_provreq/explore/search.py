@@ -60,7 +60,7 @@ from kueue_provreq.api.workload import PodSet, Workload, WorkloadSpec
 from kueue_provreq.controllers import scheduler
 from kueue_provreq.controllers.context import Context
 from kueue_provreq.engine import RECONCILERS, SCHEDULER, Manager, SettleError
-from kueue_provreq.machines import PROVISIONING_REQUEST_MACHINE, IllegalTransition
+from kueue_provreq.machines import PROVISIONING_REQUEST_MACHINE, IllegalTransition, RequestTrigger, requests
 from kueue_provreq.machines.phases import provisioning_request_phase
 from kueue_provreq.world import Create, Delete, Result, Update, World
 
@@ -69,18 +69,6 @@ EPOCH = Time(1_704_067_200)
 NAMESPACE = "default"
 WORKLOAD_NAMES = ("wla", "wlb")
 GRANULARITIES = ("settle", "reconcile")
-
-#: What Cluster Autoscaler writes for each trigger of the ProvisioningRequest machine.
-AUTOSCALER: dict[str, tuple[tuple[str, str, str, str], ...]] = {
-    "accept": ((c.PR_ACCEPTED, c.TRUE, "Accepted", "Provisioning Request was accepted"),),
-    "not_provisioned": ((c.PR_ACCEPTED, c.TRUE, "Accepted", "Provisioning Request was accepted"),
-                        (c.PR_PROVISIONED, c.FALSE, "CapacityIsNotFound", "Provisioning Request wasn't provisioned")),
-    "provision": ((c.PR_PROVISIONED, c.TRUE, "CapacityIsFound", "Capacity is found in the cluster"),),
-    "fail": ((c.PR_FAILED, c.TRUE, "CapacityIsNotFound", "CA could not find requested capacity"),),
-    "expire_booking": ((c.PR_BOOKING_EXPIRED, c.TRUE, "BookingExpired", "Capacity booking expired"),),
-    "revoke_capacity": ((c.PR_CAPACITY_REVOKED, c.TRUE, "CapacityRevoked", "Capacity was revoked"),),
-}
-
 
 @attrs.frozen
 class Options:
@@ -97,7 +85,7 @@ class Options:
     quota: int | None = None
     """The ClusterQueue's cpu quota in pods (each workload is one pod); default: one per workload.
     Less makes the workloads compete; one per workload lets symmetric states arise."""
-    outcomes: tuple[str, ...] = tuple(AUTOSCALER)
+    outcomes: tuple[str, ...] = tuple(RequestTrigger)
     """The ProvisioningRequest machine's triggers Cluster Autoscaler may fire (default: all)."""
 
 
@@ -214,7 +202,7 @@ def autoscaler_step(world: World, pr: ProvisioningRequest, trigger: str, now: Ti
     machine declares, or the machine and the phase reading disagree."""
     want = PROVISIONING_REQUEST_MACHINE.fire(provisioning_request_phase(pr), trigger)
     conds = pr.status.conditions
-    for type_, status, reason, message in AUTOSCALER[trigger]:
+    for type_, status, reason, message in requests.CA_WRITES[RequestTrigger(trigger)]:
         conds, _ = set_condition(conds, Condition(type_, status, reason, message), now)
     new = attrs.evolve(pr, status=attrs.evolve(pr.status, conditions=conds))
     if provisioning_request_phase(new) != want:
@@ -496,6 +484,6 @@ def explore(opts: Options, progress: Callable[[int, int], None] | None = None) -
     return ex.run(progress), ex
 
 
-__all__ = ["AUTOSCALER", "Action", "EPOCH", "Explorer", "Options", "Report", "Violation", "autoscaler_step",
+__all__ = ["Action", "EPOCH", "Explorer", "Options", "Report", "Violation", "autoscaler_step",
            "autoscaler_triggers", "build_config", "build_objects", "explore", "initial_world",
            "newest_requests", "probe"]

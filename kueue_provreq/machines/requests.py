@@ -92,7 +92,12 @@ NOT_PROVISIONED = (
 )
 
 BY_CONDITION = {row.condition: row for row in REQUEST_CONDITIONS}
-BY_TRIGGER = {row.set_by: row for row in REQUEST_CONDITIONS}
+
+#: What Cluster Autoscaler writes for each trigger: (type, status, reason, message) conditions.
+CA_WRITES: dict[RequestTrigger, tuple[tuple[str, str, str, str], ...]] = {
+    RequestTrigger.NOT_PROVISIONED: NOT_PROVISIONED,
+    **{row.set_by: ((row.condition, c.TRUE, row.ca_reason, row.ca_message),) for row in REQUEST_CONDITIONS},
+}
 
 
 def deciding(conditions: Sequence[Condition]) -> tuple[RequestCondition, Condition] | None:
@@ -122,3 +127,6 @@ def attempt_over(conditions: Sequence[Condition], admitted: bool) -> bool:
 
 
 _ENDING = {row.condition: row for row in REQUEST_CONDITIONS if row.ends_attempt}
+#: The conditions that end an attempt (the request is then dead to Kueue), and their phases.
+ENDING_CONDITIONS = tuple(_ENDING)
+ENDING_PHASES = frozenset(row.phase for row in _ENDING.values())
