@@ -64,13 +64,14 @@ def merge_patch(old: Any, new: Any) -> Any:
     if not isinstance(old, Mapping) or not isinstance(new, Mapping):
         return new
     patch: dict[str, Any] = {}
-    for key in old.keys() - new.keys():
-        patch[key] = None
     for key, value in new.items():
         if key not in old:
             patch[key] = value
         elif old[key] != value:
             patch[key] = merge_patch(old[key], value)
+    for key in old:
+        if key not in new:
+            patch[key] = None
     return patch
 
 
