@@ -125,6 +125,23 @@ def build_parser() -> argparse.ArgumentParser:
                              help="mermaid (default), dot or svg")
     diagram_cmd.set_defaults(func=_diagram)
 
+    autoscaler_cmd = commands.add_parser(
+        "autoscaler", parents=[debug], help="play Cluster Autoscaler for ProvisioningRequests on a test cluster",
+        description="Watch the ProvisioningRequests of a (kind or test) cluster and answer them as "
+                    "Cluster Autoscaler would, following SCRIPT: item i answers attempt i, the last item "
+                    "repeats. It writes only ProvisioningRequest status, through the status "
+                    "subresource. Runs until interrupted, or for --for DURATION.")
+    autoscaler_cmd.add_argument("--kubeconfig", metavar="PATH", required=True, help="the cluster's kubeconfig")
+    autoscaler_cmd.add_argument("--context", metavar="NAME", help="the kubeconfig context (default: its current one)")
+    autoscaler_cmd.add_argument("-n", "--namespace", metavar="NS", default="",
+                                help="answer requests of NS only (default: all namespaces)")
+    autoscaler_cmd.add_argument("--autoscaler", metavar="SCRIPT", default="provision",
+                                help="what each attempt gets, e.g. fail@1m,provision@5m (default provision: "
+                                     "every attempt provisioned at once); the grammar of forecast --autoscaler")
+    autoscaler_cmd.add_argument("--for", dest="duration", metavar="DURATION", default=None,
+                                help="stop after DURATION (default: run until interrupted)")
+    autoscaler_cmd.set_defaults(func=_autoscaler)
+
     add_explore_command(commands)
     return parser
 
@@ -151,6 +168,8 @@ def _source_options(cmd: argparse.ArgumentParser, outputs: tuple[str, ...]) -> N
     source.add_argument("--kubeconfig", metavar="PATH",
                         help="read a live cluster through this kubeconfig instead (read-only: list calls; "
                              "needs the 'cluster' extra)")
+    source.add_argument("--in-cluster", action="store_true",
+                        help="read the cluster this pod runs in, with its service account (as in a CronJob)")
     cmd.add_argument("--context", metavar="NAME", help="the kubeconfig context (default: its current one)")
     cmd.add_argument("-n", "--namespace", metavar="NS", default="",
                      help="with --kubeconfig: read namespaced objects of NS only (default: all namespaces)")
@@ -173,15 +192,17 @@ def read_input(args: argparse.Namespace) -> Input:
     """The objects of ``-f`` or of the cluster ``--kubeconfig`` names; warnings go to stderr."""
     if args.context is not None and args.kubeconfig is None:
         raise UsageError("--context needs --kubeconfig")
-    if args.namespace and args.kubeconfig is None:
-        raise UsageError("--namespace needs --kubeconfig (a dump holds what it holds)")
+    live = args.kubeconfig is not None or args.in_cluster
+    if args.namespace and not live:
+        raise UsageError("--namespace needs --kubeconfig or --in-cluster (a dump holds what it holds)")
     now = _clock(args.at)
-    if args.kubeconfig is None:
+    if not live:
         return Input(tuple(load_manifests(args.filename)), now)
     from kueue_provreq.cluster import client, snapshot
 
     try:
-        with client.connect(args.kubeconfig, args.context) as api:
+        connection = client.connect_in_cluster() if args.in_cluster else client.connect(args.kubeconfig, args.context)
+        with connection as api:
             snap = snapshot.read(api, args.namespace)
         objects = snapshot.to_objects(snap.documents, snap.source)
     except (client.ClusterError, client.ApiError) as e:
@@ -267,6 +288,33 @@ def _audit(args: argparse.Namespace) -> int:
     else:
         print(report.table(), end="")
     return report.exit_status(args.strict)
+
+
+def _autoscaler(args: argparse.Namespace) -> int:
+    from kueue_provreq.simulation.autoscaler import ScriptError, parse_script
+
+    try:
+        script = parse_script(args.autoscaler)
+    except ScriptError as e:
+        raise UsageError(f"--autoscaler: {e}") from None
+    duration = _duration("--for", args.duration) if args.duration is not None else None
+    from kueue_provreq.cluster import client
+    from kueue_provreq.cluster.autoscaler import StandIn
+
+    def log(line: str) -> None:
+        print(line, flush=True)
+
+    try:
+        with client.connect(args.kubeconfig, args.context) as api:
+            log(f"answering ProvisioningRequests on {api.server} "
+                f"({'namespace ' + args.namespace if args.namespace else 'all namespaces'}) with {script}")
+            stand_in = StandIn(api, script, args.namespace, time.time, log)
+            stand_in.run(None if duration is None else time.time() + duration)
+    except (client.ClusterError, client.ApiError) as e:
+        raise UsageError(str(e)) from None
+    except KeyboardInterrupt:
+        return 0
+    return 0
 
 
 def _validate(args: argparse.Namespace) -> int:
