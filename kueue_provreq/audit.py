@@ -407,7 +407,8 @@ def _retry_due(s: AdmissionCheckState, requeue_at: Time | None) -> Time | None:
 
 def _provisioned_but_pending(world: World, wl: Workload, s: AdmissionCheckState, now: Time,
                              limits: Thresholds) -> Iterator[Finding]:
-    requests = invariants.requests_of(world, wl, s.name)
+    owned = world.owned_by_name(c.PROVISIONING_REQUEST, wl.metadata.namespace, wl.metadata.name)
+    requests = invariants.requests_of(owned, wl, s.name)
     if not requests:
         return
     _, pr = requests[-1]
