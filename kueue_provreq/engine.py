@@ -23,34 +23,26 @@ from kueue_provreq.api import constants as c
 from kueue_provreq.api.evolve import same
 from kueue_provreq.api.objects import Key, KubeObject, key_of
 from kueue_provreq.api.workload import Workload
-from kueue_provreq.controllers import admissioncheck, clusterqueue, job, provisioning, scheduler, workload
+from kueue_provreq.controllers import registry, scheduler
+from kueue_provreq.controllers.registry import Route, Watch
 from kueue_provreq.controllers.context import Context
-from kueue_provreq.machines import ADMISSION_CHECK_MACHINE, MACHINES, WORKLOAD_MACHINE, IllegalTransition, WorkloadPhase
+from kueue_provreq.errors import KueueProvreqError
+from kueue_provreq.machines import (
+    ADMISSION_CHECK_MACHINE,
+    MACHINES,
+    WORKLOAD_MACHINE,
+    Actor,
+    IllegalTransition,
+    WorkloadPhase,
+)
 from kueue_provreq.machines.phases import workload_phase
 from kueue_provreq.world import Create, Delete, Effect, Result, Update, World
 
-Reconcile = Callable[[World, Key, Context], Result]
-
-#: controller name -> (the kind it reconciles, its reconcile function)
-RECONCILERS: dict[str, tuple[str, Reconcile]] = {
-    "workload": (c.WORKLOAD, workload.reconcile),
-    "provisioning": (c.WORKLOAD, provisioning.reconcile),
-    "job": (c.WORKLOAD, job.reconcile),
-    "admissioncheck": (c.ADMISSION_CHECK, admissioncheck.reconcile),
-    "clusterqueue": (c.CLUSTER_QUEUE, clusterqueue.reconcile),
-}
-#: The watch predicates of the Workload controllers that have one (``watched(wl)``: what a
-#: reconcile reads of its Workload); the workload controller reads all of it.
-WATCHED: dict[str, Callable[[Workload], Hashable]] = {
-    "provisioning": provisioning.watched,
-    "job": job.watched,
-}
-SCHEDULER = "scheduler"
-ALL_CONTROLLERS: tuple[str, ...] = ("scheduler", "workload", "provisioning", "job", "admissioncheck",
-                                    "clusterqueue")
+SCHEDULER = Actor.SCHEDULER
+ALL_CONTROLLERS: tuple[str, ...] = (SCHEDULER.value, *(ctl.name.value for ctl in registry.CONTROLLERS))
 
 
-class SettleError(Exception):
+class SettleError(KueueProvreqError):
     """A settle that cannot finish: a reconcile keeps failing, or the controllers never agree."""
 
 
@@ -142,7 +134,7 @@ class Manager:
         self._swept = False
         #: per watched controller, Workload key -> what its last reconcile read, when that
         #: reconcile changed nothing (so a change elsewhere in the Workload need not wake it)
-        self._quiet: dict[str, dict[Key, Hashable]] = {name: {} for name in WATCHED}
+        self._quiet: dict[str, dict[Key, Hashable]] = {}
         self._cq_keys: list[Key] | None = None
         world.journal = self._journal
 
@@ -155,77 +147,62 @@ class Manager:
 
     def _enqueue_all(self) -> None:
         self._cq_keys = None
-        for name, (kind, _) in RECONCILERS.items():
-            for key in self.world.keys(kind):
-                self._enqueue(name, key)
+        for ctl in registry.BY_NAME.values():
+            self._enqueue_every(ctl)
+
+    def _enqueue_every(self, ctl: registry.Controller) -> None:
+        keys = self._cluster_queues() if ctl.kind == c.CLUSTER_QUEUE else self.world.keys(ctl.kind)
+        for key in keys:
+            self._enqueue(ctl.name, key)
 
     def _on_change(self, writer: str, keys: Iterable[Key], ctx: Context) -> None:
-        """The watches: which reconciles a change made by ``writer`` triggers."""
+        """The watches (``controllers.registry``): which reconciles a change made by ``writer``
+        makes due."""
         world = self.world
         for key in keys:
             kind = key[0]
-            if kind == c.WORKLOAD:
-                self._enqueue("workload", key)
-                wl = world.get(*key)
-                for name, view in WATCHED.items():
-                    if (name, key) in self._queued:
-                        continue
-                    quiet = self._quiet[name].get(key)
-                    if quiet is None or not isinstance(wl, Workload) or quiet != view(wl):
-                        self._enqueue(name, key)
-                    elif self.verify:
-                        self._check_quiet_one(name, key, f"its watch ignored a change by {writer or 'a client'}", ctx)
-                for cq in self._cluster_queues():
-                    self._enqueue("clusterqueue", cq)
-            elif kind == c.PROVISIONING_REQUEST:
-                obj = world.get(*key)
-                owner = obj.metadata.controller_ref() if obj is not None else None
-                if owner is not None and owner.kind == c.WORKLOAD:
-                    self._enqueue("provisioning", (c.WORKLOAD, key[1], owner.name))
-                elif obj is None:
-                    owner_name = self.deleted_owners.pop(key, None)
-                    if owner_name is None:
-                        self._enqueue_all()
-                    else:
-                        self._enqueue("provisioning", (c.WORKLOAD, key[1], owner_name))
-            elif kind in (c.POD_TEMPLATE, c.JOB):
-                # outputs of the provisioning controller and of the job integration; a change
-                # made by anybody else is news to the workloads they belong to
-                if writer != ("provisioning" if kind == c.POD_TEMPLATE else "job"):
-                    self._route_owned(kind, key)
-            elif kind == c.CLUSTER_QUEUE and writer == "clusterqueue":
-                continue  # its own status: read again by the scheduler's next cycle only
-            elif kind == c.ADMISSION_CHECK and writer == "admissioncheck":
-                for cq in self._cluster_queues():
-                    self._enqueue("clusterqueue", cq)
-            else:
-                self._enqueue_all()
+            if kind == c.CLUSTER_QUEUE and writer != Actor.CLUSTER_QUEUE:
+                self._cq_keys = None  # queues come and go only by writes from outside
+            obj = world.get(*key)
+            for ctl, watch in _watchers(kind):
+                if watch.unless_written_by == writer:
+                    continue
+                route = watch.route
+                if route is Route.SELF:
+                    self._changed_self(ctl, key, obj, writer, ctx)
+                elif route is Route.ALL:
+                    self._enqueue_every(ctl)
+                else:
+                    owners = _owners(world, key, obj) if route is Route.OWNER else _owned(world, key, obj)
+                    if owners is None:  # deleted: whose it was is no longer known
+                        owner = self.deleted_owners.get(key) if route is Route.OWNER else None
+                        if owner is None:
+                            self._enqueue_all()
+                            continue
+                        owners = [(c.WORKLOAD, key[1], owner)]
+                    for owner_key in owners:
+                        self._enqueue(ctl.name, owner_key)
+            self.deleted_owners.pop(key, None)
+
+    def _changed_self(self, ctl: registry.Controller, key: Key, obj: KubeObject | None, writer: str,
+                      ctx: Context) -> None:
+        """An object the controller reconciles changed: due, unless its watch predicate says the
+        reconcile, which changed nothing last time, reads nothing that changed."""
+        view = ctl.watched
+        if view is None or (ctl.name, key) in self._queued:
+            self._enqueue(ctl.name, key)
+            return
+        quiet = self._quiet.get(ctl.name, {}).get(key)
+        if quiet is None or not isinstance(obj, Workload) or quiet != view(obj):
+            self._enqueue(ctl.name, key)
+        elif self.verify:
+            self._check_quiet_one(ctl.name, key, f"its watch ignored a change by {writer or 'a client'}", ctx)
 
     def _cluster_queues(self) -> list[Key]:
-        """The ClusterQueues' keys, kept between calls: queues come and go only by writes made
-        outside the controllers, which make everything due and drop this list."""
+        """The ClusterQueues' keys, kept between calls (every Workload change asks for them)."""
         if self._cq_keys is None:
             self._cq_keys = self.world.keys(c.CLUSTER_QUEUE)
         return self._cq_keys
-
-    def _route_owned(self, kind: str, key: Key) -> None:
-        """A PodTemplate or Job changed from outside: reconcile the Workloads it belongs to
-        (a template through its owners, a request's through the request's owner)."""
-        world, ns = self.world, key[1]
-        obj = world.get(*key)
-        if obj is None:
-            self._enqueue_all()  # deleted: its owners are no longer known
-            return
-        if kind == c.JOB:
-            for wl in world.owned_by_name(c.WORKLOAD, ns, key[2]):
-                for name in ("workload", "provisioning", "job"):
-                    self._enqueue(name, key_of(wl))
-            return
-        for ref in obj.metadata.owner_references:
-            owner = world.get(c.PROVISIONING_REQUEST, ns, ref.name) if ref.kind == c.PROVISIONING_REQUEST else None
-            ctrl = owner.metadata.controller_ref() if owner is not None else ref
-            if ctrl is not None and ctrl.kind == c.WORKLOAD:
-                self._enqueue("provisioning", (c.WORKLOAD, ns, ctrl.name))
 
     def _collect_due(self, ctx: Context) -> None:
         """Make due what became due since the last settle: outside writes, ended wake-ups."""
@@ -246,9 +223,9 @@ class Manager:
             if wake_at.get((name, key)) == at:
                 del wake_at[(name, key)]
             self._enqueue(name, key)
-        for name in ("admissioncheck", "clusterqueue"):
-            for key in world.keys(RECONCILERS[name][0]):
-                self._enqueue(name, key)
+        for ctl in registry.BY_NAME.values():
+            if ctl.every_settle:
+                self._enqueue_every(ctl)
 
     def _wake_up(self, at: float, controller: str, key: Key) -> None:
         """Ask for a reconcile at ``at``.  A wake-up already asked for no later is enough: the
@@ -272,14 +249,15 @@ class Manager:
         if controller == SCHEDULER:
             result = scheduler.schedule(world, ctx, None if key[0] == SCHEDULER else key)
         else:
-            result = RECONCILERS[controller][1](world, key, ctx)
+            ctl = registry.BY_NAME[controller]
+            result = ctl.reconcile(world, key, ctx)
             if result.requeue_after is not None or result.error is not None:
                 self._wake_up(ctx.now + (result.requeue_after or 0.0), controller, key)
-            quiet = self._quiet.get(controller)
-            if quiet is not None:
+            if ctl.watched is not None:
+                quiet = self._quiet.setdefault(controller, {})
                 wl = world.get(*key) if not result.effects and result.error is None else None
                 if isinstance(wl, Workload):
-                    quiet[key] = WATCHED[controller](wl)
+                    quiet[key] = ctl.watched(wl)
                 else:
                     quiet.pop(key, None)
         self.reconciles += 1
@@ -344,7 +322,7 @@ class Manager:
     def _settle(self, ctx: Context, controllers: Iterable[str]) -> None:
         wanted = set(controllers)
         run_scheduler = SCHEDULER in wanted
-        names = [n for n in RECONCILERS if n in wanted]
+        names = [n for n in registry.BY_NAME if n in wanted]
         self._collect_due(ctx)
         if self.verify:
             self._check_quiet(ctx, names, skip=self._queued)
@@ -402,15 +380,45 @@ class Manager:
         """Every reconcile of ``names`` not in ``skip`` would change nothing: what the engine
         does not schedule needs no scheduling, and a settle ends at a real fixed point."""
         for name in names:
-            for key in self.world.keys(RECONCILERS[name][0]):
+            for key in self.world.keys(registry.BY_NAME[name].kind):
                 if (name, key) not in skip:
                     self._check_quiet_one(name, key, "it was not scheduled", ctx)
 
     def _check_quiet_one(self, name: str, key: Key, why: str, ctx: Context) -> None:
-        result = RECONCILERS[name][1](self.world, key, ctx)
+        result = registry.BY_NAME[name].reconcile(self.world, key, ctx)
         if changes_world(self.world, result):
             raise SettleError(f"{name} reconcile of {key[1]}/{key[2]} would still change the world "
                               f"but {why}: {describe(result)}")
+
+
+def _watchers(kind: str) -> list[tuple[registry.Controller, Watch]]:
+    """Who watches ``kind``, in the registry's order (the order reconciles become due)."""
+    return [(ctl, w) for ctl in registry.BY_NAME.values() for w in ctl.watches if w.kind == kind]
+
+
+def _owners(world: World, key: Key, obj: KubeObject | None) -> list[Key] | None:
+    """The Workload that controls ``obj``: a request's controller, or a template's through the
+    request that owns it (or the Workload itself, before the hand-over); None when deleted."""
+    if obj is None:
+        return None
+    ns = key[1]
+    out = []
+    for ref in obj.metadata.owner_references:
+        if ref.kind == c.PROVISIONING_REQUEST:
+            owner = world.get(c.PROVISIONING_REQUEST, ns, ref.name)
+            ctrl = owner.metadata.controller_ref() if owner is not None else None
+        else:
+            ctrl = ref if ref.controller else None
+        if ctrl is not None and ctrl.kind == c.WORKLOAD:
+            out.append((c.WORKLOAD, ns, ctrl.name))
+    return out
+
+
+def _owned(world: World, key: Key, obj: KubeObject | None) -> list[Key] | None:
+    """The Workloads ``obj`` (a Job) owns; None when it was deleted."""
+    if obj is None:
+        return None
+    return [key_of(wl) for wl in world.owned_by_name(c.WORKLOAD, key[1], key[2])]
 
 
 def changes_world(world: World, result: Result) -> bool:

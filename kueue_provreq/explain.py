@@ -37,10 +37,10 @@ from kueue_provreq.api.objects import KubeObject
 from kueue_provreq.api.provisioning import ProvisioningRequest, ProvisioningRequestConfig
 from kueue_provreq.api.queues import AdmissionCheck
 from kueue_provreq.api.workload import AdmissionCheckState, PodSet, Workload, WorkloadSpec
-from kueue_provreq.controllers import provisioning, queues, scheduler
+from kueue_provreq.controllers import provisioning, queues, registry, scheduler
 from kueue_provreq.controllers.backoff import check_requeue_after_seconds
 from kueue_provreq.controllers.context import Context
-from kueue_provreq.engine import RECONCILERS, SCHEDULER, Manager
+from kueue_provreq.engine import SCHEDULER, Manager
 from kueue_provreq.machines import Actor, CheckTrigger, requests
 from kueue_provreq.machines import WorkloadPhase as P
 from kueue_provreq.machines.phases import workload_phase
@@ -124,7 +124,7 @@ def build_world(objects: Iterable[KubeObject], now: Time) -> World:
 class Action:
     """What one reconcile of one object would do."""
 
-    controller: str
+    controller: str = attrs.field(converter=str)
     object: str
     effects: tuple[str, ...]
     requeue_after: float | None = None
@@ -252,9 +252,9 @@ def next_actions(world: World, ctx: Context) -> list[Action]:
     found = _action(world, SCHEDULER, "cycle", result)
     if found is not None:
         actions.append(found)
-    for controller, (kind, reconcile) in RECONCILERS.items():
-        for key in world.keys(kind):
-            found = _action(world, controller, _name(*key), reconcile(world.copy(), key, ctx))
+    for ctl in registry.CONTROLLERS:
+        for key in world.keys(ctl.kind):
+            found = _action(world, ctl.name, _name(*key), ctl.reconcile(world.copy(), key, ctx))
             if found is not None:
                 actions.append(found)
     return actions

@@ -102,7 +102,7 @@ def test_run_prints_a_timeline(folder: Path) -> None:
     assert lines[0].startswith("scenario: a workload exists")
     assert "[2024-01-01T00:00:00Z] step 1: quota reservation of Workload ns/wl set in ClusterQueue cq" in lines
     assert "    setQuotaReservation: updated Workload ns/wl" in lines
-    assert "      Workload ns/wl: Pending -> QuotaReserved" in lines
+    assert "      Workload ns/wl: Pending -> QuotaReserved (reserve_quota)" in lines
     assert "    expectations met" in lines
     assert lines[-2:] == ["1 expectations met, 0 failed", "PASS a workload exists"]
 
@@ -133,5 +133,5 @@ def test_run_jsonl_is_one_json_object_per_line(folder: Path) -> None:
         ("setQuotaReservation", "updated", "Workload", "ns", "wl")
     assert effect["object"]["status"]["admission"]["clusterQueue"] == "cq"
     assert records[3] == {"record": "phase", "step": 1, "namespace": "ns", "name": "wl",
-                          "from": "Pending", "to": "QuotaReserved"}
+                          "from": "Pending", "to": "QuotaReserved", "trigger": "reserve_quota"}
     assert records[-1]["passed"] is True

@@ -8,13 +8,14 @@ are in test_conformance_end_to_end.py.
 
 from __future__ import annotations
 
+import attrs
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from kueue_provreq import engine
+from kueue_provreq.controllers import registry
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.frozen import FrozenMap
 from kueue_provreq.api.meta import ObjectMeta
@@ -497,7 +498,7 @@ def job_controller(monkeypatch: pytest.MonkeyPatch) -> Callable[[Behaviour], Non
     def install(behaviour: Behaviour) -> None:
         def reconcile(world: World, key: Key, ctx: Context) -> Result:
             return behaviour(Txn(world, ctx.now), key)
-        monkeypatch.setitem(engine.RECONCILERS, "job", (c.WORKLOAD, reconcile))
+        monkeypatch.setitem(registry.BY_NAME, "job", attrs.evolve(registry.BY_NAME["job"], reconcile=reconcile))
     return install
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import gc
 from collections import Counter
+from collections.abc import Callable
+from typing import cast
 
 import attrs
 import pytest
@@ -20,9 +22,13 @@ from kueue_provreq.api.meta import ObjectMeta, OwnerReference, Time
 from kueue_provreq.api.provisioning import PodTemplate, ProvisioningRequest
 from kueue_provreq.api.workload import Workload
 from kueue_provreq.controllers.context import Context
-from kueue_provreq.engine import RECONCILERS, WATCHED, Manager, SettleError
+from kueue_provreq.controllers import registry
+from kueue_provreq.engine import Manager, SettleError
 from kueue_provreq.explore.search import NAMESPACE, Options, autoscaler_step, build_config, build_objects
-from kueue_provreq.world import World
+from kueue_provreq.api.frozen import FrozenMap
+from kueue_provreq.api.objects import Key
+from kueue_provreq.machines import WORKLOAD_MACHINE, IllegalTransition, Transition
+from kueue_provreq.world import NOTHING, Result, Update, World
 
 T0 = Time(1_704_067_200)
 OPTS = Options(backoff_limit=2)
@@ -64,7 +70,7 @@ def workload(world: World) -> Workload:
 def test_a_settle_with_nothing_new_reconciles_no_workload() -> None:
     world, manager, counts = fresh()
     manager.settle(ctx())
-    assert not any(counts[n] for n, (kind, _) in RECONCILERS.items() if kind == c.WORKLOAD)
+    assert not any(counts[ctl.name] for ctl in registry.CONTROLLERS if ctl.kind == c.WORKLOAD)
     # the per-queue and per-check reconcilers and one scheduler cycle run at every settle
     assert counts["clusterqueue"] == 1 and counts["admissioncheck"] == 1 and counts["scheduler"] == 1
 
@@ -105,7 +111,9 @@ def test_a_watch_skips_changes_its_controller_does_not_read() -> None:
 
 
 def test_verify_catches_a_watch_that_ignores_what_its_controller_reads(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(WATCHED, "provisioning", lambda wl: ())  # pretends to read nothing
+    # pretends to read nothing of its Workload
+    monkeypatch.setitem(registry.BY_NAME, "provisioning", attrs.evolve(registry.BY_NAME["provisioning"],
+                                                                      watched=lambda wl: ()))
     manager = Manager(World(build_objects(OPTS)))
     # the scheduler reserves quota, which the provisioning controller must answer with a request
     with pytest.raises(SettleError, match="provisioning reconcile of default/wla would still change the "
@@ -221,3 +229,62 @@ def test_a_whole_story_creates_no_reference_cycles() -> None:
         assert gc.collect() == 0
     finally:
         gc.enable()
+
+
+# --- verify mode: a write must say which fires decided it -----------------------------------------
+
+
+def _standing_in(monkeypatch: pytest.MonkeyPatch, write: Callable[[Workload], Update]) -> None:
+    """The workload controller replaced by one that makes ``write`` of the workload, once."""
+    def reconcile(world: World, key: Key, context: Context) -> Result:
+        wl = world.get(*key)
+        assert isinstance(wl, Workload)
+        if wl.spec.extra.get("written"):
+            return NOTHING
+        update = write(wl)
+        return Result((Update(attrs.evolve(update.obj, spec=attrs.evolve(
+            cast(Workload, update.obj).spec, extra=FrozenMap({"written": True}))), update.transitions),))
+    monkeypatch.setitem(registry.BY_NAME, "workload", attrs.evolve(registry.BY_NAME["workload"], reconcile=reconcile))
+
+
+def _deactivate(wl: Workload) -> Workload:
+    return attrs.evolve(wl, spec=attrs.evolve(wl.spec, active=False))
+
+
+@pytest.mark.parametrize("fired, error", [
+    ((), "the write leaves it Inactive, its transitions say Pending"),
+    # the trigger the controller fired gives another state than the one it wrote
+    ((Transition("workload", "Pending", "delay", "Backoff"),), "leaves it Inactive, its transitions say Backoff"),
+    # a fire the declaration does not have
+    ((Transition("workload", "Pending", "admit", "Inactive"),), "Pending -admit-> Inactive is not a declared"),
+])
+def test_verify_refuses_a_write_its_transitions_do_not_explain(
+        monkeypatch: pytest.MonkeyPatch, fired: tuple[Transition, ...], error: str) -> None:
+    _standing_in(monkeypatch, lambda wl: Update(_deactivate(wl), fired))
+    world = World(build_objects(OPTS))  # a new workload: deactivating it is Pending -> Inactive
+    with pytest.raises(IllegalTransition, match=error):
+        Manager(world).settle(ctx())
+    # fast mode takes the controllers' word for it
+    world = World(build_objects(OPTS))
+    Manager(world, verify=False).settle(ctx())
+    assert not workload(world).is_active
+
+
+def test_verify_accepts_the_write_its_fire_decided(monkeypatch: pytest.MonkeyPatch) -> None:
+    _standing_in(monkeypatch, lambda wl: Update(_deactivate(wl), (
+        WORKLOAD_MACHINE.transition("Pending", "deactivate"),)))
+    world = World(build_objects(OPTS))
+    Manager(world).settle(ctx())
+    assert not workload(world).is_active
+
+
+def test_verify_refuses_a_check_state_changed_without_its_fire(monkeypatch: pytest.MonkeyPatch) -> None:
+    def ready_behind_the_machines_back(wl: Workload) -> Update:
+        (check,) = wl.status.admission_checks
+        return Update(wl.with_status(admission_checks=(attrs.evolve(check, state=c.CHECK_READY),)))
+    world = World(build_objects(OPTS))
+    Manager(world).settle(ctx())  # quota reserved, the check Pending
+    _standing_in(monkeypatch, ready_behind_the_machines_back)
+    world.put(workload(world))  # news to the stand-in
+    with pytest.raises(IllegalTransition, match="check check1 Pending -> Ready without a transition"):
+        Manager(world).settle(ctx())

@@ -30,6 +30,7 @@ from kueue_provreq.conformance.scenario import (
     format_time,
 )
 from kueue_provreq.engine import ALL_CONTROLLERS
+from kueue_provreq.machines import ADMISSION_CHECK_MACHINE, WORKLOAD_MACHINE, Transition
 from kueue_provreq.machines.phases import workload_phase
 from kueue_provreq.manifests import dump_object, format_duration
 from kueue_provreq.world import Create, Effect, Event, MetricInc, Update, World
@@ -90,20 +91,27 @@ class Timeline(Observer):
                 record["object"] = dump_object(obj)
             self.emit(record)
             if isinstance(obj, Workload):
-                self._phase_change(key, obj)
+                self._phase_change(key, obj, effect.transitions if isinstance(effect, Update) else ())
 
-    def _phase_change(self, key: Key, wl: Workload | None) -> None:
+    def _phase_change(self, key: Key, wl: Workload | None, fired: tuple[Transition, ...] = ()) -> None:
+        """Phase and check-state records, each with the trigger the write says decided it
+        (``None`` for a write from outside the model that names none)."""
         before = self.phases.pop(key, (NONE, {}))
         after = _state(wl) if wl is not None else (NONE, {})
         if wl is not None:
             self.phases[key] = after
         where = {"step": self.step, "namespace": key[1], "name": key[2]}
         if before[0] != after[0]:
-            self.emit({"record": "phase", **where, "from": before[0], "to": after[0]})
+            triggers = [t.trigger for t in fired if t.machine == WORKLOAD_MACHINE.name]
+            self.emit({"record": "phase", **where, "from": before[0], "to": after[0],
+                       "trigger": ",".join(triggers) or None})
         for check in sorted(set(before[1]) | set(after[1])):
             old, new = before[1].get(check, NONE), after[1].get(check, NONE)
             if old != new:
-                self.emit({"record": "check", **where, "check": check, "from": old, "to": new})
+                trigger = next((t.trigger for t in fired
+                                if t.machine == ADMISSION_CHECK_MACHINE.name and t.item == check), None)
+                self.emit({"record": "check", **where, "check": check, "from": old, "to": new,
+                           "trigger": trigger})
 
     def on_expect(self, number: int, failure: str | None) -> None:
         self.expectations[failure is not None] += 1
@@ -189,10 +197,11 @@ def render(record: Mapping[str, Any]) -> str:
         labels = ",".join(f"{k}={v}" for k, v in record["labels"].items())
         return f"    {record['actor']}: metric {record['name']}{{{labels}}} +{record['value']:g}"
     if kind == "phase":
-        return f"      Workload {record['namespace']}/{record['name']}: {record['from']} -> {record['to']}"
+        return (f"      Workload {record['namespace']}/{record['name']}: {record['from']} -> {record['to']}"
+                f"{_by(record)}")
     if kind == "check":
         return (f"      Workload {record['namespace']}/{record['name']}: check {record['check']} "
-                f"{record['from']} -> {record['to']}")
+                f"{record['from']} -> {record['to']}{_by(record)}")
     if kind == "expect":
         return "    expectations met" if record["ok"] else f"    expectation failed: {one_line(record['failure'])}"
     if kind == "result":
@@ -200,6 +209,11 @@ def render(record: Mapping[str, Any]) -> str:
         return (f"{record['expectations_met']} expectations met, {record['expectations_failed']} failed\n"
                 f"{verdict}")
     raise ValueError(f"unknown timeline record {kind!r}")
+
+
+def _by(record: Mapping[str, Any]) -> str:
+    trigger = record.get("trigger")
+    return f" ({trigger})" if trigger else ""
 
 
 def _key(record: Mapping[str, Any]) -> Key:

@@ -57,12 +57,12 @@ from kueue_provreq.api.queues import (
     ResourceQuota,
 )
 from kueue_provreq.api.workload import PodSet, Workload, WorkloadSpec
-from kueue_provreq.controllers import scheduler
+from kueue_provreq.controllers import registry, scheduler
 from kueue_provreq.controllers.context import Context
-from kueue_provreq.engine import RECONCILERS, SCHEDULER, Manager, SettleError
+from kueue_provreq.engine import SCHEDULER, Manager, SettleError, changes_world
 from kueue_provreq.machines import PROVISIONING_REQUEST_MACHINE, IllegalTransition, RequestTrigger, requests
 from kueue_provreq.machines.phases import provisioning_request_phase
-from kueue_provreq.world import Create, Delete, Result, Update, World
+from kueue_provreq.world import World
 
 #: The conformance format's default start clock (2024-01-01T00:00:00Z).
 EPOCH = Time(1_704_067_200)
@@ -212,16 +212,7 @@ def autoscaler_step(world: World, pr: ProvisioningRequest, trigger: str, now: Ti
     return new
 
 
-def _changes(world: World, result: Result) -> bool:
-    for e in result.effects:
-        if isinstance(e, (Create, Delete)):
-            return True
-        if isinstance(e, Update) and world.get(e.obj.KIND, e.obj.metadata.namespace, e.obj.metadata.name) != e.obj:
-            return True
-    return False
-
-
-_WORKLOAD_CONTROLLERS = tuple(n for n, (kind, _) in RECONCILERS.items() if kind == c.WORKLOAD)
+_WORKLOAD_CONTROLLERS = tuple(ctl.name.value for ctl in registry.CONTROLLERS if ctl.kind == c.WORKLOAD)
 
 
 def probe(world: World, ctx: Context) -> tuple[list[tuple[str, Key]], float | None]:
@@ -229,14 +220,14 @@ def probe(world: World, ctx: Context) -> tuple[list[tuple[str, Key]], float | No
     asks for.  Reconciles are pure, so this runs them without applying anything."""
     changing: list[tuple[str, Key]] = []
     wake: float | None = None
-    for name, (kind, fn) in RECONCILERS.items():
-        for key in world.keys(kind):
-            res = fn(world, key, ctx)
-            if _changes(world, res):
-                changing.append((name, key))
+    for ctl in registry.CONTROLLERS:
+        for key in world.keys(ctl.kind):
+            res = ctl.reconcile(world, key, ctx)
+            if changes_world(world, res):
+                changing.append((ctl.name.value, key))
             if res.requeue_after is not None and res.requeue_after > 0:
                 wake = res.requeue_after if wake is None else min(wake, res.requeue_after)
-    if _changes(world, scheduler.schedule(world, ctx, None)):
+    if changes_world(world, scheduler.schedule(world, ctx, None)):
         changing.append((SCHEDULER, (SCHEDULER, "", "")))
     return changing, wake
 

@@ -119,17 +119,18 @@ class MachineTable(Generic[S, T]):
         """The state after ``trigger``: the first declared edge whose guards hold."""
         edges = self.by_key.get((state, trigger))
         if edges is None:
-            raise IllegalTransition(f"{self.name}: no transition {trigger!r} from state {state!r}")
+            raise IllegalTransition(f"{self.name}: no transition {str(trigger)!r} from state {str(state)!r}")
         g = guards or {}
         for e in edges:
             for name in e.guards:
                 if name not in g:
-                    raise IllegalTransition(f"{self.name}: {trigger!r} from {state!r} needs guard "
-                                            f"{name!r}, which was not given")
+                    raise IllegalTransition(f"{self.name}: {str(trigger)!r} from {str(state)!r} needs guard "
+                                            f"{str(name)!r}, which was not given")
         for e in edges:
             if e.enabled(g):
                 return e.target
-        raise IllegalTransition(f"{self.name}: no guard of {trigger!r} from {state!r} holds ({dict(g)})")
+        raise IllegalTransition(f"{self.name}: no guard of {str(trigger)!r} from {str(state)!r} holds "
+                                f"({ {str(k): v for k, v in g.items()} })")
 
     def transition(self, state: str, trigger: str, guards: Mapping[Guard, bool] | None = None,
                    item: str = "") -> Transition:
