@@ -18,7 +18,7 @@ from kueue_provreq.cluster import client
 from kueue_provreq.cluster.apply import apply_effects
 from kueue_provreq.cluster.snapshot import to_objects
 from kueue_provreq.controllers.context import Context
-from kueue_provreq.engine import RECONCILERS
+from kueue_provreq.controllers import provisioning, workload
 from kueue_provreq.manifests import dump_object
 from kueue_provreq.manifests.codec import parse_time
 from kueue_provreq.world import Create, Result, World
@@ -37,7 +37,7 @@ def healthy_world() -> World:
 
 
 def reconcile(controller: str, world: World, at: str) -> Result:
-    _, fn = RECONCILERS[controller]
+    fn = {"workload": workload.reconcile, "provisioning": provisioning.reconcile}[controller]
     return fn(world.copy(), WL, Context(now=Time(parse_time(at))))
 
 
