@@ -201,3 +201,22 @@ def test_explain_says_what_a_waiting_workload_waits_for(healthy: tuple[RecordedA
     status, out, _ = run(["explain", "--kubeconfig", str(kubeconfig), "--at", AT, "-o", "json"], capsys)
     wait = next(w for w in json.loads(out)["waits"] if w["job"] == "ml/train-b")
     assert wait["workload"] == "ml/job-train-b-9fa8c" and len(wait["waitsFor"]) == 1
+
+
+def test_one_namespace_reads_namespaced_kinds_there_only(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """-n ml: namespaced kinds through /namespaces/ml/..., cluster-scoped ones as before."""
+    exchanges = json.loads((DATA / "healthy" / "apiserver.json").read_text())["exchanges"]
+    namespaced = {"localqueues", "jobs", "workloads", "provisioningrequests", "podtemplates"}
+    for ex in exchanges:
+        prefix, plural = ex["request"]["path"].rsplit("/", 1)
+        if plural in namespaced:
+            ex["request"]["path"] = f"{prefix}/namespaces/ml/{plural}"
+    with RecordedAPIServer(exchanges) as server:
+        status, out, _ = run(["audit", "--kubeconfig", str(server.kubeconfig(tmp_path)), "-n", "ml", "--at", AT],
+                             capsys)
+    assert (status, out) == (0, "0 errors, 0 warnings\n")
+    assert server.unexpected == []
+    assert {r.path for r in server.requests if "/namespaces/" in r.path} == {
+        "/apis/kueue.x-k8s.io/v1beta2/namespaces/ml/localqueues", "/apis/batch/v1/namespaces/ml/jobs",
+        "/apis/kueue.x-k8s.io/v1beta2/namespaces/ml/workloads",
+        "/apis/autoscaling.x-k8s.io/v1/namespaces/ml/provisioningrequests", "/api/v1/namespaces/ml/podtemplates"}
