@@ -21,6 +21,7 @@ HYPOTHESIS_PROFILE ?= ci
 export HYPOTHESIS_PROFILE
 
 test: $(STAMP)
+	$(BIN)/ruff check kueue_provreq tests benchmarks docs
 	$(BIN)/mypy
 	$(BIN)/python -m pytest
 	$(MAKE) docs-check

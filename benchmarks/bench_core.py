@@ -23,8 +23,6 @@ import time
 from collections.abc import Callable
 
 import attrs
-from transitions import Machine
-
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.frozen import FrozenMap, freeze
 from kueue_provreq.api.meta import Condition, ObjectMeta, OwnerReference, Time
@@ -65,11 +63,16 @@ from kueue_provreq.api.workload import (
 from kueue_provreq.controllers import provisioning
 from kueue_provreq.controllers.context import Context
 from kueue_provreq.engine import Manager
-from kueue_provreq.machines import ADMISSION_CHECK_MACHINE, PROVISIONING_REQUEST_MACHINE, WORKLOAD_MACHINE
+from kueue_provreq.machines import (
+    ADMISSION_CHECK_MACHINE,
+    PROVISIONING_REQUEST_MACHINE,
+    WORKLOAD_MACHINE,
+)
 from kueue_provreq.machines.declarations import QUOTA_RESERVED
 from kueue_provreq.machines.phases import provisioning_request_phase, workload_phase
 from kueue_provreq.machines.table import MachineTable
 from kueue_provreq.world import Update, World
+from transitions import Machine
 
 T0 = Time(1_704_067_200)  # 2024-01-01T00:00:00Z
 NS_ = "default"

@@ -27,7 +27,7 @@ from kueue_provreq import invariants
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.meta import Time, find_condition
 from kueue_provreq.api.objects import KubeObject
-from kueue_provreq.api.provisioning import PodTemplate, ProvisioningRequest, ProvisioningRequestConfig
+from kueue_provreq.api.provisioning import ProvisioningRequest, ProvisioningRequestConfig
 from kueue_provreq.api.queues import AdmissionCheck, ClusterQueue
 from kueue_provreq.api.workload import AdmissionCheckState, PodSetAssignment, Workload
 from kueue_provreq.controllers import clusterqueue, provisioning

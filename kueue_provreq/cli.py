@@ -27,18 +27,31 @@ import yaml
 from kueue_provreq import __version__, diagrams
 from kueue_provreq.api.meta import Time
 from kueue_provreq.api.objects import KubeObject
-from kueue_provreq.conformance.runner import Outcome, Run, collect, conform, load_scenarios
+from kueue_provreq.conformance.runner import (
+    Outcome,
+    Run,
+    collect,
+    conform,
+    load_scenarios,
+)
 from kueue_provreq.conformance.timeline import Timeline, jsonl_writer, text_writer
+from kueue_provreq.errors import KueueProvreqError
 from kueue_provreq.explain import explain
 from kueue_provreq.explore.cli import add_explore_command
 from kueue_provreq.machines import MACHINES
-from kueue_provreq.manifests import ManifestError, dump_object, load_file, load_object, load_yaml_documents
+from kueue_provreq.manifests import (
+    ManifestError,
+    dump_object,
+    load_file,
+    load_object,
+    load_yaml_documents,
+)
 from kueue_provreq.manifests.codec import parse_duration, parse_time
 
 PROG = "kueue-provreq"
 
 
-class UsageError(Exception):
+class UsageError(KueueProvreqError):
     """Input the command cannot work with (exit status 2)."""
 
 

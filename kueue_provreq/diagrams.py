@@ -34,13 +34,14 @@ import subprocess
 from collections.abc import Iterable
 from typing import Any
 
+from kueue_provreq.errors import KueueProvreqError
 from kueue_provreq.machines import MACHINES, Edge, MachineTable
 
 __all__ = ["GraphvizError", "combined_dot", "combined_mermaid", "dot_available", "edge_label",
            "render_svg", "to_dot", "to_mermaid"]
 
 
-class GraphvizError(RuntimeError):
+class GraphvizError(KueueProvreqError, RuntimeError):
     """Rendering needs the Graphviz ``dot`` binary, and it is missing or refused the input."""
 
 

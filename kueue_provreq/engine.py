@@ -24,8 +24,8 @@ from kueue_provreq.api.evolve import same
 from kueue_provreq.api.objects import Key, KubeObject, key_of
 from kueue_provreq.api.workload import Workload
 from kueue_provreq.controllers import registry, scheduler
-from kueue_provreq.controllers.registry import Route, Watch
 from kueue_provreq.controllers.context import Context
+from kueue_provreq.controllers.registry import Route, Watch
 from kueue_provreq.errors import KueueProvreqError
 from kueue_provreq.machines import (
     ADMISSION_CHECK_MACHINE,

@@ -29,14 +29,23 @@ from typing import Any
 import attrs
 
 from kueue_provreq.api import constants as c
+from kueue_provreq.api import naming
 from kueue_provreq.api.config import Configuration
 from kueue_provreq.api.frozen import FrozenMap
 from kueue_provreq.api.job import Job
 from kueue_provreq.api.meta import Conditions, ObjectMeta, OwnerReference, Time, is_true
 from kueue_provreq.api.objects import KubeObject
-from kueue_provreq.api.provisioning import ProvisioningRequest, ProvisioningRequestConfig
+from kueue_provreq.api.provisioning import (
+    ProvisioningRequest,
+    ProvisioningRequestConfig,
+)
 from kueue_provreq.api.queues import AdmissionCheck
-from kueue_provreq.api.workload import AdmissionCheckState, PodSet, Workload, WorkloadSpec
+from kueue_provreq.api.workload import (
+    AdmissionCheckState,
+    PodSet,
+    Workload,
+    WorkloadSpec,
+)
 from kueue_provreq.controllers import provisioning, queues, registry, scheduler
 from kueue_provreq.controllers.backoff import check_requeue_after_seconds
 from kueue_provreq.controllers.context import Context
@@ -46,7 +55,16 @@ from kueue_provreq.machines import WorkloadPhase as P
 from kueue_provreq.machines.phases import workload_phase
 from kueue_provreq.manifests.codec import format_duration, format_time
 from kueue_provreq.waits import Wait, waits
-from kueue_provreq.world import Create, Delete, Effect, Event, MetricInc, Result, Update, World
+from kueue_provreq.world import (
+    Create,
+    Delete,
+    Effect,
+    Event,
+    MetricInc,
+    Result,
+    Update,
+    World,
+)
 
 _GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 """``k8s.io/apimachinery/pkg/util/rand``'s alphabet (no vowels, no look-alike digits)."""
@@ -299,10 +317,12 @@ def _workload_finding(world: World, wl: Workload, now: Time) -> Finding:
 
 
 def _attempts(wl: Workload, check: str, world: World) -> list[tuple[int, ProvisioningRequest]]:
-    prefix = provisioning.attempt_prefix(wl.metadata.name, check)
-    owned = [pr for pr in world.owned_by_name(c.PROVISIONING_REQUEST, wl.metadata.namespace, wl.metadata.name)
-             if isinstance(pr, ProvisioningRequest) and pr.metadata.name.startswith(prefix)]
-    return sorted((provisioning.get_attempt(pr, prefix), pr) for pr in owned)
+    found = []
+    for pr in world.owned_by_name(c.PROVISIONING_REQUEST, wl.metadata.namespace, wl.metadata.name):
+        n = naming.attempt_of(pr.metadata.name, wl.metadata.name, check)
+        if n is not None and isinstance(pr, ProvisioningRequest):
+            found.append((n, pr))
+    return sorted(found, key=lambda t: t[0])
 
 
 def _config(world: World, check: str) -> tuple[AdmissionCheck | None, ProvisioningRequestConfig | None]:
@@ -329,7 +349,7 @@ def _check_finding(world: World, wl: Workload, st: AdmissionCheckState, now: Tim
         if not wl.has_quota_reservation():
             return Finding(subject, st.state, "a ProvisioningRequest is created once the workload "
                                               "reserves quota")
-        name = provisioning.provisioning_request_name(wl.metadata.name, st.name, (st.retry_count or 0) + 1)
+        name = naming.provisioning_request_name(wl.metadata.name, st.name, (st.retry_count or 0) + 1)
         return Finding(subject, st.state, f"no request yet: the provisioning controller creates {name} "
                                           "unless no podSet uses the managed resources")
     attempt, pr = attempts[-1]

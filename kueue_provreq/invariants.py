@@ -22,15 +22,19 @@ mirrored by the check meant to catch it.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
 from decimal import Decimal
+from typing import Any
 
 import attrs
 
 from kueue_provreq.api import constants as c
-from kueue_provreq.api.config import SEMANTICS_CURRENT, SEMANTICS_PRE_KEP_3258, Configuration
+from kueue_provreq.api import naming
+from kueue_provreq.api.config import (
+    SEMANTICS_CURRENT,
+    SEMANTICS_PRE_KEP_3258,
+    Configuration,
+)
 from kueue_provreq.api.frozen import FrozenMap
 from kueue_provreq.api.meta import Time, find_condition
 from kueue_provreq.api.objects import KubeObject
@@ -149,8 +153,7 @@ def _name(wl: Workload) -> str:
 def attempt_of(pr: ProvisioningRequest, wl_name: str, check: str) -> int | None:
     """The attempt number ``ProvisioningRequestName`` put in ``pr``'s name for this (workload,
     check), or None when the name is not one of theirs (PC §1.5, §1.7)."""
-    m = re.fullmatch(re.escape(f"{wl_name}-{check}-") + r"([0-9]+)", pr.metadata.name)
-    return int(m.group(1)) if m else None
+    return naming.attempt_of(pr.metadata.name, wl_name, check)
 
 
 def requests_of(objs: Iterable[KubeObject], wl: Workload, check: str) -> list[tuple[int, ProvisioningRequest]]:

@@ -15,11 +15,12 @@ from typing import Any
 import attrs
 
 from kueue_provreq.api import constants as c
+from kueue_provreq.api import naming
 from kueue_provreq.api.meta import Condition, Time
 from kueue_provreq.api.provisioning import ProvisioningRequest, ProvisioningRequestConfig
 from kueue_provreq.api.queues import AdmissionCheck, ClusterQueue
 from kueue_provreq.api.workload import AdmissionCheckState, Workload
-from kueue_provreq.controllers import clusterqueue, provisioning, queues
+from kueue_provreq.controllers import clusterqueue, queues
 from kueue_provreq.controllers.backoff import nominal_delay_seconds
 from kueue_provreq.controllers.context import Context
 from kueue_provreq.machines import WorkloadPhase as P
@@ -76,12 +77,12 @@ def _config(world: World, check: str) -> ProvisioningRequestConfig | None:
 
 
 def _newest_request(world: World, wl: Workload, check: str) -> tuple[int, ProvisioningRequest] | None:
-    prefix = provisioning.attempt_prefix(wl.metadata.name, check)
-    owned = [pr for pr in world.owned_by_name(c.PROVISIONING_REQUEST, wl.metadata.namespace, wl.metadata.name)
-             if isinstance(pr, ProvisioningRequest) and pr.metadata.name.startswith(prefix)]
-    if not owned:
-        return None
-    return max((provisioning.get_attempt(pr, prefix), pr) for pr in owned)
+    found = []
+    for pr in world.owned_by_name(c.PROVISIONING_REQUEST, wl.metadata.namespace, wl.metadata.name):
+        n = naming.attempt_of(pr.metadata.name, wl.metadata.name, check)
+        if n is not None and isinstance(pr, ProvisioningRequest):
+            found.append((n, pr))
+    return max(found, key=lambda t: t[0]) if found else None
 
 
 def _request_line(newest: tuple[int, ProvisioningRequest], check: str, attempts: int, now: Time) -> str:
@@ -118,7 +119,7 @@ def _check(world: World, wl: Workload, st: AdmissionCheckState, now: Time) -> tu
         return [f"check {st.name} Rejected: {st.message}"], ["deactivated (spec.active=false) and evicted"]
     if newest is None:
         n = (st.retry_count or 0) + 1
-        name = provisioning.provisioning_request_name(wl.metadata.name, st.name, n)
+        name = naming.provisioning_request_name(wl.metadata.name, st.name, n)
         return ([f"check {st.name}: no ProvisioningRequest yet"],
                 [f"the provisioning controller creates {wl.metadata.namespace}/{name} "
                  f"(attempt {n} of {attempts})"])

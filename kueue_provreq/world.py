@@ -22,7 +22,14 @@ from kueue_provreq.api import constants as c
 from kueue_provreq.api.evolve import evolve
 from kueue_provreq.api.frozen import EMPTY, FrozenMap
 from kueue_provreq.api.meta import Time
-from kueue_provreq.api.objects import KINDS, Key, KubeObject, already_exists, key_of, not_found
+from kueue_provreq.api.objects import (
+    KINDS,
+    Key,
+    KubeObject,
+    already_exists,
+    key_of,
+    not_found,
+)
 from kueue_provreq.machines.table import Transition
 
 # --- effects -------------------------------------------------------------------

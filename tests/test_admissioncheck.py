@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import attrs
 import pytest
-
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.meta import Condition, ObjectMeta, Time
 from kueue_provreq.api.provisioning import ProvisioningRequestConfig
-from kueue_provreq.api.queues import AdmissionCheck, AdmissionCheckSpec, AdmissionCheckStatus, ParametersReference
+from kueue_provreq.api.queues import (
+    AdmissionCheck,
+    AdmissionCheckSpec,
+    AdmissionCheckStatus,
+    ParametersReference,
+)
 from kueue_provreq.controllers import admissioncheck
 from kueue_provreq.controllers.context import Context
 from kueue_provreq.world import NOTHING, Fault, Update, World

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from kueue_provreq.api.meta import Time
 from kueue_provreq.audit import RULES, Thresholds, audit
 from kueue_provreq.cluster.snapshot import to_objects

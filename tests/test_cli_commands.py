@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from kueue_provreq.diagrams import dot_available
 
 SCRIPT = Path(sys.executable).with_name("kueue-provreq")

@@ -8,13 +8,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from apiserver import RecordedAPIServer
 from kueue_provreq import cli
 from kueue_provreq.cluster import client
 from kueue_provreq.cluster.autoscaler import FIELD_MANAGER, StandIn
 from kueue_provreq.manifests.codec import parse_time
 from kueue_provreq.simulation.autoscaler import parse_script
+
+from apiserver import RecordedAPIServer
 
 PR_PATH = "/apis/autoscaling.x-k8s.io/v1/namespaces/ml/provisioningrequests"
 JSON = {"Content-Type": "application/json"}

@@ -10,7 +10,6 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
-
 from kueue_provreq.cluster.snapshot import to_objects
 
 DATA = Path(__file__).parent / "data" / "cluster"

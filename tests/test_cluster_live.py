@@ -7,7 +7,6 @@ import os
 import time
 
 import pytest
-
 from kueue_provreq import cli
 from kueue_provreq.api.meta import Time
 from kueue_provreq.audit import audit

@@ -11,10 +11,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-from apiserver import RecordedAPIServer
 from kueue_provreq import cli
 from kueue_provreq.cluster import client, snapshot
+
+from apiserver import RecordedAPIServer
 
 DATA = Path(__file__).parent / "data" / "cluster"
 AT = "2026-11-20T10:00:00Z"

@@ -10,18 +10,18 @@ from typing import Any
 
 import attrs
 import pytest
-
-from apiserver import RecordedAPIServer
 from kueue_provreq.api.meta import Time
 from kueue_provreq.api.objects import KubeObject
 from kueue_provreq.cluster import client
 from kueue_provreq.cluster.apply import apply_effects
 from kueue_provreq.cluster.snapshot import to_objects
-from kueue_provreq.controllers.context import Context
 from kueue_provreq.controllers import provisioning, workload
+from kueue_provreq.controllers.context import Context
 from kueue_provreq.manifests import dump_object
 from kueue_provreq.manifests.codec import parse_time
 from kueue_provreq.world import Create, Result, World
+
+from apiserver import RecordedAPIServer
 
 DATA = Path(__file__).parent / "data" / "cluster"
 UNMODELLED = ("Pod", "Event", "Service", "Deployment", "ConfigMap")

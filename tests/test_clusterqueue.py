@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import attrs
-
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.meta import Condition, Time
 from kueue_provreq.api.queues import AdmissionCheckStrategyRule, ClusterQueue
@@ -11,6 +10,7 @@ from kueue_provreq.api.workload import RequeueState, WorkloadStatus
 from kueue_provreq.controllers import clusterqueue
 from kueue_provreq.controllers.context import Context
 from kueue_provreq.world import NOTHING, World
+
 from test_scheduler import (
     T0,
     active_check,

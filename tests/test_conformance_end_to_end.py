@@ -10,7 +10,6 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
 from kueue_provreq.conformance.runner import collect, conform
 
 ROOT = Path(__file__).resolve().parents[1]

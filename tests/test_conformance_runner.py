@@ -8,14 +8,12 @@ are in test_conformance_end_to_end.py.
 
 from __future__ import annotations
 
-import attrs
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
 
+import attrs
 import pytest
-
-from kueue_provreq.controllers import registry
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.frozen import FrozenMap
 from kueue_provreq.api.meta import ObjectMeta
@@ -23,6 +21,7 @@ from kueue_provreq.api.objects import Key
 from kueue_provreq.api.provisioning import PodTemplate
 from kueue_provreq.conformance.match import Matcher
 from kueue_provreq.conformance.runner import Outcome, collect, conform
+from kueue_provreq.controllers import registry
 from kueue_provreq.controllers.context import Context
 from kueue_provreq.world import Result, Txn, World
 

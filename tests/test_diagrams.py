@@ -9,7 +9,6 @@ import subprocess
 import sys
 
 import pytest
-
 from kueue_provreq import diagrams
 from kueue_provreq.machines import MACHINES, Edge, MachineTable
 

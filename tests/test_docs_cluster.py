@@ -16,11 +16,11 @@ from pathlib import Path
 
 import attrs
 import pytest
-
-from apiserver import RecordedAPIServer
 from kueue_provreq import cli
 from kueue_provreq.cluster import snapshot
 from kueue_provreq.manifests.codec import parse_time
+
+from apiserver import RecordedAPIServer
 
 ROOT = Path(__file__).parents[1]
 PAGE = ROOT / "docs" / "cluster.rst"

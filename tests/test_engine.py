@@ -15,18 +15,23 @@ from typing import cast
 
 import attrs
 import pytest
-
 from kueue_provreq.api import constants as c
+from kueue_provreq.api.frozen import FrozenMap
 from kueue_provreq.api.job import Job, JobSpec
 from kueue_provreq.api.meta import ObjectMeta, OwnerReference, Time
+from kueue_provreq.api.objects import Key
 from kueue_provreq.api.provisioning import PodTemplate, ProvisioningRequest
 from kueue_provreq.api.workload import Workload
-from kueue_provreq.controllers.context import Context
 from kueue_provreq.controllers import registry
+from kueue_provreq.controllers.context import Context
 from kueue_provreq.engine import Manager, SettleError
-from kueue_provreq.explore.search import NAMESPACE, Options, autoscaler_step, build_config, build_objects
-from kueue_provreq.api.frozen import FrozenMap
-from kueue_provreq.api.objects import Key
+from kueue_provreq.explore.search import (
+    NAMESPACE,
+    Options,
+    autoscaler_step,
+    build_config,
+    build_objects,
+)
 from kueue_provreq.machines import WORKLOAD_MACHINE, IllegalTransition, Transition
 from kueue_provreq.world import NOTHING, Result, Update, World
 

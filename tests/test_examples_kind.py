@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from kueue_provreq.cluster import client
 from kueue_provreq.cluster.resources import RESOURCES, SNAPSHOT_KINDS
 from kueue_provreq.manifests import load_object

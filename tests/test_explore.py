@@ -7,11 +7,16 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from kueue_provreq.cli import main
 from kueue_provreq.conformance.runner import conform
 from kueue_provreq.explore.scenario import to_scenario
-from kueue_provreq.explore.search import EPOCH, Explorer, Options, explore, initial_world
+from kueue_provreq.explore.search import (
+    EPOCH,
+    Explorer,
+    Options,
+    explore,
+    initial_world,
+)
 
 SPECS = Path(__file__).resolve().parents[1] / "specs" / "kep-3258"
 #: Without CapacityRevoked the shortest stuck trace is KEP-3258's own: a check back in Retry.

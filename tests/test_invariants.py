@@ -6,7 +6,6 @@ from collections.abc import Callable
 
 import attrs
 import pytest
-
 from kueue_provreq import invariants as inv
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.config import Configuration, RequeuingStrategy, WaitForPodsReady

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import attrs
 import pytest
-
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.config import Configuration
 from kueue_provreq.api.frozen import FrozenMap

@@ -9,8 +9,6 @@ from collections.abc import Callable
 
 import attrs
 import pytest
-from test_provisioning import KEY, base, check, cond, config, request, run, state_of, updated, workload
-
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.config import Configuration
 from kueue_provreq.api.frozen import FrozenMap
@@ -24,15 +22,28 @@ from kueue_provreq.api.workload import (
     WorkloadSpec,
     WorkloadStatus,
 )
-from kueue_provreq.controllers import workload_status as ws
-from kueue_provreq.machines import WorkloadPhase as d
-from kueue_provreq.machines import WORKLOAD_MACHINE
-from kueue_provreq.machines.phases import workload_phase
 from kueue_provreq.conformance.runner import quota_step, user_changes
 from kueue_provreq.controllers import workload as workload_controller
+from kueue_provreq.controllers import workload_status as ws
 from kueue_provreq.controllers.context import Context
 from kueue_provreq.engine import verify_change
+from kueue_provreq.machines import WORKLOAD_MACHINE
+from kueue_provreq.machines import WorkloadPhase as d
+from kueue_provreq.machines.phases import workload_phase
 from kueue_provreq.world import Update, World
+
+from test_provisioning import (
+    KEY,
+    base,
+    check,
+    cond,
+    config,
+    request,
+    run,
+    state_of,
+    updated,
+    workload,
+)
 
 T0 = 1_700_000_000
 STATES = (c.CHECK_PENDING, c.CHECK_READY, c.CHECK_RETRY, c.CHECK_REJECTED)

@@ -8,11 +8,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from kueue_provreq.conformance.runner import Run, load_scenarios
 from kueue_provreq.conformance.scenario import Scenario
 from kueue_provreq.conformance.timeline import NONE, Record, Timeline
-from kueue_provreq.machines import MACHINES, WORKLOAD_MACHINE, Guard, IllegalTransition, MachineTable
+from kueue_provreq.machines import (
+    MACHINES,
+    WORKLOAD_MACHINE,
+    Guard,
+    IllegalTransition,
+    MachineTable,
+)
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 ALL = list(MACHINES.values())

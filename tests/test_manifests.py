@@ -8,9 +8,12 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
 from kueue_provreq.api import constants as c
-from kueue_provreq.api.config import DEFAULT_FEATURE_GATES, Configuration, RequeuingStrategy
+from kueue_provreq.api.config import (
+    DEFAULT_FEATURE_GATES,
+    Configuration,
+    RequeuingStrategy,
+)
 from kueue_provreq.api.frozen import FrozenMap
 from kueue_provreq.api.job import Job
 from kueue_provreq.api.meta import Condition, ObjectMeta
@@ -21,7 +24,12 @@ from kueue_provreq.api.provisioning import (
     RetryStrategy,
 )
 from kueue_provreq.api.quantity import Quantity
-from kueue_provreq.api.queues import AdmissionCheck, ClusterQueue, LocalQueue, ResourceFlavor
+from kueue_provreq.api.queues import (
+    AdmissionCheck,
+    ClusterQueue,
+    LocalQueue,
+    ResourceFlavor,
+)
 from kueue_provreq.api.workload import PodSet, Workload, WorkloadSpec
 from kueue_provreq.manifests import (
     ManifestError,

@@ -1,8 +1,12 @@
 from decimal import Decimal
 
 import pytest
-
-from kueue_provreq.api.quantity import Quantity, QuantityError, format_decimal, parse_quantity
+from kueue_provreq.api.quantity import (
+    Quantity,
+    QuantityError,
+    format_decimal,
+    parse_quantity,
+)
 
 
 @pytest.mark.parametrize("text,value", [

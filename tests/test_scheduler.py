@@ -6,7 +6,6 @@ from decimal import Decimal
 
 import attrs
 import pytest
-
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.config import Configuration, RequeuingStrategy, WaitForPodsReady
 from kueue_provreq.api.frozen import FrozenMap, freeze
@@ -15,8 +14,8 @@ from kueue_provreq.api.quantity import Quantity
 from kueue_provreq.api.queues import (
     AdmissionCheck,
     AdmissionCheckSpec,
-    AdmissionCheckStatus,
     AdmissionChecksStrategy,
+    AdmissionCheckStatus,
     AdmissionCheckStrategyRule,
     ClusterQueue,
     ClusterQueueSpec,

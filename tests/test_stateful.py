@@ -21,14 +21,17 @@ import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
-
 from kueue_provreq import invariants as inv
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.config import Configuration, RequeuingStrategy, WaitForPodsReady
 from kueue_provreq.api.frozen import FrozenMap, freeze
 from kueue_provreq.api.meta import Condition, Duration, ObjectMeta, Time, set_condition
 from kueue_provreq.api.objects import KubeObject
-from kueue_provreq.api.provisioning import ProvisioningRequestConfig, ProvisioningRequestConfigSpec, RetryStrategy
+from kueue_provreq.api.provisioning import (
+    ProvisioningRequestConfig,
+    ProvisioningRequestConfigSpec,
+    RetryStrategy,
+)
 from kueue_provreq.api.quantity import Quantity
 from kueue_provreq.api.queues import (
     AdmissionCheck,
@@ -47,10 +50,17 @@ from kueue_provreq.api.queues import (
     ResourceQuota,
 )
 from kueue_provreq.api.workload import PodSet, Workload, WorkloadSpec
-from kueue_provreq.controllers.context import Context
 from kueue_provreq.conformance.runner import quota_step, user_changes
+from kueue_provreq.controllers.context import Context
 from kueue_provreq.engine import ALL_CONTROLLERS, Manager, verify_change
-from kueue_provreq.explore.search import EPOCH, autoscaler_step, autoscaler_triggers, initial_world, newest_requests, probe
+from kueue_provreq.explore.search import (
+    EPOCH,
+    autoscaler_step,
+    autoscaler_triggers,
+    initial_world,
+    newest_requests,
+    probe,
+)
 from kueue_provreq.world import Delete, Update, World
 
 NS = "default"

@@ -18,17 +18,21 @@ from collections.abc import Callable
 
 import attrs
 import pytest
-
-import test_stateful as sm
 from kueue_provreq import invariants as inv
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.frozen import FrozenMap
 from kueue_provreq.api.meta import Condition, ObjectMeta, Time, set_condition
 from kueue_provreq.api.objects import KubeObject
-from kueue_provreq.api.provisioning import ProvisioningRequest, ProvisioningRequestConfig, RetryStrategy
+from kueue_provreq.api.provisioning import (
+    ProvisioningRequest,
+    ProvisioningRequestConfig,
+    RetryStrategy,
+)
 from kueue_provreq.api.workload import Workload
 from kueue_provreq.explore.search import EPOCH, autoscaler_step
 from kueue_provreq.world import World
+
+import test_stateful as sm
 
 CAPACITY, GPU_CAPACITY = sm.CHECKS
 NS = sm.NS

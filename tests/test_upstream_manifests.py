@@ -17,7 +17,6 @@ from typing import Any
 import pytest
 import yaml
 from jsonschema import Draft202012Validator, FormatChecker
-
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.objects import KubeObject
 from kueue_provreq.api.provisioning import PodTemplate, ProvisioningRequest
@@ -25,7 +24,13 @@ from kueue_provreq.api.workload import Workload
 from kueue_provreq.conformance.runner import Run
 from kueue_provreq.conformance.scenario import parse_scenario
 from kueue_provreq.explain import workload_for_job
-from kueue_provreq.manifests import ManifestError, dump_object, load_file, load_object, load_yaml_documents
+from kueue_provreq.manifests import (
+    ManifestError,
+    dump_object,
+    load_file,
+    load_object,
+    load_yaml_documents,
+)
 
 UNSUPPORTED = ("JobSet", "PyTorchJob")
 EXAMPLES_DIR = Path(__file__).resolve().parents[1] / "examples"

@@ -7,7 +7,6 @@ import attrs
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.config import Configuration, RequeuingStrategy, WaitForPodsReady
 from kueue_provreq.api.frozen import FrozenMap
@@ -35,7 +34,16 @@ from kueue_provreq.controllers import workload as controller
 from kueue_provreq.controllers import workload_status as ws
 from kueue_provreq.controllers.context import Context
 from kueue_provreq.engine import Manager, Recorder
-from kueue_provreq.world import NOTHING, Effect, Event, Fault, MetricInc, Result, Update, World
+from kueue_provreq.world import (
+    NOTHING,
+    Effect,
+    Event,
+    Fault,
+    MetricInc,
+    Result,
+    Update,
+    World,
+)
 
 T0 = Time(1_704_067_200)  # 2024-01-01T00:00:00Z
 KEY = (c.WORKLOAD, "ns", "wl")

@@ -14,13 +14,11 @@ from typing import Any
 
 from docutils import nodes
 from docutils.parsers.rst import directives
+from kueue_provreq import diagrams
+from kueue_provreq.machines import MACHINES, MachineTable, declarations
 from sphinx.application import Sphinx
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
-
-from kueue_provreq import diagrams
-from kueue_provreq.machines import MACHINES, MachineTable
-from kueue_provreq.machines import declarations
 
 logger = logging.getLogger(__name__)
 COMBINED = "combined"

@@ -70,6 +70,13 @@ REASON_WAIT_FOR_START: Final = "WaitForStart"
 REASON_WAIT_FOR_RECOVERY: Final = "WaitForRecovery"
 REASON_STARTED: Final = "Started"
 REASON_EVICTED_BY_TEST: Final = "EvictedByTest"
+# written with UnadmittedWorkloadsObservability off, or by Kueue before WaitForStart existed
+REASON_PENDING_LEGACY: Final = "Pending"
+"""QuotaReserved=False reason on quota release with UnadmittedWorkloadsObservability off."""
+REASON_PODS_READY_LEGACY: Final = "PodsReady"
+"""A PodsReady=False reason written by Kueue before WaitForStart existed; read as WaitForStart."""
+REASON_NO_RESERVATION_UNSATISFIED_CHECKS_LEGACY: Final = "NoReservationUnsatisfiedChecks"
+REASON_UNSATISFIED_CHECKS_LEGACY: Final = "UnsatisfiedChecks"
 
 # --- Workload messages --------------------------------------------------------
 MSG_QUOTA_RESERVED: Final = "Quota reserved in ClusterQueue {cq}"
@@ -90,6 +97,7 @@ MSG_PODS_NOT_READY: Final = "Not all pods are ready or succeeded"
 MSG_CQ_INACTIVE: Final = "ClusterQueue {cq} is inactive"
 MSG_CQ_NOT_FOUND: Final = "ClusterQueue {cq} not found"
 MSG_LQ_NOT_FOUND: Final = "LocalQueue {lq} doesn't exist"
+MSG_NO_RESERVATION_UNSATISFIED_CHECKS_LEGACY: Final = "The workload has no reservation and not all checks ready"
 EVICTED_RETRY_PREFIX: Final = "Evicted due to "
 DEACTIVATED_DUE_TO_EVENT_PREFIX: Final = "Deactivated due to "
 
@@ -122,6 +130,16 @@ ERR_EMPTY_NAME: Final = "empty name: bad parameters reference"
 ERR_WRONG_GROUP: Final = 'wrong group "{group}", expecting "kueue.x-k8s.io": bad parameters reference'
 ERR_WRONG_KIND: Final = 'wrong kind "{kind}", expecting "ProvisioningRequestConfig": bad parameters reference'
 
+# --- scheduler: flavor assignment and admission blocking ----------------------
+REASON_NO_MATCHING_FLAVOR: Final = "NoMatchingFlavor"
+REASON_EXCEEDS_MAX_QUOTA: Final = "ExceedsMaxQuota"
+REASON_WAITING_FOR_PODS_READY: Final = "WaitingForPodsReady"
+MSG_WAITING_FOR_PODS_READY: Final = "waiting for all admitted workloads to be in PodsReady condition"
+MSG_ASSIGN_FLAVORS_FAILED: Final = "couldn't assign flavors to pod set {podset}: {reasons}"
+MSG_REQUEST_EXCEEDS_CAPACITY: Final = "insufficient quota for {resource} in flavor {flavor}, request > maximum capacity ({request} > {capacity})"
+MSG_INSUFFICIENT_UNUSED_QUOTA: Final = "insufficient unused quota for {resource} in flavor {flavor}, {more} more needed"
+MSG_RESOURCE_UNAVAILABLE: Final = "resource {resource} unavailable in ClusterQueue"
+
 # --- ClusterQueue status ------------------------------------------------------
 CQ_ACTIVE: Final = "Active"
 REASON_CQ_READY: Final = "Ready"
@@ -131,6 +149,12 @@ REASON_CQ_AC_NOT_FOUND: Final = "AdmissionCheckNotFound"
 REASON_CQ_AC_INACTIVE: Final = "AdmissionCheckInactive"
 REASON_CQ_STOPPED: Final = "Stopped"
 MSG_CQ_CANT_ADMIT: Final = "Can't admit new workloads: {parts}."
+MSG_CQ_STOPPED_PART: Final = "is stopped"
+MSG_CQ_MISSING_FLAVORS_PART: Final = "references missing ResourceFlavor(s): {names}"
+MSG_CQ_MISSING_CHECKS_PART: Final = "references missing AdmissionCheck(s): {names}"
+MSG_CQ_INACTIVE_CHECKS_PART: Final = "references inactive AdmissionCheck(s): {names}"
+STOP_POLICY_HOLD: Final = "Hold"
+STOP_POLICY_HOLD_AND_DRAIN: Final = "HoldAndDrain"
 STRICT_FIFO: Final = "StrictFIFO"
 BEST_EFFORT_FIFO: Final = "BestEffortFIFO"
 
@@ -150,6 +174,11 @@ MSG_WITH_MESSAGE: Final = " with message: {message}"
 ERR_INCONSISTENT_ASSIGNMENTS: Final = "inconsistent podSet assignments"
 ERR_MISSING_ASSIGNMENT: Final = 'missing assignment for PodSet "{name}"'
 POD_TEMPLATE_PREFIX: Final = "ppt"
+OBJECT_NAME_MAX_PREFIX: Final = 247
+OBJECT_NAME_HASH_LENGTH: Final = 5
+ERR_POD_SET_UPDATE_CONFLICT: Final = ("invalid admission check PodSetUpdate: conflict for nodeSelector: "
+                                      "conflict for key={key}, value1={value1}, value2={value2}")
+ERR_ALREADY_OWNED: Final = "Object {namespace}/{name} is already owned by another {kind} controller {owner}"
 MERGE_IDENTICAL_POD_TEMPLATES: Final = "IdenticalPodTemplates"
 MERGE_IDENTICAL_SCHEDULING_REQUIREMENTS: Final = "IdenticalWorkloadSchedulingRequirements"
 EVENT_MESSAGE_LIMIT: Final = 1024
@@ -161,6 +190,11 @@ LABEL_QUEUE_NAME: Final = "kueue.x-k8s.io/queue-name"
 ANNOTATION_PROVREQ_PREFIX: Final = "provreq.kueue.x-k8s.io/"
 ANNOTATION_CONSUME_PROVISIONING_REQUEST: Final = "autoscaling.x-k8s.io/consume-provisioning-request"
 ANNOTATION_PROVISIONING_CLASS_NAME: Final = "autoscaling.x-k8s.io/provisioning-class-name"
+
+# --- ProvisioningRequestConfig retryStrategy defaults (the CRD's) -------------
+DEFAULT_BACKOFF_LIMIT_COUNT: Final = 3
+DEFAULT_BACKOFF_BASE_SECONDS: Final = 60
+DEFAULT_BACKOFF_MAX_SECONDS: Final = 1800
 
 # --- ProvisioningRequest (Cluster Autoscaler) --------------------------------
 PR_ACCEPTED: Final = "Accepted"
@@ -203,33 +237,3 @@ METRIC_EVICTED_WORKLOADS: Final = "evicted_workloads_total"
 METRIC_EVICTED_WORKLOADS_ONCE: Final = "evicted_workloads_once_total"
 METRIC_PENDING_WORKLOADS: Final = "pending_workloads"
 METRIC_RESERVING_ACTIVE_WORKLOADS: Final = "reserving_active_workloads"
-
-# --- workload controller and job integration (appended) -----------------------
-REASON_PENDING_LEGACY: Final = "Pending"
-"""QuotaReserved=False reason on quota release with UnadmittedWorkloadsObservability off."""
-REASON_PODS_READY_LEGACY: Final = "PodsReady"
-REASON_NO_RESERVATION_UNSATISFIED_CHECKS_LEGACY: Final = "NoReservationUnsatisfiedChecks"
-MSG_NO_RESERVATION_UNSATISFIED_CHECKS_LEGACY: Final = "The workload has no reservation and not all checks ready"
-REASON_UNSATISFIED_CHECKS_LEGACY: Final = "UnsatisfiedChecks"
-"""A PodsReady=False reason written by Kueue before WaitForStart existed; read as WaitForStart."""
-
-# --- provisioning controller: object names and pod template merging ---------
-OBJECT_NAME_MAX_PREFIX: Final = 247
-OBJECT_NAME_HASH_LENGTH: Final = 5
-ERR_POD_SET_UPDATE_CONFLICT: Final = ("invalid admission check PodSetUpdate: conflict for nodeSelector: "
-                                      "conflict for key={key}, value1={value1}, value2={value2}")
-ERR_ALREADY_OWNED: Final = "Object {namespace}/{name} is already owned by another {kind} controller {owner}"
-
-# --- scheduler: flavor assignment and admission blocking ----------------------
-REASON_NO_MATCHING_FLAVOR: Final = "NoMatchingFlavor"
-REASON_EXCEEDS_MAX_QUOTA: Final = "ExceedsMaxQuota"
-REASON_WAITING_FOR_PODS_READY: Final = "WaitingForPodsReady"
-MSG_WAITING_FOR_PODS_READY: Final = "waiting for all admitted workloads to be in PodsReady condition"
-MSG_ASSIGN_FLAVORS_FAILED: Final = "couldn't assign flavors to pod set {podset}: {reasons}"
-MSG_REQUEST_EXCEEDS_CAPACITY: Final = "insufficient quota for {resource} in flavor {flavor}, request > maximum capacity ({request} > {capacity})"
-MSG_INSUFFICIENT_UNUSED_QUOTA: Final = "insufficient unused quota for {resource} in flavor {flavor}, {more} more needed"
-MSG_RESOURCE_UNAVAILABLE: Final = "resource {resource} unavailable in ClusterQueue"
-MSG_CQ_STOPPED_PART: Final = "is stopped"
-MSG_CQ_MISSING_FLAVORS_PART: Final = "references missing ResourceFlavor(s): {names}"
-MSG_CQ_MISSING_CHECKS_PART: Final = "references missing AdmissionCheck(s): {names}"
-MSG_CQ_INACTIVE_CHECKS_PART: Final = "references inactive AdmissionCheck(s): {names}"

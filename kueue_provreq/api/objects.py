@@ -6,8 +6,17 @@ from typing import Union
 
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.job import Job
-from kueue_provreq.api.provisioning import PodTemplate, ProvisioningRequest, ProvisioningRequestConfig
-from kueue_provreq.api.queues import AdmissionCheck, ClusterQueue, LocalQueue, ResourceFlavor
+from kueue_provreq.api.provisioning import (
+    PodTemplate,
+    ProvisioningRequest,
+    ProvisioningRequestConfig,
+)
+from kueue_provreq.api.queues import (
+    AdmissionCheck,
+    ClusterQueue,
+    LocalQueue,
+    ResourceFlavor,
+)
 from kueue_provreq.api.workload import Workload
 
 KubeObject = Union[Workload, ClusterQueue, LocalQueue, ResourceFlavor, AdmissionCheck,

@@ -16,9 +16,9 @@ from kueue_provreq.api.meta import Conditions, Json, ObjectMeta
 class RetryStrategy:
     """``retryStrategy`` with the CRD defaults (3 / 60 s / 1800 s) applied field by field."""
 
-    backoff_limit_count: int = 3
-    backoff_base_seconds: int = 60
-    backoff_max_seconds: int = 1800
+    backoff_limit_count: int = c.DEFAULT_BACKOFF_LIMIT_COUNT
+    backoff_base_seconds: int = c.DEFAULT_BACKOFF_BASE_SECONDS
+    backoff_max_seconds: int = c.DEFAULT_BACKOFF_MAX_SECONDS
 
 
 @attrs.frozen

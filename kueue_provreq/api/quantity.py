@@ -21,6 +21,8 @@ from typing import Any
 
 import attrs
 
+from kueue_provreq.errors import KueueProvreqError
+
 _CTX = Context(prec=60)
 _NUMBER = re.compile(r"^([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))(.*)$")
 _BINARY = {"Ki": 1, "Mi": 2, "Gi": 3, "Ti": 4, "Pi": 5, "Ei": 6}
@@ -28,7 +30,7 @@ _DECIMAL = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "
 _EXPONENT = re.compile(r"^[eE]([+-]?[0-9]+)$")
 
 
-class QuantityError(ValueError):
+class QuantityError(KueueProvreqError, ValueError):
     """A string that is not a Kubernetes quantity."""
 
 

@@ -17,6 +17,7 @@ from typing import Any
 from kueue_provreq.api.quantity import QuantityError, parse_quantity
 from kueue_provreq.conformance.scenario import ScenarioError, duration, parse_time
 
+
 class _Missing:
     """The value of a key an object does not have (distinct from an explicit ``null``)."""
 

@@ -18,11 +18,19 @@ from typing import Any, cast
 import attrs
 
 from kueue_provreq.api import constants as c
+from kueue_provreq.api import naming
+from kueue_provreq.api.config import Configuration
 from kueue_provreq.api.frozen import FrozenMap
 from kueue_provreq.api.meta import Condition, Time, set_condition
-from kueue_provreq.api.objects import KINDS, Key, KubeObject, already_exists, key_of, not_found
+from kueue_provreq.api.objects import (
+    KINDS,
+    Key,
+    KubeObject,
+    already_exists,
+    key_of,
+    not_found,
+)
 from kueue_provreq.api.provisioning import ProvisioningRequest
-from kueue_provreq.api.config import Configuration
 from kueue_provreq.api.workload import Admission, Workload
 from kueue_provreq.conformance.match import Matcher, show
 from kueue_provreq.conformance.patch import patch_document
@@ -46,16 +54,32 @@ from kueue_provreq.conformance.scenario import (
 )
 from kueue_provreq.controllers.context import Context
 from kueue_provreq.controllers.queues import queue_gauges
-from kueue_provreq.controllers.workload_status import set_quota_reservation, unset_quota_reservation
+from kueue_provreq.controllers.workload_status import (
+    set_quota_reservation,
+    unset_quota_reservation,
+)
 from kueue_provreq.engine import Manager, Recorder, SettleError
-from kueue_provreq.machines import WORKLOAD_MACHINE, Guard, IllegalTransition, Transition, WorkloadTrigger
+from kueue_provreq.errors import KueueProvreqError
+from kueue_provreq.machines import (
+    WORKLOAD_MACHINE,
+    Guard,
+    IllegalTransition,
+    Transition,
+    WorkloadTrigger,
+)
 from kueue_provreq.machines.phases import held_back, workload_phase
-from kueue_provreq.manifests import ManifestError, dump_object, format_duration, load_object, load_yaml_documents
+from kueue_provreq.manifests import (
+    ManifestError,
+    dump_object,
+    format_duration,
+    load_object,
+    load_yaml_documents,
+)
 from kueue_provreq.world import Create, Effect, Event, MetricInc, Update, World
 from kueue_provreq.world import Delete as DeleteEffect
 
 
-class StepFailed(Exception):
+class StepFailed(KueueProvreqError):
     """A step whose outcome differs from what the scenario says."""
 
 
@@ -260,7 +284,9 @@ class Run:
                      and any(r.kind == c.WORKLOAD for r in o.metadata.owner_references)]
             if not owned:
                 raise StepFailed(f"$latest: Workload {wl.namespace}/{wl.name} has no ProvisioningRequest")
-            return max(owned, key=lambda p: (p.metadata.creation_timestamp or 0, _attempt(p.metadata.name),
+            only = workloads[0]
+            checks = [s.name for s in only.status.admission_checks] if isinstance(only, Workload) else []
+            return max(owned, key=lambda p: (p.metadata.creation_timestamp or 0, _attempt(p, wl.name, checks),
                                              p.metadata.name))
         if step.namespace is not None:
             pr = self._get(c.PROVISIONING_REQUEST, step.namespace, step.request)
@@ -448,10 +474,9 @@ def user_changes(old: KubeObject, new: KubeObject) -> tuple[Transition, ...]:
     return fired
 
 
-def _attempt(name: str) -> int:
-    """The attempt number that ends a request's name (``wl-check-3`` -> 3)."""
-    tail = name.rsplit("-", 1)[-1]
-    return int(tail) if tail.isdigit() else 0
+def _attempt(pr: ProvisioningRequest, workload: str, checks: list[str]) -> int:
+    """The attempt number a request's name carries for one of the workload's checks (else 0)."""
+    return next((n for check in checks if (n := naming.attempt_of(pr.metadata.name, workload, check)) is not None), 0)
 
 
 # --- files -----------------------------------------------------------------------------------

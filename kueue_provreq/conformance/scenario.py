@@ -18,7 +18,15 @@ from kueue_provreq.api.config import Configuration
 from kueue_provreq.api.objects import KINDS, Key, KubeObject
 from kueue_provreq.api.workload import Admission
 from kueue_provreq.engine import ALL_CONTROLLERS, SCHEDULER
-from kueue_provreq.manifests import ManifestError, codec, decode, load_configuration, load_object, parse_duration
+from kueue_provreq.errors import KueueProvreqError
+from kueue_provreq.manifests import (
+    ManifestError,
+    codec,
+    decode,
+    load_configuration,
+    load_object,
+    parse_duration,
+)
 from kueue_provreq.world import Fault
 
 DEFAULT_CLOCK = "2024-01-01T00:00:00Z"
@@ -39,7 +47,7 @@ _RECONCILE_KEYS = {"provisioning": "workload", "workload": "workload", "job": "w
 SPECIAL_KEYS = ("$absent", "$present", "$after")
 
 
-class ScenarioError(Exception):
+class ScenarioError(KueueProvreqError):
     """A scenario the runner cannot run: an unknown key, a wrong type, a bad value.
 
     ``step`` is the 1-based step the problem is in, or None for the scenario's header.

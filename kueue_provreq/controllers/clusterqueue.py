@@ -20,7 +20,7 @@ from kueue_provreq.controllers import queues
 from kueue_provreq.controllers.context import Context
 from kueue_provreq.world import NOTHING, Result, Txn, World, truncate
 
-_STOPPING_POLICIES = frozenset({"Hold", "HoldAndDrain"})
+_STOPPING_POLICIES = frozenset({c.STOP_POLICY_HOLD, c.STOP_POLICY_HOLD_AND_DRAIN})
 
 
 def inactive_reason(world: World, cq: ClusterQueue) -> tuple[str, str] | None:

@@ -24,7 +24,6 @@ condition's transition time, asking to be woken up until then.
 from __future__ import annotations
 
 import functools
-import hashlib
 from collections.abc import Hashable, Iterator, Mapping
 from itertools import chain
 from typing import Any
@@ -32,6 +31,7 @@ from typing import Any
 import attrs
 
 from kueue_provreq.api import constants as c
+from kueue_provreq.api import naming
 from kueue_provreq.api.evolve import evolve
 from kueue_provreq.api.frozen import EMPTY, FrozenMap, freeze, thaw
 from kueue_provreq.api.meta import Condition, ObjectMeta, OwnerReference, Time
@@ -46,7 +46,12 @@ from kueue_provreq.api.provisioning import (
     Reference,
 )
 from kueue_provreq.api.quantity import QuantityError, parse_quantity
-from kueue_provreq.api.queues import AdmissionCheck, ParametersReference, ResourceFlavor, ResourceFlavorSpec
+from kueue_provreq.api.queues import (
+    AdmissionCheck,
+    ParametersReference,
+    ResourceFlavor,
+    ResourceFlavorSpec,
+)
 from kueue_provreq.api.workload import (
     AdmissionCheckState,
     PodSet,
@@ -55,17 +60,29 @@ from kueue_provreq.api.workload import (
     RequeueState,
     Workload,
 )
-from kueue_provreq.controllers.backoff import NS, check_requeue_after_seconds, nominal_delay_seconds, wait_time_ns
+from kueue_provreq.controllers.backoff import (
+    NS,
+    check_requeue_after_seconds,
+    nominal_delay_seconds,
+    wait_time_ns,
+)
 from kueue_provreq.controllers.context import Context
 from kueue_provreq.controllers.workload_status import set_admission_check_state
-from kueue_provreq.machines import ADMISSION_CHECK_MACHINE, CheckTrigger, Guard, Transition, requests
+from kueue_provreq.errors import KueueProvreqError
+from kueue_provreq.machines import (
+    ADMISSION_CHECK_MACHINE,
+    CheckTrigger,
+    Guard,
+    Transition,
+    requests,
+)
 from kueue_provreq.world import Result, Txn, World, truncate
 
 _MANAGED_LABELS: FrozenMap[str, str] = FrozenMap({c.LABEL_MANAGED: "true"})
 _QUANTITY_MAPS = frozenset({"requests", "limits", "overhead"})
 
 
-class ReconcileError(Exception):
+class ReconcileError(KueueProvreqError):
     """Ends a reconcile the way a Go ``return err`` does; ``str(e)`` is upstream's ``err.Error()``."""
 
 
@@ -73,45 +90,7 @@ class BadParametersRef(ReconcileError):
     """The AdmissionCheck's parameters reference is unusable (not a NotFound)."""
 
 
-# --- names -------------------------------------------------------------------------------
-
-
-def limit_object_name(name: str) -> str:
-    """Keep names within 253 bytes by hashing the tail; upstream has no 63-character rule."""
-    raw = name.encode()
-    if len(raw) <= c.OBJECT_NAME_MAX_PREFIX:
-        return name
-    digest = hashlib.sha1(raw).hexdigest()[: c.OBJECT_NAME_HASH_LENGTH]
-    return raw[: c.OBJECT_NAME_MAX_PREFIX].decode(errors="ignore") + "-" + digest
-
-
-def provisioning_request_name(workload: str, check: str, attempt: int) -> str:
-    return limit_object_name(f"{workload}-{check}-{attempt}")
-
-
-def pod_template_name(request: str, pod_set: str) -> str:
-    """Built from the request's (possibly already hashed) name, as upstream does."""
-    return limit_object_name(f"{c.POD_TEMPLATE_PREFIX}-{request}-{pod_set}")
-
-
-@functools.lru_cache(maxsize=4096)
-def attempt_prefix(workload: str, check: str) -> str:
-    """Memoised: every reconcile of a workload with a request asks it several times."""
-    return limit_object_name(f"{workload}-{check}-")
-
-
-def _attempt_digits(name: str, prefix: str) -> str | None:
-    """``^<prefix>([0-9]+)$`` without a regex: this runs for every owned request."""
-    if not name.startswith(prefix):
-        return None
-    digits = name[len(prefix):]
-    return digits if digits.isascii() and digits.isdigit() else None
-
-
-def get_attempt(pr: ProvisioningRequest, prefix: str) -> int:
-    """Upstream logs and falls back to 1 when the name carries no attempt (e.g. a hashed name)."""
-    digits = _attempt_digits(pr.metadata.name, prefix)
-    return int(digits) if digits is not None else 1
+# --- names (api.naming) ---------------------------------------------------------------------
 
 
 def go_quote(s: str) -> str:
@@ -378,7 +357,7 @@ def _refers_to(ref: OwnerReference, group: str, kind: str, name: str) -> bool:
 def pod_set_updates(wl: Workload, pr: ProvisioningRequest,
                     prc: ProvisioningRequestConfig) -> tuple[PodSetUpdate, ...]:
     """Only a merge group's representative gets an update (templates are named after it)."""
-    ref_to_pod_set = {pod_template_name(pr.metadata.name, ps.name): ps.name for ps in wl.spec.pod_sets}
+    ref_to_pod_set = {naming.pod_template_name(pr.metadata.name, ps.name): ps.name for ps in wl.spec.pod_sets}
     annotations = FrozenMap({c.ANNOTATION_CONSUME_PROVISIONING_REQUEST: pr.metadata.name,
                              c.ANNOTATION_PROVISIONING_CLASS_NAME: pr.spec.provisioning_class_name})
     selectors = prc.spec.pod_set_updates
@@ -562,7 +541,7 @@ def _create_request(txn: Txn, wl: Workload, check: str, prc: ProvisioningRequest
     wl_ref = _controller_ref(wl, c.KUEUE_V1BETA2)
     pod_sets = []
     for m in merge_pod_sets(wl, prc.spec, assignments):
-        pt_name = pod_template_name(name, m.name)
+        pt_name = naming.pod_template_name(name, m.name)
         if txn.get(c.POD_TEMPLATE, ns, pt_name) is None:
             try:
                 pt = PodTemplate(ObjectMeta(name=pt_name, namespace=ns, labels=_MANAGED_LABELS,
@@ -616,7 +595,7 @@ def _sync_owned_requests(txn: Txn, wl: Workload, configs: Mapping[str, Provision
                     create = False
                     wake = left if wake is None else min(wake, left)
         if create:
-            name = provisioning_request_name(wl.metadata.name, check, attempt)
+            name = naming.provisioning_request_name(wl.metadata.name, check, attempt)
             req = _create_request(txn, wl, check, prc, name, assignments)
         if req is not None:
             _transfer_templates(txn, wl, req)
@@ -642,13 +621,11 @@ def _active_requests(wl: Workload, configs: Mapping[str, ProvisioningRequestConf
     for check, prc in configs.items():
         if prc is None or not needed[check]:
             continue
-        prefix = attempt_prefix(wl.metadata.name, check)
         best, best_attempt = None, 0
         for pr in owned:
-            digits = _attempt_digits(pr.metadata.name, prefix)
-            if digits is None or not _synced_with_config(pr, prc):
+            attempt = naming.attempt_of(pr.metadata.name, wl.metadata.name, check)
+            if attempt is None or not _synced_with_config(pr, prc):
                 continue
-            attempt = int(digits)
             if best is None or attempt > best_attempt:
                 best, best_attempt = pr, attempt
         if best is not None:

@@ -15,7 +15,13 @@ import attrs
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.objects import Key
 from kueue_provreq.api.workload import Workload
-from kueue_provreq.controllers import admissioncheck, clusterqueue, job, provisioning, workload
+from kueue_provreq.controllers import (
+    admissioncheck,
+    clusterqueue,
+    job,
+    provisioning,
+    workload,
+)
 from kueue_provreq.controllers.context import Context
 from kueue_provreq.machines import Actor
 from kueue_provreq.world import Result, World

@@ -13,10 +13,29 @@ from kueue_provreq.api import constants as c
 from kueue_provreq.api.config import Configuration
 from kueue_provreq.api.evolve import evolve
 from kueue_provreq.api.frozen import FrozenMap, freeze
-from kueue_provreq.api.meta import Condition, Time, find_condition, is_true, remove_condition, set_condition
+from kueue_provreq.api.meta import (
+    Condition,
+    Time,
+    find_condition,
+    is_true,
+    remove_condition,
+    set_condition,
+)
 from kueue_provreq.api.queues import ClusterQueue
-from kueue_provreq.api.workload import Admission, AdmissionCheckState, RequeueState, Workload
-from kueue_provreq.machines import ADMISSION_CHECK_MACHINE, WORKLOAD_MACHINE, CheckTrigger, Guard, Transition, WorkloadTrigger
+from kueue_provreq.api.workload import (
+    Admission,
+    AdmissionCheckState,
+    RequeueState,
+    Workload,
+)
+from kueue_provreq.machines import (
+    ADMISSION_CHECK_MACHINE,
+    WORKLOAD_MACHINE,
+    CheckTrigger,
+    Guard,
+    Transition,
+    WorkloadTrigger,
+)
 from kueue_provreq.machines.phases import workload_phase
 from kueue_provreq.world import Txn
 

@@ -60,7 +60,12 @@ from kueue_provreq.api.workload import PodSet, Workload, WorkloadSpec
 from kueue_provreq.controllers import registry, scheduler
 from kueue_provreq.controllers.context import Context
 from kueue_provreq.engine import SCHEDULER, Manager, SettleError, changes_world
-from kueue_provreq.machines import PROVISIONING_REQUEST_MACHINE, IllegalTransition, RequestTrigger, requests
+from kueue_provreq.machines import (
+    PROVISIONING_REQUEST_MACHINE,
+    IllegalTransition,
+    RequestTrigger,
+    requests,
+)
 from kueue_provreq.machines.phases import provisioning_request_phase
 from kueue_provreq.world import World
 

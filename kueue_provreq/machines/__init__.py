@@ -7,7 +7,12 @@ from kueue_provreq.machines.declarations import (
     PROVISIONING_REQUEST_MACHINE,
     WORKLOAD_MACHINE,
 )
-from kueue_provreq.machines.table import Edge, IllegalTransition, MachineTable, Transition
+from kueue_provreq.machines.table import (
+    Edge,
+    IllegalTransition,
+    MachineTable,
+    Transition,
+)
 from kueue_provreq.machines.vocabulary import (
     Actor,
     CheckState,

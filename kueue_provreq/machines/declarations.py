@@ -17,10 +17,16 @@ from transitions import Machine
 
 from kueue_provreq.machines.requests import REQUEST_CONDITIONS
 from kueue_provreq.machines.table import MachineTable
-from kueue_provreq.machines.vocabulary import Actor, CheckState, CheckTrigger, Guard, RequestPhase, RequestTrigger
+from kueue_provreq.machines.vocabulary import (
+    Actor,
+    CheckState,
+    CheckTrigger,
+    Guard,
+    RequestPhase,
+    RequestTrigger,
+)
 from kueue_provreq.machines.vocabulary import WorkloadPhase as P
 from kueue_provreq.machines.vocabulary import WorkloadTrigger as W
-
 
 
 def _declare(initial: StrEnum, states: Iterable[StrEnum], transitions: Iterable[Mapping[str, Any]]) -> Machine:

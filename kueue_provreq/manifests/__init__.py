@@ -6,7 +6,12 @@ validation with :class:`ManifestError`, and strict YAML.  The core never
 imports this package (nor ``yaml``).
 """
 
-from kueue_provreq.manifests.codec import decode, encode, format_duration, parse_duration
+from kueue_provreq.manifests.codec import (
+    decode,
+    encode,
+    format_duration,
+    parse_duration,
+)
 from kueue_provreq.manifests.errors import ManifestError
 from kueue_provreq.manifests.objects import dump_object, load_configuration, load_object
 from kueue_provreq.manifests.yamlio import load_file, load_yaml_documents

@@ -7,8 +7,10 @@ and (when the input came from a file) where in the file.
 
 from __future__ import annotations
 
+from kueue_provreq.errors import KueueProvreqError
 
-class ManifestError(ValueError):
+
+class ManifestError(KueueProvreqError, ValueError):
     """Bad input: ``[source: ]Kind ns/name: field.path: reason``.
 
     ``obj`` names the object (``Workload default/wl``), ``path`` is the field

@@ -20,8 +20,8 @@ from kueue_provreq.api.provisioning import (
     ProvisioningRequestSpec,
 )
 from kueue_provreq.api.queues import (
-    AdmissionChecksStrategy,
     AdmissionCheckSpec,
+    AdmissionChecksStrategy,
     FlavorQuotas,
     ParametersReference,
     ResourceGroup,
@@ -82,9 +82,9 @@ DEFAULTS: Final[dict[str, tuple[tuple[str, Any], ...]]] = {
     ),
     c.PROVISIONING_REQUEST_CONFIG: (
         ("spec.retryStrategy", {}),
-        ("spec.retryStrategy.backoffLimitCount", 3),
-        ("spec.retryStrategy.backoffBaseSeconds", 60),
-        ("spec.retryStrategy.backoffMaxSeconds", 1800),
+        ("spec.retryStrategy.backoffLimitCount", c.DEFAULT_BACKOFF_LIMIT_COUNT),
+        ("spec.retryStrategy.backoffBaseSeconds", c.DEFAULT_BACKOFF_BASE_SECONDS),
+        ("spec.retryStrategy.backoffMaxSeconds", c.DEFAULT_BACKOFF_MAX_SECONDS),
     ),
 }
 

@@ -32,8 +32,8 @@ without recursion, so hostile input is refused before anything walks it recursiv
 from __future__ import annotations
 
 import re
-from decimal import Decimal
 from collections.abc import Callable, Mapping
+from decimal import Decimal
 from typing import Any, Final
 
 import attrs
