@@ -118,10 +118,7 @@ def build_world(objects: Iterable[KubeObject], now: Time) -> World:
         meta = obj.metadata
         name = meta.name or generated_name(meta.namespace, str(meta.extra.get("generateName", "")))
         extra = FrozenMap({k: v for k, v in meta.extra.items() if k != "generateName"})
-        given[i] = attrs.evolve(obj, metadata=attrs.evolve(
-            meta, name=name, uid=meta.uid or world.next_uid(i), extra=extra,
-            generation=1 if meta.generation is None else meta.generation,
-            creation_timestamp=now if meta.creation_timestamp is None else meta.creation_timestamp))
+        given[i] = world.created(attrs.evolve(obj, metadata=attrs.evolve(meta, name=name, extra=extra)), now, i)
     for obj in given:
         world.put(obj)
     for obj in given:
@@ -129,9 +126,7 @@ def build_world(objects: Iterable[KubeObject], now: Time) -> World:
                 ref.kind == c.JOB and ref.name == obj.metadata.name
                 for wl in world.objects(c.WORKLOAD, obj.metadata.namespace)
                 for ref in wl.metadata.owner_references):
-            wl = workload_for_job(obj)
-            meta = attrs.evolve(wl.metadata, uid=world.next_uid(), generation=1, creation_timestamp=now)
-            world.put(attrs.evolve(wl, metadata=meta))
+            world.put(world.created(workload_for_job(obj), now))
     return world
 
 

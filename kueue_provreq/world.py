@@ -166,6 +166,18 @@ class World:
     def next_uid(self, offset: int = 0) -> str:
         return f"00000000-0000-4000-8000-{self.uid_counter + offset + 1:012x}"
 
+    def created(self, obj: KubeObject, now: Time, offset: int = 0) -> KubeObject:
+        """``obj`` as the API server stores it on create: what it does not carry yet, a fresh
+        uid (``offset`` past the next one, for several creates before any is stored),
+        generation 1 and the creation time ``now``."""
+        meta = obj.metadata
+        if meta.uid and meta.generation is not None and meta.creation_timestamp is not None:
+            return obj
+        return evolve(obj, metadata=evolve(
+            meta, uid=meta.uid or self.next_uid(offset),
+            generation=1 if meta.generation is None else meta.generation,
+            creation_timestamp=now if meta.creation_timestamp is None else meta.creation_timestamp))
+
     # --- writes (drivers only) ------------------------------------------------------
     def apply(self, effect: Effect) -> list[Key]:
         """Apply one effect; returns the keys of every object it created, changed or deleted."""
@@ -361,15 +373,8 @@ class Txn:
             return None, fault.message(kind, name)
         if self._visible(key) is not None:
             return None, already_exists(kind, name)
-        meta = obj.metadata
-        meta = evolve(
-            meta,
-            uid=meta.uid or self.world.next_uid(self._uids),
-            generation=meta.generation or 1,
-            creation_timestamp=meta.creation_timestamp if meta.creation_timestamp is not None else self.now,
-        )
+        stored = self.world.created(obj, self.now, self._uids)
         self._uids += 1
-        stored = evolve(obj, metadata=meta)
         self._overlay[key] = stored
         self.effects.append(Create(stored))
         return stored, None

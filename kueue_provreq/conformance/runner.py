@@ -185,21 +185,11 @@ class Run:
     # --- the world ---------------------------------------------------------------------
     def _build_world(self) -> None:
         for i, obj in enumerate(self.scenario.objects):
-            obj = self._as_created(_scoped(obj))
+            obj = self.world.created(_scoped(obj), self.now)
             if key_of(obj) in self.world:
                 kind, _, name = key_of(obj)
                 raise ScenarioError(f"objects[{i}]: {already_exists(kind, name)}")
             self.world.put(obj)
-
-    def _as_created(self, obj: KubeObject) -> KubeObject:
-        """What the API server fills in on create: a uid, generation 1, the creation time."""
-        meta = obj.metadata
-        return attrs.evolve(obj, metadata=attrs.evolve(
-            meta,
-            uid=meta.uid or self.world.next_uid(),
-            generation=1 if meta.generation is None else meta.generation,
-            creation_timestamp=self.now if meta.creation_timestamp is None else meta.creation_timestamp,
-        ))
 
     def _record(self, actor: str, key: Key, effect: Effect) -> None:
         if isinstance(effect, Event):
@@ -314,7 +304,7 @@ class Run:
         obj = _scoped(step.obj)
         old = self.world.get(*key_of(obj))
         if old is None:
-            self._write(step.KIND, Create(self._as_created(obj)))
+            self._write(step.KIND, Create(self.world.created(obj, self.now)))
             return
         if not step.has_status and hasattr(old, "status"):
             obj = attrs.evolve(cast(Any, obj), status=cast(Any, old).status)

@@ -19,9 +19,9 @@ from kueue_provreq.controllers.context import Context
 from kueue_provreq.world import NOTHING, Result, Txn, World
 
 
-def parameters_ref_error(txn: Txn, ref: ParametersReference | None) -> str | None:
-    """``ConfigFromRef``: the error text of a bad or dangling reference, checked in upstream's
-    order (nil, empty name, group, kind, then the ProvisioningRequestConfig lookup)."""
+def reference_error(ref: ParametersReference | None) -> str | None:
+    """``ConfigFromRef``'s checks of the reference itself, in upstream's order (nil, empty name,
+    group, kind): the error text, or None when it may name a ProvisioningRequestConfig."""
     if ref is None:
         return c.ERR_MISSING_PARAMETERS
     if not ref.name:
@@ -30,8 +30,6 @@ def parameters_ref_error(txn: Txn, ref: ParametersReference | None) -> str | Non
         return c.ERR_WRONG_GROUP.format(group=ref.api_group)
     if ref.kind != c.PROVISIONING_REQUEST_CONFIG:
         return c.ERR_WRONG_KIND.format(kind=ref.kind)
-    if txn.get(c.PROVISIONING_REQUEST_CONFIG, "", ref.name) is None:
-        return not_found(c.PROVISIONING_REQUEST_CONFIG, ref.name)
     return None
 
 
@@ -41,7 +39,10 @@ def reconcile(world: World, key: Key, ctx: Context) -> Result:
     if not isinstance(ac, AdmissionCheck) or ac.spec.controller_name != c.PROVISIONING_REQUEST_CONTROLLER_NAME:
         return NOTHING
     gen = ac.metadata.generation
-    error = parameters_ref_error(txn, ac.spec.parameters)
+    ref = ac.spec.parameters
+    error = reference_error(ref)
+    if error is None and ref is not None and txn.get(c.PROVISIONING_REQUEST_CONFIG, "", ref.name) is None:
+        error = not_found(c.PROVISIONING_REQUEST_CONFIG, ref.name)
     if error is None:
         new = Condition(c.ADMISSION_CHECK_ACTIVE, c.TRUE, c.REASON_AC_ACTIVE, c.MSG_AC_ACTIVE, None, gen)
     else:

@@ -60,6 +60,7 @@ from kueue_provreq.api.workload import (
     RequeueState,
     Workload,
 )
+from kueue_provreq.controllers.admissioncheck import reference_error
 from kueue_provreq.controllers.backoff import (
     NS,
     check_requeue_after_seconds,
@@ -103,14 +104,9 @@ def go_quote(s: str) -> str:
 
 def config_from_ref(txn: Txn, ref: ParametersReference | None) -> ProvisioningRequestConfig | None:
     """``ConfigFromRef``: validation errors raise; a missing config is ``None`` (NotFound)."""
-    if ref is None:
-        raise BadParametersRef(c.ERR_MISSING_PARAMETERS)
-    if not ref.name:
-        raise BadParametersRef(c.ERR_EMPTY_NAME)
-    if ref.api_group != c.KUEUE_GROUP:
-        raise BadParametersRef(c.ERR_WRONG_GROUP.format(group=ref.api_group))
-    if ref.kind != c.PROVISIONING_REQUEST_CONFIG:
-        raise BadParametersRef(c.ERR_WRONG_KIND.format(kind=ref.kind))
+    error = reference_error(ref)
+    if error is not None or ref is None:
+        raise BadParametersRef(error or c.ERR_MISSING_PARAMETERS)
     prc = txn.get(c.PROVISIONING_REQUEST_CONFIG, "", ref.name)
     return prc if isinstance(prc, ProvisioningRequestConfig) else None
 

@@ -175,10 +175,8 @@ def build_objects(opts: Options) -> list[KubeObject]:
 def initial_world(objs: Sequence[KubeObject], now: Time) -> World:
     """What the API server stores on create: a uid, generation 1 and the creation time."""
     w = World()
-    for i, o in enumerate(objs):
-        meta = attrs.evolve(o.metadata, uid=w.next_uid(), generation=1, creation_timestamp=now)
-        w.put(attrs.evolve(o, metadata=meta))
-        assert i + 1 == w.uid_counter
+    for o in objs:
+        w.put(w.created(o, now))
     return w
 
 
