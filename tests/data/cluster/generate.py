@@ -44,7 +44,7 @@ import yaml
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[2]))
 
-from kueue_provreq.controllers.provisioning import pod_template_name, provisioning_request_name  # noqa: E402
+from kueue_provreq.api.naming import pod_template_name, provisioning_request_name  # noqa: E402
 from kueue_provreq.explain import workload_name_for_job  # noqa: E402
 
 Obj = dict[str, Any]
