@@ -7,7 +7,9 @@ copied N times over as many namespaces, then
 (c) explain's ``WAITS FOR`` section over them;
 
 each best of ``--repeat``, with the cost per workload, so that the ratio between sizes shows
-whether a step grows faster than the cluster.
+whether a step grows faster than the cluster; and, first, what the optional client costs at
+start-up: a fresh interpreter importing the CLI (which must not load it) against one that
+also loads it as ``--kubeconfig`` does.
 
 Usage: python benchmarks/bench_cluster.py [--sizes 10,100,1000] [--repeat 3]
 """
@@ -17,6 +19,8 @@ from __future__ import annotations
 import argparse
 import copy
 import json
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -63,11 +67,19 @@ def best(fn: Callable[[], object], repeat: int) -> float:
     return min(times)
 
 
+def import_seconds(code: str, repeat: int) -> float:
+    return best(lambda: subprocess.run([sys.executable, "-c", code], check=True), repeat)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="10,100,1000", help="copies of the sample cluster (comma-separated)")
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
+    bare = import_seconds("import kueue_provreq.cli", args.repeat)
+    client = import_seconds("import kueue_provreq.cli; from kueue_provreq.cluster import client; "
+                            "client._import_client(); import kubernetes.client", args.repeat)
+    print(f"start-up: CLI {bare:.2f}s, CLI + Kubernetes client {client:.2f}s (best of {args.repeat})")
     print(f"{'copies':>7} {'workloads':>9} {'objects':>8}  {'decode':>8} {'audit':>8} {'waits':>8}  "
           f"{'audit/workload':>14}")
     for copies in map(int, args.sizes.split(",")):

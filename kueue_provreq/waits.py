@@ -140,7 +140,11 @@ def _check(world: World, wl: Workload, st: AdmissionCheckState, now: Time) -> tu
     return waits, [f"{who} answers: Provisioned=True makes check {st.name} Ready; {fail}"]
 
 
-def _queued(world: World, wl: Workload, ctx: Context, found: queues.Scan) -> tuple[list[str], list[str]]:
+Positions = dict[str, dict[tuple[str, str], int]]
+
+
+def _queued(world: World, wl: Workload, ctx: Context, found: queues.Scan,
+            positions: Positions) -> tuple[list[str], list[str]]:
     """(waits for, next) for a workload without quota."""
     ns = wl.metadata.namespace
     if not wl.spec.queue_name:
@@ -160,9 +164,11 @@ def _queued(world: World, wl: Workload, ctx: Context, found: queues.Scan) -> tup
         when = f" at {format_time(at)} ({_relative(ctx.now, at)})" if at is not None else ""
         return [f"its backoff to end{when}"], [f"back in ClusterQueue {cq_name}'s queue"]
     ready = found.ready.get(cq_name, [])
-    keys = [(o.metadata.namespace, o.metadata.name) for o in ready]
-    where = f"position {keys.index((ns, wl.metadata.name)) + 1} of {len(ready)} in ClusterQueue {cq_name}" \
-        if (ns, wl.metadata.name) in keys else f"ClusterQueue {cq_name}"
+    if cq_name not in positions:
+        positions[cq_name] = {(o.metadata.namespace, o.metadata.name): i for i, o in enumerate(ready, 1)}
+    place = positions[cq_name].get((ns, wl.metadata.name))
+    where = f"position {place} of {len(ready)} in ClusterQueue {cq_name}" if place is not None \
+        else f"ClusterQueue {cq_name}"
     verdict = wl.condition(c.WORKLOAD_QUOTA_RESERVED)
     why = f"; last try: {verdict.message}" if verdict is not None and verdict.status == c.FALSE and verdict.message \
         else ""
@@ -173,6 +179,7 @@ def _queued(world: World, wl: Workload, ctx: Context, found: queues.Scan) -> tup
 def waits(world: World, ctx: Context) -> list[Wait]:
     """One :class:`Wait` per workload that is neither admitted nor finished."""
     found = queues.scan(world, ctx)
+    positions: Positions = {}
     out = []
     for obj in world.objects(c.WORKLOAD):
         if not isinstance(obj, Workload):
@@ -199,7 +206,7 @@ def waits(world: World, ctx: Context) -> list[Wait]:
             if not waits_for:
                 waits_for.append("the workload controller to set Admitted (every check is Ready)")
         else:
-            w, n = _queued(world, wl, ctx, found)
+            w, n = _queued(world, wl, ctx, found, positions)
             waits_for += w
             nexts += n
         out.append(Wait(label, _job_of(wl), tuple(waits_for), tuple(nexts)))
