@@ -25,6 +25,7 @@ import attrs
 
 from kueue_provreq import invariants
 from kueue_provreq.api import constants as c
+from kueue_provreq.api import naming
 from kueue_provreq.api.meta import Time, find_condition
 from kueue_provreq.api.objects import KubeObject
 from kueue_provreq.api.provisioning import ProvisioningRequest, ProvisioningRequestConfig
@@ -32,6 +33,7 @@ from kueue_provreq.api.queues import AdmissionCheck, ClusterQueue
 from kueue_provreq.api.workload import AdmissionCheckState, PodSetAssignment, Workload
 from kueue_provreq.controllers import clusterqueue, provisioning
 from kueue_provreq.machines.phases import provisioning_request_phase
+from kueue_provreq.machines.requests import attempt_over
 from kueue_provreq.manifests.codec import format_duration, format_time
 from kueue_provreq.world import Txn, World
 
@@ -56,8 +58,8 @@ RULES: dict[str, Rule] = {r.name: r for r in (
     Rule("admitted-check-not-ready", ERROR, "AR A.2, A.4",
          "Admitted=True, not being evicted, with a check that is Pending since before the admission"),
     Rule("duplicate-live-requests", ERROR, "PC §1.5-§1.7",
-         "two ProvisioningRequests of one workload and check neither Failed nor BookingExpired "
-         "(invariant one_live_request_per_check)"),
+         "two ProvisioningRequests of one workload and check that the provisioning controller counts "
+         "as live (machines.requests.attempt_over; invariant one_live_request_per_check)"),
     Rule("rejected-check-active", ERROR, "AR A.8, PC §1.9",
          "a Rejected check on an active workload neither being deactivated nor evicted "
          "(invariant rejected_check_deactivates)"),
@@ -180,12 +182,6 @@ def _being_deactivated(wl: Workload) -> bool:
     return target is not None and target.status == c.TRUE
 
 
-def _live(pr: ProvisioningRequest) -> bool:
-    """Live as the provisioning controller counts a request: not Failed or BookingExpired,
-    the only conditions after which it makes the next attempt (PC §1.7)."""
-    return provisioning_request_phase(pr) not in (c.PR_FAILED, c.PR_BOOKING_EXPIRED)
-
-
 def _managed(obj: KubeObject) -> bool:
     return obj.metadata.labels.get(c.LABEL_MANAGED) == "true"
 
@@ -210,15 +206,7 @@ def workload_invariants(world: World, now: Time) -> Iterator[Finding]:
             has = "with" if wl.status.admission is not None else "without"
             yield _finding("admission-without-reservation", wl, f"{held} {has} status.admission")
         yield from _admitted_check_not_ready(wl)
-        for s in wl.status.admission_checks:
-            if len(invariants.one_live_request_per_check(_only_check(scope, wl, s), ctx)) == 0:
-                continue
-            live = [pr for _, pr in invariants.requests_of(scope, wl, s.name) if _live(pr)]
-            names = ", ".join(pr.metadata.name for pr in live)
-            for pr in live:
-                yield _finding("duplicate-live-requests", pr,
-                               f"one of {len(live)} live requests for check {s.name} of "
-                               f"{object_name(wl)}: {names}")
+        yield from _duplicate_live_requests(world, wl)
         if not (_being_evicted(wl) or _being_deactivated(wl)):
             for _ in invariants.rejected_check_deactivates(scope, ctx):
                 if wl.is_active:
@@ -235,10 +223,26 @@ def workload_invariants(world: World, now: Time) -> Iterator[Finding]:
                            f"finished but still owns {', '.join(owned)} (Kueue v0.19+ deletes them)")
 
 
-def _only_check(scope: World, wl: Workload, s: AdmissionCheckState) -> World:
-    """``scope`` with ``wl`` carrying only check ``s``: one invariant call per check."""
-    narrowed = wl.with_status(admission_checks=(s,))
-    return World([narrowed, *(o for o in scope if not isinstance(o, Workload))])
+def _duplicate_live_requests(world: World, wl: Workload) -> Iterator[Finding]:
+    """Requests live as the provisioning controller counts them (PC §1.5-§1.7): found through
+    its owner-name index, named ``<workload>-<check>-<n>``, and not over -- no True condition
+    that ends an attempt for this workload (``machines.requests.attempt_over``: Failed, or
+    BookingExpired before admission), the only state in which it makes the next one.  The
+    model's state invariant ``one_live_request_per_check`` says the same, with the request's
+    phase and its controller's uid."""
+    ns, name = wl.metadata.namespace, wl.metadata.name
+    owned = [pr for pr in world.owned_by_name(c.PROVISIONING_REQUEST, ns, name) if isinstance(pr, ProvisioningRequest)]
+    admitted = wl.is_admitted()
+    for s in wl.status.admission_checks:
+        attempts = sorted((n, pr.metadata.name, pr) for pr in owned
+                          if (n := naming.attempt_of(pr.metadata.name, name, s.name)) is not None)
+        live = [pr for _, _, pr in attempts if not attempt_over(pr.status.conditions, admitted)]
+        if len(live) < 2:
+            continue
+        names = ", ".join(pr.metadata.name for pr in live)
+        for pr in live:
+            yield _finding("duplicate-live-requests", pr,
+                           f"one of {len(live)} live requests for check {s.name} of {object_name(wl)}: {names}")
 
 
 def _admitted_check_not_ready(wl: Workload) -> Iterator[Finding]:

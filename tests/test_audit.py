@@ -134,3 +134,22 @@ def test_every_rule_is_documented_with_its_source() -> None:
         assert f"``{rule.name}``" in page, rule.name
         row = page[page.index(f"``{rule.name}``"):].split("\n", 3)
         assert rule.source in " ".join(row), rule.name
+
+
+def test_live_is_what_the_provisioning_controller_counts() -> None:
+    """A booking that expired after admission does not end the attempt (PC §1.7): a second
+    request beside it is a duplicate.  Before admission it does, and the next attempt is due."""
+    def second_attempt(items: list[Obj], admitted: bool) -> None:
+        first = find(items, "ProvisioningRequest", "job-train-a")  # BookingExpired, workload admitted
+        second = copy.deepcopy(first)
+        second["metadata"].update(name=first["metadata"]["name"][:-1] + "2", uid="second-attempt")
+        second["status"] = {"conditions": [c for c in first["status"]["conditions"] if c["type"] == "Accepted"]}
+        items.append(second)
+        if not admitted:
+            cond(find(items, "Workload", "job-train-a"), "Admitted").update(status="False", reason="NoReservation")
+
+    assert findings(lambda items: second_attempt(items, admitted=True)) == [
+        ("error", "duplicate-live-requests", "ProvisioningRequest ml/job-train-a-5b3d0-gpu-capacity-1"),
+        ("error", "duplicate-live-requests", "ProvisioningRequest ml/job-train-a-5b3d0-gpu-capacity-2")]
+    assert [f for f in findings(lambda items: second_attempt(items, admitted=False))
+            if f[1] == "duplicate-live-requests"] == []
