@@ -84,7 +84,7 @@ def main() -> None:
           f"{'audit/workload':>14}")
     for copies in map(int, args.sizes.split(",")):
         docs = cluster(copies)
-        objects = to_objects(docs)
+        objects, _ = to_objects(docs)
         workloads = sum(1 for o in objects if o.KIND == "Workload")
         decode = best(lambda: to_objects(docs), args.repeat)
         judged = best(lambda: audit(objects, AT), args.repeat)

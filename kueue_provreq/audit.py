@@ -26,6 +26,7 @@ import attrs
 from kueue_provreq import invariants
 from kueue_provreq.api import constants as c
 from kueue_provreq.api import naming
+from kueue_provreq.api.config import Configuration
 from kueue_provreq.api.meta import Time, find_condition
 from kueue_provreq.api.objects import KubeObject
 from kueue_provreq.api.provisioning import ProvisioningRequest, ProvisioningRequestConfig
@@ -194,11 +195,11 @@ def _deleting(obj: KubeObject) -> bool:
 # --- invariants ----------------------------------------------------------------------------------------
 
 
-def workload_invariants(world: World, now: Time) -> Iterator[Finding]:
-    ctx = invariants.CheckContext(now=now)
-    config = _configuration(world)
+def workload_invariants(world: World, now: Time, config: Configuration = Configuration()) -> Iterator[Finding]:
+    ctx = invariants.CheckContext(now=now, config=config)
+    setup = _configuration(world)
     for wl in _workloads(world):
-        scope = _scope(world, wl, config)
+        scope = _scope(world, wl, setup)
         for _ in invariants.admitted_only_with_quota(scope, ctx):
             yield _finding("admitted-without-quota", wl, "Admitted=True without QuotaReserved=True")
         for _ in invariants.admission_matches_reservation(scope, ctx):
@@ -443,11 +444,11 @@ def _quota_held(wl: Workload, now: Time, limits: Thresholds) -> Iterator[Finding
 
 
 def audit(objects: Iterable[KubeObject], now: Time, limits: Thresholds = Thresholds(),
-          unread: frozenset[str] = frozenset()) -> Report:
+          unread: frozenset[str] = frozenset(), config: Configuration = Configuration()) -> Report:
     """Every finding for ``objects`` at ``now``, errors first, then by object and rule.
-    ``unread`` names the kinds the snapshot could not read."""
+    ``unread`` names the kinds the snapshot could not read; ``config`` is Kueue's."""
     world = World(objects)
-    found = [*workload_invariants(world, now), *ownership(world, unread), *misconfiguration(world, now),
-             *stuck(world, now, limits)]
+    found = [*workload_invariants(world, now, config), *ownership(world, unread),
+             *misconfiguration(world, now), *stuck(world, now, limits)]
     found.sort(key=lambda f: (f.severity != ERROR, f.object, f.rule, f.message))
     return Report(tuple(found))

@@ -4,11 +4,13 @@
 each controller would do next to real manifests or a live cluster, ``audit`` checks a cluster
 snapshot against the model's guarantees, ``validate`` checks manifests as the API
 server would, ``diagram`` draws the lifecycles, and ``explore`` (when present) searches a
-small world exhaustively.  Manifests are given as ``-f FILE|DIR|-``, kubectl's way.
+small world exhaustively.  Manifests are given as ``-f FILE|DIR|-``, kubectl's way, with
+kubectl's ``--validate=strict|warn|ignore``; a Kueue Configuration with ``--config FILE``.
 
 Exit status: 0 on success (every scenario passed), 1 when a scenario failed, 2 for bad
 input (a missing file, a manifest the API server would reject, a bad option, no Graphviz
-for SVG).  Errors are one line on stderr; ``--debug`` shows the traceback instead.
+for SVG).  Errors are one line each on stderr, every one found; ``--debug`` shows the
+traceback instead.
 """
 
 from __future__ import annotations
@@ -25,28 +27,20 @@ import attrs
 import yaml
 
 from kueue_provreq import __version__, diagrams
+from kueue_provreq.api.config import Configuration
 from kueue_provreq.api.meta import Time
 from kueue_provreq.api.objects import KubeObject
-from kueue_provreq.conformance.runner import (
-    Outcome,
-    Run,
-    collect,
-    conform,
-    load_scenarios,
-)
+from kueue_provreq.conformance.runner import Outcome, Run, collect, conform, load_scenarios
+from kueue_provreq.conformance.scenario import Scenario
 from kueue_provreq.conformance.timeline import Timeline, jsonl_writer, text_writer
 from kueue_provreq.errors import KueueProvreqError
 from kueue_provreq.explain import explain
 from kueue_provreq.explore.cli import add_explore_command
 from kueue_provreq.machines import MACHINES
-from kueue_provreq.manifests import (
-    ManifestError,
-    dump_object,
-    load_file,
-    load_object,
-    load_yaml_documents,
-)
+from kueue_provreq.manifests import ManifestError, ManifestErrors, dump_object, load_configuration_file
 from kueue_provreq.manifests.codec import parse_duration, parse_time
+from kueue_provreq.manifests.inputs import InputErrors, Inputs, load_inputs
+from kueue_provreq.manifests.objects import IGNORE, STRICT, VALIDATION_LEVELS
 
 PROG = "kueue-provreq"
 
@@ -81,14 +75,16 @@ def build_parser() -> argparse.ArgumentParser:
     conform_cmd.set_defaults(func=_conform)
 
     run_cmd = commands.add_parser(
-        "run", parents=[debug], help="run one scenario file and print its timeline",
-        description="Run the scenario(s) of one file and print, step by step, the clock, every "
+        "run", parents=[debug], help="run scenarios and print their timelines",
+        description="Run the scenario(s) of a file (a folder: its *.yaml files, searched "
+                    "recursively; -: standard input) and print, step by step, the clock, every "
                     "object change, event and metric increment, the workloads' phase and "
                     "admission-check state changes, and the expectations' outcome.")
-    run_cmd.add_argument("scenario", metavar="SCENARIO", help="a scenario YAML file")
+    run_cmd.add_argument("scenario", metavar="SCENARIO|DIR|-", help="a scenario YAML file, a folder, or -")
     run_cmd.add_argument("--format", choices=("text", "jsonl"), default="text",
                          help="text (default) or jsonl: one JSON object per line, with the "
                               "manifest of every object written")
+    _config_option(run_cmd, "instead of each scenario's own config")
     run_cmd.set_defaults(func=_run)
 
     explain_cmd = commands.add_parser(
@@ -167,17 +163,29 @@ _MACHINE_NAMES = {"workload": "workload", "check": "admissioncheck",
 def _manifest_options(cmd: argparse.ArgumentParser, outputs: tuple[str, ...]) -> None:
     cmd.add_argument("-f", "--filename", action="append", required=True, metavar="FILE|DIR|-",
                      help="a manifest file, a folder of *.yaml/*.yml/*.json files, or - for stdin; "
-                          "repeatable")
+                          "repeatable; kubectl get -o yaml|json output (a List) too")
     cmd.add_argument("-o", "--output", choices=outputs, default=outputs[0],
                      help=f"{', '.join(outputs)} (default {outputs[0]})")
+    cmd.add_argument("--validate", type=_validation_level, default=STRICT, metavar="|".join(VALIDATION_LEVELS),
+                     help="unknown fields are errors (strict, the default), warnings (warn) or "
+                          "dropped silently (ignore), as kubectl's --validate (true and false too)")
+    _config_option(cmd, "for manageJobsWithoutQueueName, waitForPodsReady and feature gates")
+
+
+def _validation_level(text: str) -> str:
+    """kubectl's ``--validate`` values, its older ``true``/``false`` included."""
+    level = {"true": STRICT, "false": IGNORE}.get(text, text)
+    if level not in VALIDATION_LEVELS:
+        raise argparse.ArgumentTypeError(f"invalid choice: {text!r} (choose from strict, warn, ignore)")
+    return level
 
 
 def _source_options(cmd: argparse.ArgumentParser, outputs: tuple[str, ...]) -> None:
-    """``-f`` manifests or dumps, or a live cluster; ``--at`` the clock."""
+    """``-f`` manifests or dumps, or a live cluster; the clock; the manifest options."""
     source = cmd.add_mutually_exclusive_group(required=True)
     source.add_argument("-f", "--filename", action="append", metavar="FILE|DIR|-",
-                        help="a manifest or dump file, a folder of *.yaml/*.yml/*.json files, or - for "
-                             "stdin; repeatable")
+                        help="a manifest file, a folder of *.yaml/*.yml/*.json files, or - for stdin; "
+                             "repeatable; kubectl get -o yaml|json output (a List) too")
     source.add_argument("--kubeconfig", metavar="PATH",
                         help="read a live cluster through this kubeconfig instead (read-only: list calls; "
                              "needs the 'cluster' extra)")
@@ -188,8 +196,13 @@ def _source_options(cmd: argparse.ArgumentParser, outputs: tuple[str, ...]) -> N
                      help="with --kubeconfig: read namespaced objects of NS only (default: all namespaces)")
     cmd.add_argument("-o", "--output", choices=outputs, default=outputs[0],
                      help=f"{', '.join(outputs)} (default {outputs[0]})")
+    cmd.add_argument("--validate", type=_validation_level, default=STRICT, metavar="|".join(VALIDATION_LEVELS),
+                     help="unknown fields are errors (strict, the default), warnings (warn) or "
+                          "dropped silently (ignore), as kubectl's --validate (true and false too)")
+    _config_option(cmd, "for manageJobsWithoutQueueName, waitForPodsReady and feature gates")
     cmd.add_argument("--at", metavar="TIME", default=None,
-                     help="the clock, an RFC 3339 time like 2024-01-01T00:10:00Z (default: now)")
+                     help="the clock, an RFC 3339 time like 2024-01-01T00:10:00Z (default: for files, the "
+                          "newest time they record, as in a cluster dump, else now; for a cluster, now)")
 
 
 @attrs.frozen
@@ -202,29 +215,32 @@ class Input:
 
 
 def read_input(args: argparse.Namespace) -> Input:
-    """The objects of ``-f`` or of the cluster ``--kubeconfig`` names; warnings go to stderr."""
+    """The objects of ``-f`` or of the live cluster named; warnings go to stderr."""
     if args.context is not None and args.kubeconfig is None:
         raise UsageError("--context needs --kubeconfig")
     live = args.kubeconfig is not None or args.in_cluster
     if args.namespace and not live:
         raise UsageError("--namespace needs --kubeconfig or --in-cluster (a dump holds what it holds)")
-    now = _clock(args.at)
+    at = _clock(args.at) if args.at is not None else None
     if not live:
-        return Input(tuple(load_manifests(args.filename)), now)
+        inputs = load_manifests(args)
+        newest = inputs.newest_timestamp
+        now = at if at is not None else Time(newest) if newest is not None else _clock(None)
+        return Input(inputs.objects, now)
     from kueue_provreq.cluster import client, snapshot
 
     try:
         connection = client.connect_in_cluster() if args.in_cluster else client.connect(args.kubeconfig, args.context)
         with connection as api:
             snap = snapshot.read(api, args.namespace)
-        objects = snapshot.to_objects(snap.documents, snap.source)
     except (client.ClusterError, client.ApiError) as e:
-        raise UsageError(str(e)) from None
-    except ManifestError as e:
         raise UsageError(str(e)) from None
     for warning in snap.warnings:
         print(f"{PROG}: warning: {warning}", file=sys.stderr)
-    return Input(tuple(objects), now, snap.unread)
+    objects, problems = snapshot.to_objects(snap.documents, snap.source, args.validate)
+    for problem in problems:
+        print(f"{PROG}: warning: {problem}", file=sys.stderr)
+    return Input(tuple(objects), at if at is not None else _clock(None), snap.unread)
 
 
 def _clock(at: str | None) -> Time:
@@ -246,30 +262,34 @@ def _duration(option: str, text: str) -> int:
     return int(seconds)
 
 
-def _documents(source: str) -> list[dict[str, Any]]:
-    """The YAML (or JSON) documents of one ``-f`` argument, in kubectl's order."""
-    if source == "-":
-        return load_yaml_documents(sys.stdin.read(), "<stdin>")
-    path = Path(source)
-    if path.is_dir():
-        files = sorted(p for p in path.iterdir() if p.suffix in (".yaml", ".yml", ".json") and p.is_file())
-        if not files:
-            raise UsageError(f"{path}: no *.yaml, *.yml or *.json files")
-        return [doc for f in files for doc in load_file(f)]
-    if not path.exists():
-        raise UsageError(f"{path}: no such file or directory")
-    return load_file(path)
+def _config_option(cmd: argparse.ArgumentParser, purpose: str) -> None:
+    cmd.add_argument("--config", metavar="FILE", default=None,
+                     help=f"a Kueue Configuration (config.kueue.x-k8s.io v1beta2 or v1beta1), or the "
+                          f"kueue-manager-config ConfigMap holding it; {purpose}")
 
 
-def load_manifests(sources: Sequence[str]) -> list[KubeObject]:
-    """Every object of every ``-f`` source, validated; the first bad one is a UsageError."""
+def _configuration(path: str | None) -> Configuration | None:
+    if path is None:
+        return None
     try:
-        objects = [load_object(doc) for source in sources for doc in _documents(source)]
+        if path == "-":
+            return load_configuration_file("<stdin>", sys.stdin.read())
+        return load_configuration_file(path)
+    except ManifestErrors as e:
+        raise InputErrors(e.errors) from None
     except ManifestError as e:
         raise UsageError(str(e)) from None
-    if not objects:
-        raise UsageError(f"no objects in {', '.join(sources)}")
-    return objects
+
+
+def load_manifests(args: argparse.Namespace) -> Inputs:
+    """Every object of every ``-f`` source; warnings and the skipped kinds on stderr."""
+    inputs = load_inputs(args.filename, validation=args.validate)
+    for warning in inputs.warnings:
+        print(f"{PROG}: warning: {warning}", file=sys.stderr)
+    line = inputs.skipped_line()
+    if line is not None:
+        print(f"{PROG}: {line}", file=sys.stderr)
+    return inputs
 
 
 def _print_data(data: Any, output: str) -> None:
@@ -280,8 +300,9 @@ def _print_data(data: Any, output: str) -> None:
 
 
 def _explain(args: argparse.Namespace) -> int:
+    config = _configuration(args.config) or Configuration()
     given = read_input(args)
-    report = explain(given.objects, given.now)
+    report = explain(given.objects, given.now, config)
     if args.output == "table":
         print(report.table(), end="")
     else:
@@ -294,8 +315,9 @@ def _audit(args: argparse.Namespace) -> int:
 
     limits = Thresholds(overdue=_duration("--overdue", args.overdue),
                         quota_wait=_duration("--quota-wait", args.quota_wait))
+    config = _configuration(args.config) or Configuration()
     given = read_input(args)
-    report = audit(given.objects, given.now, limits, given.unread)
+    report = audit(given.objects, given.now, limits, given.unread, config)
     if args.output == "json":
         print(json.dumps(report.to_json(), indent=2))
     else:
@@ -331,7 +353,8 @@ def _autoscaler(args: argparse.Namespace) -> int:
 
 
 def _validate(args: argparse.Namespace) -> int:
-    objects = load_manifests(args.filename)
+    _configuration(args.config)
+    objects = load_manifests(args).objects
     if args.output == "table":
         for obj in objects:
             meta = obj.metadata
@@ -374,19 +397,34 @@ def _conform(args: argparse.Namespace) -> int:
     return 0 if failed == 0 else 1
 
 
-def _run(args: argparse.Namespace) -> int:
-    path = Path(args.scenario)
-    if not path.is_file():
-        raise UsageError(f"{path}: no such file")
-    items = load_scenarios(path)
+def _scenarios(source: str) -> list[Scenario]:
+    """The scenarios of ``run``'s argument: a file, a folder (searched as ``conform`` does) or
+    ``-``; every unreadable one is an error line."""
+    if source == "-":
+        items = load_scenarios(Path("<stdin>"), sys.stdin.read())
+    else:
+        try:
+            files = collect([source])
+        except FileNotFoundError as e:
+            raise UsageError(str(e)) from None
+        if not files:
+            raise UsageError(f"{source}: no *.yaml scenario files")
+        items = [item for path in files for item in load_scenarios(path)]
     broken = [item for item in items if isinstance(item, Outcome)]
     if broken:
-        raise UsageError(f"{path}: {broken[0].failure}")
+        raise InputErrors([ManifestError(item.failure or "cannot be read", source=item.source) for item in broken])
+    return [item for item in items if not isinstance(item, Outcome)]
+
+
+def _run(args: argparse.Namespace) -> int:
+    config = _configuration(args.config)
+    scenarios = _scenarios(args.scenario)
+    if config is not None:
+        scenarios = [attrs.evolve(s, config=config) for s in scenarios]
     jsonl = args.format == "jsonl"
     emit = jsonl_writer(sys.stdout) if jsonl else text_writer(sys.stdout)
     failed = 0
-    for scenario in items:
-        assert not isinstance(scenario, Outcome)
+    for scenario in scenarios:
         outcome = Run(scenario, Timeline(emit, with_objects=jsonl), keep_going=True, debug=args.debug).run()
         failed += not outcome.passed
     return 0 if failed == 0 else 1
@@ -401,6 +439,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.debug:
             raise
         print(f"{PROG}: error: {e}", file=sys.stderr)
+        return 2
+    except InputErrors as e:
+        if args.debug:
+            raise
+        for line in e.lines():
+            print(f"{PROG}: error: {line}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         # the reader (``| head``) is gone; say nothing more, and let Python not complain either

@@ -8,9 +8,9 @@ that a platform engineer sees the reason as well as the effect.
 
 Jobs become Workloads as Kueue's job integration (``jobframework``) creates them:
 
-* the Job's name is ``metadata.name``; a Job given only ``generateName`` gets that prefix plus
-  5 characters drawn, deterministically, from the API server's alphabet
-  (``bcdfghjklmnpqrstvwxz2456789``) by the SHA-1 of ``<namespace>/<generateName>``;
+* the Job's name is ``metadata.name``; a Job given only ``generateName`` gets the name
+  :func:`~kueue_provreq.manifests.inputs.generated_name` gives it (the loader names each
+  such object apart; objects built in code get the first name of their prefix);
 * the Workload is named as ``GetWorkloadNameForOwnerWithGVK`` does:
   ``("job-" + <job name>)[:247] + "-" + sha1("Job\\nbatch\\n<job name>\\n<job uid>")[:5]``
   where the uid is ``metadata.uid`` or, when absent, the fresh uid the world gives the Job;
@@ -54,34 +54,11 @@ from kueue_provreq.machines import Actor, CheckTrigger, requests
 from kueue_provreq.machines import WorkloadPhase as P
 from kueue_provreq.machines.phases import workload_phase
 from kueue_provreq.manifests.codec import format_duration, format_time
+from kueue_provreq.manifests.inputs import generated_name
 from kueue_provreq.waits import Wait, waits
-from kueue_provreq.world import (
-    Create,
-    Delete,
-    Effect,
-    Event,
-    MetricInc,
-    Result,
-    Update,
-    World,
-)
-
-_GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
-"""``k8s.io/apimachinery/pkg/util/rand``'s alphabet (no vowels, no look-alike digits)."""
-
+from kueue_provreq.world import Create, Delete, Effect, Event, MetricInc, Result, Update, World
 
 # --- Job -> Workload -------------------------------------------------------------------------
-
-
-def generated_name(namespace: str, prefix: str) -> str:
-    """``prefix`` + 5 characters, as the API server completes ``generateName``, but
-    reproducible: the same manifest explains the same way every time.
-
-    >>> generated_name("default", "sample-job-")
-    'sample-job-hql7p'
-    """
-    digest = hashlib.sha1(f"{namespace}/{prefix}".encode()).digest()
-    return prefix + "".join(_GENERATE_ALPHABET[b % len(_GENERATE_ALPHABET)] for b in digest[:5])
 
 
 def workload_name_for_job(job_name: str, job_uid: str) -> str:

@@ -17,7 +17,8 @@ from kueue_provreq.controllers import admissioncheck
 from kueue_provreq.controllers.context import Context
 from kueue_provreq.world import NOTHING, Fault, Update, World
 
-T0 = Time(1_704_067_200)
+from builders import T0
+
 GOOD = ParametersReference(c.KUEUE_GROUP, c.PROVISIONING_REQUEST_CONFIG, "prc")
 KEY = (c.ADMISSION_CHECK, "", "check")
 

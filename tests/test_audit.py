@@ -37,7 +37,7 @@ def findings(change: Callable[[list[Obj]], None] = lambda items: None, at: str =
              **limits: int) -> list[tuple[str, str, str]]:
     items = copy.deepcopy(ITEMS)
     change(items)
-    report = audit(to_objects(items), Time(parse_time(at)), Thresholds(**limits))
+    report = audit(to_objects(items)[0], Time(parse_time(at)), Thresholds(**limits))
     return [(f.severity, f.rule, f.object) for f in report.findings]
 
 

@@ -1,4 +1,5 @@
-"""The ``kueue-provreq`` command through its real entry points (subprocesses)."""
+"""``kueue-provreq conform`` and ``run``, in process; and every command through its real entry
+points (the installed script, ``python -m``) in a few subprocess smoke tests."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
+
+from builders import cli
 
 SCRIPT = Path(sys.executable).with_name("kueue-provreq")
 
@@ -29,9 +32,9 @@ FAILING = PASSING.replace("a workload exists", "a wrong count").replace(
     "  - expect:", "  - expect: {count: {Workload: 2}}\n  - expect:")
 
 
-def cli(*args: str, via: str = "script") -> subprocess.CompletedProcess[str]:
-    command = {"script": [str(SCRIPT)], "module": [sys.executable, "-m", "kueue_provreq"],
-               "cli": [sys.executable, "-m", "kueue_provreq.cli"]}[via]
+def real(*args: str, via: str = "script") -> subprocess.CompletedProcess[str]:
+    """The installed script, or ``python -m kueue_provreq``, in a subprocess."""
+    command = {"script": [str(SCRIPT)], "module": [sys.executable, "-m", "kueue_provreq"]}[via]
     return subprocess.run([*command, *args], capture_output=True, text=True, timeout=120)
 
 
@@ -43,12 +46,35 @@ def folder(tmp_path: Path) -> Path:
     return tmp_path
 
 
-@pytest.mark.parametrize("via", ["script", "module", "cli"])
-def test_help_for_every_command(via: str) -> None:
-    for args in ([], ["conform"], ["run"]):
-        out = cli(*args, "--help", via=via)
-        assert out.returncode == 0, out.stderr
-        assert "usage:" in out.stdout
+# --- smoke tests through the real entry points --------------------------------------------------
+
+
+@pytest.mark.parametrize("via", ["script", "module"])
+def test_the_entry_points_answer(via: str) -> None:
+    out = real("--help", via=via)
+    assert out.returncode == 0, out.stderr
+    assert "usage: kueue-provreq" in out.stdout
+
+
+def test_a_real_conform_run_prints_its_verdicts(folder: Path) -> None:
+    out = real("conform", str(folder))
+    assert (out.returncode, out.stdout.splitlines()[-1], out.stderr) == (1, "1 passed, 1 failed", "")
+
+
+def test_debug_shows_the_traceback() -> None:
+    out = real("run", "/nonexistent.yaml", "--debug")
+    assert out.returncode != 0
+    assert "Traceback" in out.stderr and "UsageError" in out.stderr
+
+
+# --- in process --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", ["conform", "run"])
+def test_help(command: str) -> None:
+    out = cli(command, "--help")
+    assert out.returncode == 0, out.stderr
+    assert "usage:" in out.stdout
 
 
 def test_conform_prints_a_line_per_scenario_and_a_summary(folder: Path) -> None:
@@ -87,12 +113,6 @@ def test_conform_of_an_empty_folder_is_bad_input(tmp_path: Path) -> None:
     out = cli("conform", str(tmp_path))
     assert out.returncode == 2
     assert "no *.yaml scenario files" in out.stderr
-
-
-def test_debug_shows_the_traceback() -> None:
-    out = cli("run", "/nonexistent.yaml", "--debug")
-    assert out.returncode != 0
-    assert "Traceback" in out.stderr and "UsageError" in out.stderr
 
 
 def test_run_prints_a_timeline(folder: Path) -> None:

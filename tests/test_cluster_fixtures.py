@@ -40,7 +40,8 @@ def test_dump_and_recording_hold_the_same_objects(cluster: str) -> None:
               if i["kind"] not in UNMODELLED}
     assert listed == dumped
     assert {i["kind"] for i in items} >= UNMODELLED
-    objects = to_objects([i for i in items if i["kind"] not in UNMODELLED])
+    objects, warnings = to_objects([i for i in items if i["kind"] not in UNMODELLED])
+    assert warnings == []
     assert len(objects) == len(dumped)
     # what the API server adds is there
     for item in items:

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.skipif(not KUBECONFIG, reason="no real cluster: set KUE
 def test_every_object_of_a_real_cluster_is_read_and_judged() -> None:
     with client.connect(KUBECONFIG, CONTEXT) as api:
         snap = snapshot.read(api)
-    objects = snapshot.to_objects(snap.documents, snap.source)  # the model reads every object Kueue wrote
+    objects, _ = snapshot.to_objects(snap.documents, snap.source)  # the model reads every object Kueue wrote
     assert len(objects) == len(snap.documents)
     report = audit(objects, Time(int(time.time())), unread=snap.unread)
     assert all(f.rule and f.object and f.message for f in report.findings)

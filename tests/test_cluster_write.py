@@ -33,7 +33,7 @@ JSON = {"Content-Type": "application/json"}
 
 def healthy_world() -> World:
     items = json.loads((DATA / "healthy" / "dump.json").read_text())["items"]
-    return World(to_objects([i for i in items if i["kind"] not in UNMODELLED]))
+    return World(to_objects([i for i in items if i["kind"] not in UNMODELLED])[0])
 
 
 def reconcile(controller: str, world: World, at: str) -> Result:

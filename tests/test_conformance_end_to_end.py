@@ -77,8 +77,15 @@ def test_a_provisioning_story_passes(tmp_path: Path) -> None:
     assert outcome.line() == "PASS a workload is admitted after provisioning"
 
 
-@pytest.mark.parametrize("folder", ["examples"])
-def test_bundled_scenarios_pass(folder: str) -> None:
-    # only the folder's own files: its subfolders hold manifests for clusters (examples/kind)
-    failed = [o.line() for o in conform(collect(sorted((ROOT / folder).glob("*.yaml")))) if not o.passed]
-    assert failed == []
+BUNDLED = collect([ROOT / "specs", ROOT / "examples"])
+
+
+@pytest.mark.parametrize("path", BUNDLED, ids=[str(p.relative_to(ROOT)) for p in BUNDLED])
+def test_every_bundled_scenario_passes(path: Path) -> None:
+    """Every scenario of ``specs/`` and every runnable story of ``examples/``."""
+    outcomes = list(conform([path]))
+    assert outcomes and [o.line() for o in outcomes if not o.passed] == []
+
+
+def test_the_bundle_is_all_there() -> None:
+    assert len(BUNDLED) >= 69

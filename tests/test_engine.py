@@ -35,7 +35,8 @@ from kueue_provreq.explore.search import (
 from kueue_provreq.machines import WORKLOAD_MACHINE, IllegalTransition, Transition
 from kueue_provreq.world import NOTHING, Result, Update, World
 
-T0 = Time(1_704_067_200)
+from builders import T0
+
 OPTS = Options(backoff_limit=2)
 CONFIG = build_config(OPTS)
 

@@ -16,8 +16,6 @@ from kueue_provreq.api.workload import (
     PodSetAssignment,
     RequeueState,
     Workload,
-    WorkloadSpec,
-    WorkloadStatus,
 )
 from kueue_provreq.controllers import job as integration
 from kueue_provreq.controllers.context import Context
@@ -25,14 +23,12 @@ from kueue_provreq.engine import verify_change
 from kueue_provreq.machines.phases import workload_phase
 from kueue_provreq.world import NOTHING, Event, Fault, MetricInc, Result, Update, World
 
-T0 = Time(1_704_067_200)
+import builders
+from builders import T0, cond
+
 KEY = (c.WORKLOAD, "ns", "wl")
 ADMISSION = Admission("cq", (PodSetAssignment("main", FrozenMap({"cpu": "default"})),))
 NOT_READY = (c.FALSE, c.REASON_WAIT_FOR_START, "Not all pods are ready or succeeded")
-
-
-def cond(type_: str, status: str, reason: str, message: str = "", at: int = T0) -> Condition:
-    return Condition(type_, status, reason, message, Time(at), 1)
 
 
 RESERVED = cond(c.WORKLOAD_QUOTA_RESERVED, c.TRUE, c.REASON_QUOTA_RESERVED, "Quota reserved in ClusterQueue cq")
@@ -42,11 +38,8 @@ ADMITTED = cond(c.WORKLOAD_ADMITTED, c.TRUE, c.REASON_ADMITTED, c.MSG_ADMITTED)
 def workload(*conditions: Condition, admission: Admission | None = ADMISSION, active: bool | None = None,
              owners: tuple[OwnerReference, ...] = (), checks: tuple[AdmissionCheckState, ...] = (),
              ) -> Workload:
-    return Workload(ObjectMeta(name="wl", namespace="ns", uid="wl-uid", generation=1, creation_timestamp=T0,
-                               owner_references=owners),
-                    WorkloadSpec(queue_name="lq", active=active),
-                    WorkloadStatus(conditions=conditions, admission=admission, admission_checks=checks,
-                                   requeue_state=RequeueState(1, Time(T0 + 60))))
+    return builders.workload(conditions=conditions, admission=admission, active=active, owners=owners,
+                             checks=checks, requeue_state=RequeueState(1, Time(T0 + 60)), pod_sets=())
 
 
 def evicted(reason: str, message: str = "why", *extra: Condition, active: bool | None = None,

@@ -45,15 +45,15 @@ from kueue_provreq.api.workload import (
     PodSetAssignment,
     PodSetUpdate,
     Workload,
-    WorkloadSpec,
-    WorkloadStatus,
 )
 from kueue_provreq.controllers import provisioning
 from kueue_provreq.controllers.context import Context
 from kueue_provreq.machines import ADMISSION_CHECK_MACHINE
 from kueue_provreq.world import Create, Delete, Event, Fault, Result, Update, World
 
-T0 = Time(1_700_000_000)
+import builders
+from builders import T0
+
 NS = "ns"
 WL_UID = "wl-uid"
 KEY = (c.WORKLOAD, NS, "wl")
@@ -63,10 +63,7 @@ TOLERATION = freeze({"key": "f1t1k", "value": "f1t1v", "operator": "Equal", "eff
 # --- builders --------------------------------------------------------------------------------
 
 
-def pod_template(requests: Mapping[str, str] | None = None, **spec: Any) -> FrozenMap[str, Any]:
-    ctr = {"name": "c", "resources": {"requests": dict(requests or {"cpu": "1"})}}
-    frozen: FrozenMap[str, Any] = freeze({"spec": {"containers": [ctr], **spec}})
-    return frozen
+pod_template = builders.template
 
 
 PS1 = PodSet("ps1", 4, pod_template({"cpu": "1"}))
@@ -82,14 +79,10 @@ def workload(checks: Iterable[AdmissionCheckState] = (AdmissionCheckState("check
              conditions: Iterable[str] = (c.WORKLOAD_QUOTA_RESERVED,),
              name: str = "wl", annotations: Mapping[str, str] | None = None,
              active: bool | None = None) -> Workload:
-    return Workload(
-        ObjectMeta(name=name, namespace=NS, uid=WL_UID, generation=1, creation_timestamp=T0,
-                   annotations=FrozenMap(annotations or {})),
-        WorkloadSpec(pod_sets=pod_sets, queue_name="lq", active=active),
-        WorkloadStatus(
-            conditions=tuple(Condition(t, c.TRUE, t, "", T0) for t in conditions),
-            admission=Admission("q1", assignments) if assignments is not None else None,
-            admission_checks=tuple(checks)))
+    return builders.workload(
+        name, uid=WL_UID, annotations=annotations, pod_sets=pod_sets, active=active,
+        conditions=(builders.cond(t, generation=None) for t in conditions),
+        admission=Admission("q1", assignments) if assignments is not None else None, checks=checks)
 
 
 def check(name: str = "check1", prc: str = "config1",
@@ -131,7 +124,8 @@ def request(name: str = "wl-check1-1", *conditions: Condition, cls: str = "class
 
 
 def cond(type_: str, status: str = c.TRUE, message: str = "", at: int = T0) -> Condition:
-    return Condition(type_, status, "Reason", message, Time(at))
+    """A request condition, as Cluster Autoscaler writes them (no observedGeneration)."""
+    return builders.cond(type_, status, "Reason", message, at, generation=None)
 
 
 def base(*extra: KubeObject, wl: Workload | None = None, prc: ProvisioningRequestConfig | None = None
@@ -870,3 +864,51 @@ def test_between_flavors_of_one_podset_the_first_by_name_wins() -> None:
     wl = workload(pod_sets=(PS1,), assignments=(psa,))
     pt, = created(run([wl, check(), config(), *rf]), c.POD_TEMPLATE)
     assert pt.template["spec"]["nodeSelector"] == {"zone": "flv-a"}
+
+
+# --- every decision from every check state ---------------------------------------------------------
+
+STATES = (c.CHECK_PENDING, c.CHECK_READY, c.CHECK_RETRY, c.CHECK_REJECTED)
+
+
+def with_check(state: str) -> Workload:
+    return workload(checks=(AdmissionCheckState("check1", state, Time(T0), retry_count=1),))
+
+
+#: trigger -> (extra objects, config override, expected state, expected message)
+DECISIONS = {
+    "capacity_revoked": ([request("wl-check1-1", cond(c.PR_CAPACITY_REVOKED, message="gone"))],
+                         None, c.CHECK_REJECTED, "gone"),
+    "no_decision": ([request("wl-check1-1")], None, c.CHECK_PENDING, ""),
+    "waiting_for_capacity": ([request("wl-check1-1", cond(c.PR_ACCEPTED),
+                                      cond(c.PR_PROVISIONED, c.FALSE, "ETA: 2024-01-01T10:00:00Z"))],
+                             None, c.CHECK_PENDING, "ETA: 2024-01-01T10:00:00Z"),
+    "provisioned": ([request("wl-check1-1", cond(c.PR_PROVISIONED, message="ready"))],
+                    None, c.CHECK_READY, "ready"),
+    "request_not_needed": ([], config(managed_resources=("nvidia.com/gpu",)), c.CHECK_READY,
+                           c.MSG_NO_REQUEST_NEEDED),
+}
+
+
+@pytest.mark.parametrize("state", STATES)
+@pytest.mark.parametrize("trigger", sorted(DECISIONS))
+def test_every_request_decision_from_every_check_state(state: str, trigger: str) -> None:
+    extra, prc, want_state, want_message = DECISIONS[trigger]
+    result = run(base(*extra, wl=with_check(state), prc=prc))
+    unchanged = (state, want_state) == (c.CHECK_READY, c.CHECK_READY) or \
+        (state, "") == (want_state, want_message)
+    if unchanged:
+        # a Ready check stays as it is (neither message nor podSetUpdates refreshed), and a
+        # decision that changes nothing writes nothing
+        assert not [o for o in updated(result, c.WORKLOAD)]
+        return
+    got = state_of(result)
+    assert (got.state, got.message) == (want_state, want_message)
+    assert got.retry_count == 1, "retryCount is never written by the provisioning controller"
+
+
+@pytest.mark.parametrize("state", STATES)
+def test_missing_config_makes_every_state_pending_and_inactive(state: str) -> None:
+    objects = [o for o in base(wl=with_check(state)) if o.KIND != c.PROVISIONING_REQUEST_CONFIG]
+    got = state_of(run(objects))
+    assert (got.state, got.message) == (c.CHECK_PENDING, c.MSG_CHECK_INACTIVE)

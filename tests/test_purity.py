@@ -11,9 +11,9 @@ CORE = [
     "kueue_provreq.controllers.job", "kueue_provreq.controllers.scheduler",
     "kueue_provreq.controllers.admissioncheck", "kueue_provreq.controllers.clusterqueue",
 ]
-FORBIDDEN = ["kubernetes", "urllib3", "yaml", "random", "datetime", "kueue_provreq.manifests",
-             "kueue_provreq.conformance", "kueue_provreq.cli", "kueue_provreq.cluster", "kueue_provreq.audit",
-             "kueue_provreq.waits"]
+FORBIDDEN = ["kubernetes", "kubernetes_validate", "jsonschema", "urllib3", "yaml", "random", "datetime",
+             "kueue_provreq.manifests", "kueue_provreq.conformance", "kueue_provreq.cli", "kueue_provreq.cluster",
+             "kueue_provreq.audit", "kueue_provreq.waits"]
 
 
 def test_core_imports_no_io_clock_or_randomness() -> None:

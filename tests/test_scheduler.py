@@ -40,13 +40,14 @@ from kueue_provreq.controllers import queues, scheduler
 from kueue_provreq.controllers.context import Context
 from kueue_provreq.world import Event, Result, Update, World
 
-T0 = Time(1_704_067_200)
+import builders
+from builders import T0
+
 NS = "ns"
 
 
 def template(requests: dict[str, str] | None = None, **spec: object) -> FrozenMap[str, object]:
-    containers = [{"name": "c", "resources": {"requests": requests or {}}}]
-    return freeze({"spec": {"containers": containers, **spec}})
+    return builders.template(requests or {}, **spec)
 
 
 def flavor(name: str) -> ResourceFlavor:
@@ -74,11 +75,9 @@ def active_check(name: str) -> AdmissionCheck:
 
 def workload(name: str, cpu: str = "1", *, priority: int | None = None, created: int = 0, queue: str = "lq",
              count: int = 1, uid: str | None = None, status: WorkloadStatus = WorkloadStatus()) -> Workload:
-    return Workload(ObjectMeta(name=name, namespace=NS, uid=uid or f"uid-{name}", generation=1,
-                               creation_timestamp=Time(T0 + created)),
-                    WorkloadSpec(pod_sets=(PodSet("main", count, template({"cpu": cpu})),), queue_name=queue,
-                                 priority=priority),
-                    status)
+    wl = builders.workload(name, uid=uid or f"uid-{name}", created=T0 + created, queue=queue, priority=priority,
+                           pod_sets=(PodSet("main", count, template({"cpu": cpu})),))
+    return wl.with_status(**attrs.asdict(status, recurse=False))
 
 
 def reserving(name: str, cpu: str, flavor_name: str = "default", cq: str = "cq") -> Workload:

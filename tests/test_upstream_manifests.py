@@ -27,10 +27,15 @@ from kueue_provreq.explain import workload_for_job
 from kueue_provreq.manifests import (
     ManifestError,
     dump_object,
+    kubernetes,
     load_file,
     load_object,
     load_yaml_documents,
+    nodes,
 )
+from kueue_provreq.manifests.validation import schema_of
+
+from upstream_examples import REFUSED, examples, refused
 
 UNSUPPORTED = ("JobSet", "PyTorchJob")
 EXAMPLES_DIR = Path(__file__).resolve().parents[1] / "examples"
@@ -94,7 +99,7 @@ def _template_schema_key(upstream: Path) -> dict[str, Any]:
 
 
 def _examples(upstream: Path) -> list[tuple[Path, dict[str, Any]]]:
-    return [(path, doc) for path in sorted((upstream / "examples").glob("*.yaml")) for doc in load_file(path)]
+    return [(path, doc) for path, doc in examples(upstream) if refused(path, doc) is None]
 
 
 # --- (a) every upstream example loads, or is refused as an unsupported kind ---------------------
@@ -128,6 +133,110 @@ def test_upstream_job_templates_pass_the_workload_template_schema(upstream: Path
             wl = workload_for_job(load_object(doc))  # type: ignore[arg-type]
             manifest = dump_object(wl)
             assert schema_errors(upstream, manifest) == [], path.name
+
+
+def test_examples_the_snapshot_refuses_are_refused_for_the_same_reason(upstream: Path) -> None:
+    found = 0
+    for path, doc in examples(upstream):
+        expected = refused(path, doc)
+        if expected is not None:
+            with pytest.raises(ManifestError) as e:
+                load_object(doc)
+            assert (e.value.path, e.value.reason.startswith(expected[1])) == (expected[0], True)
+            found += 1
+    assert found == len(REFUSED)
+
+
+# --- the transcribed schemas are the CRDs', field by field ---------------------------------------
+
+_PROBES = ("", "a", "A", "z9", "9", "a-b", "-a", "a-", "a.b", "a..b", ".a", "a_b", "a/b", "a/b/c", "/a",
+           "example.com/Foo_bar.1", "Example.com/x", "a:b", "a,b", "Reason_1", "x" * 64, "a b")
+
+
+def _accepted(pattern: re.Pattern[str] | None) -> tuple[bool, ...] | None:
+    """What a pattern accepts of a few probes: equal tuples, the same pattern for names."""
+    if pattern is None:
+        return None
+    anchored = re.compile(pattern.pattern.removeprefix("^").removesuffix("$"), pattern.flags)
+    return tuple(anchored.fullmatch(p) is not None for p in _PROBES)
+
+
+def _crd_differences(ours: nodes.Node, crd: dict[str, Any], path: str) -> list[str]:
+    """Where the library's schema node and the CRD's schema disagree on what they accept."""
+    while isinstance(ours, nodes.Ref):
+        ours = ours.node
+    where = path or "."
+    types = crd.get("type")
+    if crd.get("x-kubernetes-int-or-string"):
+        expected: type = nodes.Qty if "pattern" in crd else nodes.IntOrStr
+        return [] if isinstance(ours, expected) else [f"{where}: expected {expected.__name__}, got {ours!r}"]
+    if types == "object":
+        props, extra = crd.get("properties"), crd.get("additionalProperties")
+        if not props and not isinstance(extra, dict):
+            return [] if ours is nodes.ANY or isinstance(ours, nodes.Obj) and not ours.properties \
+                else [f"{where}: open object, got {ours!r}"]
+        if not isinstance(ours, nodes.Obj):
+            return [f"{where}: expected an object node, got {ours!r}"]
+        out = []
+        mine = {k: v for k, v in ours.properties.items() if not (path == "" and k in ("apiVersion", "kind", "metadata"))}
+        theirs = {k: v for k, v in (props or {}).items() if not (path == "" and k in ("apiVersion", "kind", "metadata"))}
+        if set(mine) != set(theirs):
+            out.append(f"{where}: fields {sorted(set(mine) - set(theirs))} only here, "
+                       f"{sorted(set(theirs) - set(mine))} only in the CRD")
+        if set(ours.required) != set(crd.get("required", ())):
+            out.append(f"{where}: required {sorted(ours.required)} != {sorted(crd.get('required', ()))}")
+        if ours.max_properties != crd.get("maxProperties"):
+            out.append(f"{where}: maxProperties {ours.max_properties} != {crd.get('maxProperties')}")
+        for key in set(mine) & set(theirs):
+            out += _crd_differences(mine[key], theirs[key], f"{path}.{key}")
+        if isinstance(extra, dict):
+            out += _crd_differences(ours.values, extra, f"{path}{{}}") if ours.values is not None \
+                else [f"{where}: a map in the CRD"]
+        return out
+    if types == "array":
+        if not isinstance(ours, nodes.Arr):
+            return [f"{where}: expected a list node, got {ours!r}"]
+        kind = crd.get("x-kubernetes-list-type")
+        got = (ours.min_items, ours.max_items, ours.map_keys, ours.is_set)
+        want = (crd.get("minItems", 0), crd.get("maxItems"),
+                tuple(crd.get("x-kubernetes-list-map-keys", ())) if kind == "map" else (), kind == "set")
+        out = [] if got == want else [f"{where}: (minItems, maxItems, map keys, set) {got} != {want}"]
+        return out + _crd_differences(ours.items, crd["items"], f"{path}[]")
+    if types == "string" and crd.get("format") == "date-time":
+        return [] if isinstance(ours, nodes.DateTime) else [f"{where}: expected a date-time, got {ours!r}"]
+    if types == "string":
+        if not isinstance(ours, nodes.Str):
+            return [f"{where}: expected a string node, got {ours!r}"]
+        got = (ours.enum, ours.max_length, ours.min_length, _accepted(ours.pattern))
+        want_pattern = crd.get("pattern")
+        want = (tuple(crd.get("enum", ())), crd.get("maxLength"), crd.get("minLength", 0),
+                _accepted(re.compile(_python_pattern(want_pattern))) if want_pattern else None)
+        return [] if got == want else [f"{where}: (enum, maxLength, minLength, pattern) {got} != {want}"]
+    if types == "integer":
+        if not isinstance(ours, nodes.Int):
+            return [f"{where}: expected an integer node, got {ours!r}"]
+        got = (ours.minimum, ours.maximum, ours.bits)
+        want = (crd.get("minimum"), crd.get("maximum"), 64 if crd.get("format") == "int64" else 32)
+        return [] if got == want else [f"{where}: (minimum, maximum, bits) {got} != {want}"]
+    if types == "boolean":
+        return [] if isinstance(ours, nodes.Bool) else [f"{where}: expected a boolean, got {ours!r}"]
+    if types == "number":
+        return [] if isinstance(ours, nodes.Num) else [f"{where}: expected a number, got {ours!r}"]
+    return [] if ours is nodes.ANY else [f"{where}: unknown CRD schema {crd}"]
+
+
+@pytest.mark.parametrize("key", [(v, k) for k in (c.WORKLOAD, c.CLUSTER_QUEUE, c.LOCAL_QUEUE, c.RESOURCE_FLAVOR,
+                                                  c.ADMISSION_CHECK, c.PROVISIONING_REQUEST_CONFIG)
+                                 for v in (c.KUEUE_V1BETA2, c.KUEUE_V1BETA1)]
+                         + [(c.AUTOSCALING_V1, c.PROVISIONING_REQUEST), (c.AUTOSCALING_V1BETA1, c.PROVISIONING_REQUEST)],
+                         ids=lambda key: f"{key[1]}-{key[0].rpartition('/')[2]}")
+def test_each_transcribed_schema_is_the_crds(upstream: Path, key: tuple[str, str]) -> None:
+    """Every field of the CRD, with its type, bounds, enum, pattern and list type, and no other;
+    the Workload's pod template is the pinned Kubernetes PodTemplateSpec, so this also checks
+    the pin against the Kubernetes version Kueue's CRD embeds."""
+    api_version, kind = key
+    crd = _schemas(upstream / "crds")[key]
+    assert _crd_differences(schema_of(kind, api_version), crd, "") == []
 
 
 # --- (b) what the library writes validates against the CRDs ------------------------------------
@@ -254,7 +363,9 @@ def test_validation_and_the_crd_reject_the_same_bad_requests(upstream: Path, pat
 
 
 def test_checking_a_file_is_fast(upstream: Path) -> None:
-    path = upstream / "examples" / "provisioning-setup.yaml"
+    """The first file pays for reading the Kubernetes schemas too."""
+    kubernetes.definitions.cache_clear()
+    path = upstream / "examples" / "sample-job.yaml"
     start = time.perf_counter()
     for doc in load_file(path):
         load_object(doc)

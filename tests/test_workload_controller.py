@@ -28,7 +28,6 @@ from kueue_provreq.api.workload import (
     RequeueState,
     Workload,
     WorkloadSpec,
-    WorkloadStatus,
 )
 from kueue_provreq.controllers import workload as controller
 from kueue_provreq.controllers import workload_status as ws
@@ -45,21 +44,14 @@ from kueue_provreq.world import (
     World,
 )
 
-T0 = Time(1_704_067_200)  # 2024-01-01T00:00:00Z
+import builders
+from builders import T0, cond
+from builders import check_state as check
+
 KEY = (c.WORKLOAD, "ns", "wl")
 
 
 # --- builders ----------------------------------------------------------------------------
-
-
-def cond(type_: str, status: str, reason: str, message: str = "", at: int = T0) -> Condition:
-    return Condition(type_, status, reason, message, Time(at), 1)
-
-
-def check(name: str, state: str = c.CHECK_PENDING, message: str = "", at: int = T0,
-          requeue_after: int | None = None, retry_count: int | None = None) -> AdmissionCheckState:
-    return AdmissionCheckState(name=name, state=state, last_transition_time=Time(at), message=message,
-                               requeue_after_seconds=requeue_after, retry_count=retry_count)
 
 
 def cluster_queue(checks: tuple[str, ...] = ("check",), flavors: tuple[str, ...] = ("default",),
@@ -86,10 +78,8 @@ UNSATISFIED = cond(c.WORKLOAD_ADMITTED, c.FALSE, c.REASON_UNSATISFIED_ADMISSION_
 def workload(*conditions: Condition, checks: tuple[AdmissionCheckState, ...] = (),
              admission: Admission | None = None, requeue_state: RequeueState | None = None,
              active: bool | None = None) -> Workload:
-    return Workload(ObjectMeta(name="wl", namespace="ns", uid="wl-uid", generation=1, creation_timestamp=T0),
-                    WorkloadSpec(queue_name="lq", active=active),
-                    WorkloadStatus(conditions=conditions, admission=admission, admission_checks=checks,
-                                   requeue_state=requeue_state))
+    return builders.workload(conditions=conditions, checks=checks, admission=admission,
+                             requeue_state=requeue_state, active=active, pod_sets=())
 
 
 def reserved(*extra: Condition, checks: tuple[AdmissionCheckState, ...] = (),

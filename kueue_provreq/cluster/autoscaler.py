@@ -37,6 +37,7 @@ from kueue_provreq.cluster.client import ApiError, Client
 from kueue_provreq.cluster.resources import RESOURCES
 from kueue_provreq.cluster.snapshot import to_objects
 from kueue_provreq.manifests.codec import format_time
+from kueue_provreq.manifests.objects import IGNORE
 from kueue_provreq.simulation.autoscaler import SUPPORTED_CLASSES, Script, reconcile
 from kueue_provreq.world import Update, World
 
@@ -76,7 +77,7 @@ class StandIn:
 
     def _model(self, key: Key) -> ProvisioningRequest | None:
         raw = self.requests[key]
-        (pr,) = to_objects([raw], f"ProvisioningRequest {key[0]}/{key[1]}")
+        (pr,), _ = to_objects([raw], f"ProvisioningRequest {key[0]}/{key[1]}", IGNORE)
         assert isinstance(pr, ProvisioningRequest)
         if pr.metadata.extra.get("deletionTimestamp"):
             return None

@@ -23,7 +23,9 @@ import attrs
 from kueue_provreq.api.objects import KubeObject
 from kueue_provreq.cluster.client import ApiError, Client
 from kueue_provreq.cluster.resources import RESOURCES, SNAPSHOT_KINDS, SNAPSHOT_SELECTORS
-from kueue_provreq.manifests import ManifestError, load_object
+from kueue_provreq.manifests import ManifestError
+from kueue_provreq.manifests.inputs import InputErrors
+from kueue_provreq.manifests.objects import STRICT, check_object
 
 
 @attrs.frozen
@@ -66,13 +68,21 @@ def read(client: Client, namespace: str = "", page_size: int = 0) -> Snapshot:
     return Snapshot(tuple(documents), frozenset(unread), tuple(warnings), where)
 
 
-def to_objects(documents: Iterable[Mapping[str, Any]], source: str = "") -> list[KubeObject]:
-    """The model's objects for ``documents``; the first one the model cannot read raises
-    :class:`ManifestError` naming ``source``, the object and the field."""
-    out = []
+def to_objects(documents: Iterable[Mapping[str, Any]], source: str = "",
+               validation: str = STRICT) -> tuple[list[KubeObject], list[ManifestError]]:
+    """The model's objects for ``documents``, checked one by one as ``-f`` input is
+    (:func:`~kueue_provreq.manifests.objects.check_object`, kubectl's ``--validate`` level),
+    and the warnings; every error found raises :class:`~kueue_provreq.manifests.inputs.InputErrors`,
+    each naming ``source``, the object and the field."""
+    objects: list[KubeObject] = []
+    errors: list[ManifestError] = []
+    warnings: list[ManifestError] = []
     for doc in documents:
-        try:
-            out.append(load_object(doc))
-        except ManifestError as e:
-            raise e.within(source=source) from None
-    return out
+        checked = check_object(doc, validation=validation)
+        errors += [e.within(source=source) for e in checked.errors]
+        warnings += [w.within(source=source) for w in checked.warnings]
+        if checked.obj is not None:
+            objects.append(checked.obj)
+    if errors:
+        raise InputErrors(errors)
+    return objects, warnings

@@ -486,12 +486,13 @@ def collect(paths: Iterable[str | Path]) -> list[Path]:
     return list(dict.fromkeys(files))
 
 
-def load_scenarios(path: Path) -> list[Scenario | Outcome]:
-    """Every scenario document of one file; a document that cannot be read is a failed Outcome
-    (named by the file when it has no name)."""
+def load_scenarios(path: Path, text: str | None = None) -> list[Scenario | Outcome]:
+    """Every scenario document of one file (``text`` when it was read already, as standard
+    input is); a document that cannot be read is a failed Outcome (named by the file when it
+    has no name)."""
     source = str(path)
     try:
-        documents = load_yaml_documents(path.read_text(encoding="utf-8"), source)
+        documents = load_yaml_documents(path.read_text(encoding="utf-8") if text is None else text, source)
     except (ManifestError, OSError, UnicodeDecodeError) as e:
         return [Outcome(source, source, f"cannot read scenario: {e}")]
     if not documents:
@@ -499,11 +500,21 @@ def load_scenarios(path: Path) -> list[Scenario | Outcome]:
     out: list[Scenario | Outcome] = []
     for i, doc in enumerate(documents):
         name = scenario_name(doc) or (source if len(documents) == 1 else f"{source}#{i + 1}")
+        if "kind" in doc and "apiVersion" in doc and "steps" not in doc:
+            out.append(Outcome(name, source, f"{doc['kind']} {_manifest_name(doc)} is a manifest, not a "
+                               "scenario (name, objects, steps): give manifests to explain -f or validate -f"))
+            continue
         try:
             out.append(parse_scenario(doc, source))
         except ScenarioError as e:
             out.append(Outcome(name, source, str(e)))
     return out
+
+
+def _manifest_name(doc: Mapping[str, Any]) -> str:
+    meta = doc.get("metadata")
+    name = meta.get("name") or meta.get("generateName") if isinstance(meta, Mapping) else None
+    return str(name or "(no name)")
 
 
 def conform(files: Iterable[Path], *, debug: bool = False) -> Iterator[Outcome]:

@@ -7,6 +7,8 @@ and (when the input came from a file) where in the file.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
 from kueue_provreq.errors import KueueProvreqError
 
 
@@ -28,8 +30,22 @@ class ManifestError(KueueProvreqError, ValueError):
     def __str__(self) -> str:
         return ": ".join(part for part in (self.source, self.obj, self.path, self.reason) if part)
 
-    def within(self, *, obj: str = "", source: str = "") -> ManifestError:
+    def within(self, *, obj: str = "", source: str = "", locate: Callable[[str], str] | None = None) -> ManifestError:
         """The same error with context the raiser did not know: the object it
-        belongs to and the position in the file it came from."""
+        belongs to and the position in the file it came from (``locate`` finds it from the path)."""
         return ManifestError(self.reason, path=self.path, obj=self.obj or obj,
-                             source=self.source or source)
+                             source=self.source or (locate(self.path) if locate else source))
+
+
+class ManifestErrors(ManifestError):
+    """Several problems of one input: it reads as the first, ``errors`` holds them all."""
+
+    def __init__(self, errors: Sequence[ManifestError]) -> None:
+        self.errors = tuple(errors)
+        first = self.errors[0]
+        super().__init__(first.reason, path=first.path, obj=first.obj, source=first.source)
+
+    def within(self, *, obj: str = "", source: str = "", locate: Callable[[str], str] | None = None) -> ManifestError:
+        """Each error with the context its raiser did not know (``locate`` finds the source of a path)."""
+        return ManifestErrors([e.within(obj=obj, source=locate(e.path) if locate else source)
+                               for e in self.errors])

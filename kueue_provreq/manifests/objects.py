@@ -1,19 +1,19 @@
-"""Kubernetes objects and Kueue's Configuration <-> models: versions, defaults, validation."""
+"""Kubernetes objects <-> models: versions, defaults, validation."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Iterable, Mapping
+from typing import Any, Final
 
 import attrs
 
 from kueue_provreq.api import constants as c
-from kueue_provreq.api.config import DEFAULT_FEATURE_GATES, Configuration
 from kueue_provreq.api.objects import KINDS, KubeObject
 from kueue_provreq.manifests.codec import decode, describe, encode
 from kueue_provreq.manifests.errors import ManifestError
+from kueue_provreq.manifests.nodes import Problems
 from kueue_provreq.manifests.schema import apply_defaults
-from kueue_provreq.manifests.validation import check_limits, validate
+from kueue_provreq.manifests.validation import JOBSET_KIND, PYTORCH_JOB_KIND, check_limits, validate
 from kueue_provreq.manifests.versions import from_v1beta1, to_v1beta1
 from kueue_provreq.manifests.yamlio import locate
 
@@ -28,6 +28,14 @@ API_VERSIONS: dict[str, tuple[str, ...]] = {
     c.POD_TEMPLATE: (c.CORE_V1,),
     c.JOB: (c.BATCH_V1,),
 }
+
+#: Job kinds of other groups that Kueue turns into Workloads, with their served versions: loaded
+#: once the core models them (``KINDS`` has them), checked but not loaded until then.
+JOB_KINDS: Final[dict[str, tuple[str, ...]]] = {
+    JOBSET_KIND: ("jobset.x-k8s.io/v1alpha2",),
+    PYTORCH_JOB_KIND: ("kubeflow.org/v1",),
+}
+API_VERSIONS.update({kind: versions for kind, versions in JOB_KINDS.items() if kind in KINDS})
 
 
 def _copy(value: Any) -> Any:
@@ -52,47 +60,113 @@ def _name_of(kind: Any, metadata: Any) -> str:
     return f"{label} {ns}/{name}" if isinstance(ns, str) and ns else f"{label} {name}"
 
 
-def _check_version(kind: Any, api_version: Any) -> str:
-    """``kind``, once it and ``api_version`` are known to be served."""
-    if not isinstance(kind, str) or kind not in API_VERSIONS:
+def _check_version(kind: Any, api_version: Any, *, unmodelled: bool = False) -> str:
+    """``kind``, once it and ``api_version`` are known to be served (``unmodelled``: the job
+    kinds the core does not model yet are too)."""
+    served = {**JOB_KINDS, **API_VERSIONS} if unmodelled else API_VERSIONS
+    if not isinstance(kind, str) or kind not in served:
         raise ManifestError(f"unsupported kind {describe(kind)} (supported: "
                             f"{', '.join(API_VERSIONS)})", path="kind")
-    if api_version not in API_VERSIONS[kind]:
+    if api_version not in served[kind]:
         raise ManifestError(f"unsupported apiVersion {describe(api_version)} for {kind} "
-                            f"(supported: {', '.join(API_VERSIONS[kind])})", path="apiVersion")
+                            f"(supported: {', '.join(served[kind])})", path="apiVersion")
     return kind
 
 
-def load_object(data: Mapping[str, Any]) -> KubeObject:
-    """A model from a manifest in any served version, with the CRD defaults applied.
+#: ``--validate``: what becomes of a field no schema knows (kubectl's field validation levels).
+STRICT: Final = "strict"
+WARN: Final = "warn"
+IGNORE: Final = "ignore"
+VALIDATION_LEVELS: Final = (STRICT, WARN, IGNORE)
 
-    The manifest must be one the API server would accept on create
-    (:mod:`~kueue_provreq.manifests.validation`).  Raises :class:`ManifestError`
-    naming the object, the field and, for YAML read by :func:`load_yaml_documents`,
-    the file and line.
+
+@attrs.frozen
+class Checked:
+    """What loading one manifest gave: the object (None when it has errors), its errors and
+    warnings, each naming the object, the field and (for YAML) the file and line."""
+
+    obj: KubeObject | None
+    """None when there are errors, or for a kind the core does not model yet."""
+    errors: tuple[ManifestError, ...] = ()
+    warnings: tuple[ManifestError, ...] = ()
+
+
+def check_object(data: Any, *, validation: str = STRICT, unmodelled: bool = False) -> Checked:
+    """Every problem the API server would find in ``data``, a manifest in any served version,
+    and the model it stands for, with the CRD defaults applied.
+
+    ``validation`` is kubectl's ``--validate``: ``strict`` refuses unknown fields, ``warn``
+    reports them as warnings and drops them (as the server prunes them), ``ignore`` only drops
+    them.  Everything else the server checks is an error in every level.  ``unmodelled``
+    checks the :data:`JOB_KINDS` the core does not model yet too (``obj`` is then None).
     """
+    label = _name_of(data.get("kind"), data.get("metadata")) if isinstance(data, Mapping) else "object"
+
+    def placed(e: ManifestError) -> ManifestError:
+        return e.within(obj=label, source=locate(data, e.path))
+
     if not isinstance(data, Mapping):
-        raise ManifestError(f"expected an object, got {describe(data)}")
+        return Checked(None, (ManifestError(f"expected an object, got {describe(data)}"),))
     api_version = data.get("apiVersion")
     try:
         check_limits(data)
-        kind = _check_version(data.get("kind"), api_version)
-        body = {k: _copy(v) for k, v in data.items() if k not in ("apiVersion", "kind")}
-        if api_version == c.KUEUE_V1BETA1:
-            from_v1beta1(kind, body)
-        apply_defaults(kind, body)
-        validate(kind, body)
-        obj = decode(KINDS[kind], body)
-        meta = obj.metadata
-        if not meta.name and not meta.extra.get("generateName"):
-            raise ManifestError("required value", path="metadata.name")
-        if meta.namespace and not obj.NAMESPACED:
-            raise ManifestError(f"{kind} is cluster-scoped and has no namespace",
-                                path="metadata.namespace")
+        kind = _check_version(data.get("kind"), api_version, unmodelled=unmodelled)
     except ManifestError as e:
-        raise e.within(obj=_name_of(data.get("kind"), data.get("metadata")),
-                       source=locate(data, e.path)) from None
+        return Checked(None, (placed(e),))
+    modelled = kind in KINDS
+    body = {k: _copy(v) for k, v in data.items() if k not in ("apiVersion", "kind")}
+    apply_defaults(kind, body)
+    out = Problems()
+    validate(kind, str(api_version), body, out)
+    errors = list(out.errors)
+    warnings = list(out.warnings)
+    if validation == STRICT:
+        errors += [u.error() for u in out.unknown]
+    else:
+        if validation == WARN:
+            warnings += [u.error() for u in out.unknown]
+        out.prune_unknown()
+    obj = None
+    if not errors and modelled:
+        try:
+            obj = _decode(kind, str(api_version), body)
+        except ManifestError as e:
+            errors.append(e)
+    return Checked(obj, _in_file_order(map(placed, errors)), _in_file_order(map(placed, warnings)))
+
+
+def _in_file_order(errors: Iterable[ManifestError]) -> tuple[ManifestError, ...]:
+    """Each problem once (a built-in kind's metadata is checked by two readers), in the order
+    of the lines they point at."""
+    unique = {(e.path, e.reason): e for e in errors}.values()
+    return tuple(sorted(unique, key=lambda e: int(e.source.rpartition(":")[2] or 0)
+                        if e.source.rpartition(":")[2].isdigit() else 0))
+
+
+def _decode(kind: str, api_version: str, body: dict[str, Any]) -> KubeObject:
+    if api_version == c.KUEUE_V1BETA1:
+        from_v1beta1(kind, body)
+    obj = decode(KINDS[kind], body)
+    meta = obj.metadata
+    if not meta.name and not meta.extra.get("generateName"):
+        raise ManifestError("required value", path="metadata.name")
+    if meta.namespace and not obj.NAMESPACED:
+        raise ManifestError(f"{kind} is cluster-scoped and has no namespace", path="metadata.namespace")
     return obj
+
+
+def load_object(data: Mapping[str, Any], *, validation: str = STRICT) -> KubeObject:
+    """A model from a manifest in any served version, with the CRD defaults applied.
+
+    The manifest must be one the API server would accept on create (see
+    :func:`check_object`, which reports every problem); this raises :class:`ManifestError`
+    for the first, naming the object, the field and, for YAML read by
+    :func:`load_yaml_documents`, the file and line.
+    """
+    checked = check_object(data, validation=validation)
+    if checked.obj is None:
+        raise checked.errors[0]
+    return checked.obj
 
 
 def dump_object(obj: KubeObject, api_version: str | None = None) -> dict[str, Any]:
@@ -106,60 +180,3 @@ def dump_object(obj: KubeObject, api_version: str | None = None) -> dict[str, An
     if version == c.KUEUE_V1BETA1:
         to_v1beta1(obj.KIND, body)
     return {"apiVersion": version, "kind": obj.KIND, **body}
-
-
-_TIMESTAMPS = (c.TIMESTAMP_EVICTION, c.TIMESTAMP_CREATION)
-
-
-def load_configuration(data: Mapping[str, Any] | None) -> Configuration:
-    """A Kueue Configuration fragment (config.kueue.x-k8s.io/v1beta2) with v1beta2 defaults.
-
-    An absent ``waitForPodsReady`` means enabled with its defaults (timeout 30m,
-    blockAdmission false, recoveryTimeout = timeout), as a default install behaves.
-    Feature gates the library does not model are rejected rather than ignored.
-    """
-    try:
-        return _load_configuration({} if data is None else data)
-    except ManifestError as e:
-        raise e.within(obj="Configuration", source=locate(data, e.path)) from None
-
-
-def _load_configuration(data: Mapping[str, Any]) -> Configuration:
-    if not isinstance(data, Mapping):
-        raise ManifestError(f"expected an object, got {describe(data)}")
-    body = _copy(data)
-    api_version = body.pop("apiVersion", c.CONFIG_V1BETA2)
-    if api_version != c.CONFIG_V1BETA2:
-        raise ManifestError(f"unsupported apiVersion {describe(api_version)} "
-                            f"(supported: {c.CONFIG_V1BETA2})", path="apiVersion")
-    if body.pop("kind", "Configuration") != "Configuration":
-        raise ManifestError("expected Configuration", path="kind")
-    if body.get("waitForPodsReady") is None:
-        body["waitForPodsReady"] = {}
-    config = decode(Configuration, body)
-    unknown = [name for name in config.feature_gates if name not in DEFAULT_FEATURE_GATES]
-    if unknown:
-        raise ManifestError(f"unknown feature gate {', '.join(unknown)} "
-                            f"(known: {', '.join(DEFAULT_FEATURE_GATES)})", path="featureGates")
-    wait = config.wait_for_pods_ready
-    assert wait is not None  # defaulted above
-    if wait.timeout <= 0:
-        raise ManifestError("must be greater than 0", path="waitForPodsReady.timeout")
-    if wait.recovery_timeout is None:
-        wait = attrs.evolve(wait, recovery_timeout=wait.timeout)
-    elif wait.recovery_timeout < 0:
-        raise ManifestError("must be greater than or equal to 0",
-                            path="waitForPodsReady.recoveryTimeout")
-    strategy = wait.requeuing_strategy
-    if strategy.timestamp not in _TIMESTAMPS:
-        raise ManifestError(f"expected one of {', '.join(_TIMESTAMPS)}, got "
-                            f"{describe(strategy.timestamp)}",
-                            path="waitForPodsReady.requeuingStrategy.timestamp")
-    for key, value in (("backoffLimitCount", strategy.backoff_limit_count),
-                       ("backoffBaseSeconds", strategy.backoff_base_seconds),
-                       ("backoffMaxSeconds", strategy.backoff_max_seconds)):
-        if value is not None and value < 0:
-            raise ManifestError("must be greater than or equal to 0",
-                                path=f"waitForPodsReady.requeuingStrategy.{key}")
-    return attrs.evolve(config, wait_for_pods_ready=wait,
-                        feature_gates=DEFAULT_FEATURE_GATES.merged(config.feature_gates))

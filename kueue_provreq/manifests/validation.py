@@ -1,367 +1,125 @@
 """What a real API server rejects when these kinds are created, checked before decoding.
 
 The decoder (:mod:`~kueue_provreq.manifests.codec`) only knows the models' types; the API
-server knows more: the CRDs' ``openAPIV3Schema`` (required keys, enums, bounds, list sizes,
-patterns), their CEL rules, Kueue's validating webhooks, and core Kubernetes validation of
-object metadata, PodTemplates and Jobs.  Checking here keeps a manifest that ``kubectl
-apply`` would refuse out of the model, so a story the model tells can happen on a cluster.
+server knows more: the CRDs' ``openAPIV3Schema`` (every field, required keys, enums, bounds,
+list sizes, patterns), their CEL rules, Kueue's validating webhooks, and core Kubernetes
+validation of object metadata, PodTemplates and Jobs.  Checking here keeps a manifest that
+``kubectl apply`` would refuse out of the model, so a story the model tells can happen on a
+cluster.
 
-The facts are transcribed (not copied) from the upstream CRDs of Kueue v1beta2 and
-autoscaling.x-k8s.io/v1 (research notes, ``autoscaler-provisioningrequest-api.md`` §1 and
-§3), ``pkg/webhooks`` of Kueue and ``k8s.io/kubernetes/pkg/apis/{core,batch}/validation``.
+The schemas of Kueue's kinds (v1beta1 and v1beta2) and of ProvisioningRequest (v1 and
+v1beta1) are transcribed (not copied) from the upstream CRDs of the modelled snapshot, one
+declaration per kind with its version differences inline; ``tests/test_upstream_manifests.py``
+walks them beside the real CRDs, field by field.  The built-in kinds and every embedded pod
+template come from the pinned Kubernetes OpenAPI schemas (:mod:`~kueue_provreq.manifests.kubernetes`).
 What is deliberately not checked:
 
 * CEL *transition* rules (``self == oldSelf``, "immutable while quota reserved"): they need
   the old object and never fire on create;
-* unknown fields: the API server prunes them (``kubectl --validate=strict`` refuses them);
-  the library keeps them and writes them back;
 * references to other objects (a LocalQueue naming a missing ClusterQueue is accepted by
   the server too);
-* a container's ``image`` in pod templates: core validation requires it only in Pods.
+* webhook rules behind feature gates that are off at the modelled snapshot.
 
-Validation runs on the storage-version body after conversion and defaulting, as the API
-server validates after defaulting; the v1beta1 and v1beta2 schemas of these kinds differ
-only in the fields conversion renames.
+Validation runs on the body in the version it was written in, after the CRD defaults, as
+the API server validates a request; the webhook rules run on the same body.
 
 Input limits protect the library, not the API: a document is at most
-:data:`MAX_DOCUMENT_BYTES` (the API server's default request body limit, 3 MiB, counted
-on the JSON the document would be) and :data:`MAX_DEPTH` levels deep; both are checked
-without recursion, so hostile input is refused before anything walks it recursively.
+:data:`MAX_DOCUMENT_BYTES` (the API server's default request body limit, 3 MiB, counted on
+the JSON the document would be) and :data:`MAX_DEPTH` levels deep; both are checked without
+recursion, so hostile input is refused before anything walks it recursively.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Mapping
-from decimal import Decimal
+import functools
+from collections.abc import Mapping
 from typing import Any, Final
 
-import attrs
-
 from kueue_provreq.api import constants as c
-from kueue_provreq.api.quantity import Quantity, QuantityError
-from kueue_provreq.manifests.codec import describe, parse_time
+from kueue_provreq.manifests import kubernetes as k8s
+from kueue_provreq.manifests import names as n
+from kueue_provreq.manifests.codec import describe
 from kueue_provreq.manifests.errors import ManifestError
+from kueue_provreq.manifests.names import CONDITION_REASON, CONDITION_TYPE, DNS1123_LABEL, DNS1123_SUBDOMAIN, KIND_NAME
+from kueue_provreq.manifests.nodes import (
+    ANY,
+    Arr,
+    Bool,
+    DateTime,
+    Int,
+    Node,
+    Obj,
+    Problems,
+    Qty,
+    Str,
+    join,
+    quantity_value,
+)
 
+JOBSET_KIND: Final = "JobSet"
+PYTORCH_JOB_KIND: Final = "PyTorchJob"
 MAX_DOCUMENT_BYTES: Final = 3 * 1024 * 1024
 MAX_DEPTH: Final = 100
-
-INT32_MAX: Final = 2**31 - 1
-INT64_MAX: Final = 2**63 - 1
-
-# --- patterns (apimachinery/pkg/util/validation and the CRD schemas) ---------------------------
-
-_DNS1123_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-DNS1123_LABEL: Final = re.compile(_DNS1123_LABEL)
-DNS1123_SUBDOMAIN: Final = re.compile(rf"{_DNS1123_LABEL}(\.{_DNS1123_LABEL})*")
-_QUALIFIED_NAME = r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
-QUALIFIED_NAME: Final = re.compile(_QUALIFIED_NAME)
-LABEL_VALUE: Final = re.compile(rf"({_QUALIFIED_NAME})?")
-CONDITION_TYPE: Final = re.compile(rf"({_DNS1123_LABEL}(\.{_DNS1123_LABEL})*/)?{_QUALIFIED_NAME}")
-CONDITION_REASON: Final = re.compile(r"[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?")
-QUANTITY: Final = re.compile(r"(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))"
-                             r"(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?")
-KIND_NAME: Final = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?", re.IGNORECASE)
-
-TOTAL_ANNOTATION_BYTES: Final = 256 * 1024
-TAINT_EFFECTS: Final = ("NoSchedule", "PreferNoSchedule", "NoExecute")
-
-
-def _fail(reason: str, path: str) -> ManifestError:
-    return ManifestError(reason, path=path)
-
-
-def _join(path: str, key: str) -> str:
-    return f"{path}.{key}" if path else key
 
 
 # --- limits ----------------------------------------------------------------------------------
 
 
 def check_limits(data: Any) -> None:
-    """Refuse documents deeper than :data:`MAX_DEPTH` or larger than :data:`MAX_DOCUMENT_BYTES`.
+    """Refuse documents deeper than :data:`MAX_DEPTH` or larger than :data:`MAX_DOCUMENT_BYTES`,
+    naming the field that holds most of the excess.
 
     Iterative, and it counts a shared (YAML alias) node every time it is reached, as the
     JSON sent to a server would repeat it: a "billion laughs" document stops at the size
-    limit after a few million steps at most.
+    limit after a few million steps at most.  The walk is depth first, so the fields being
+    read when the limit is passed are the open ancestors of the current one; the deepest
+    ancestor that alone holds half the limit is the field named.
     """
     size = 0
-    stack: list[tuple[Any, int]] = [(data, 1)]
+    # (node, depth, index of the parent in `chain` order, key in the parent)
+    stack: list[tuple[Any, int, str]] = [(data, 1, "")]
+    chain: list[tuple[str, int]] = []  # the open ancestors: (path, size when it started)
     while stack:
-        node, depth = stack.pop()
+        node, depth, path = stack.pop()
         if depth > MAX_DEPTH:
-            raise ManifestError(f"nested more than {MAX_DEPTH} levels deep")
+            raise ManifestError(f"nested more than {MAX_DEPTH} levels deep", path=path)
+        del chain[depth - 1:]
+        chain.append((path, size))
         if isinstance(node, Mapping):
             size += 2 + 4 * len(node)
             for key, value in node.items():
                 size += len(key) if isinstance(key, str) else 8
-                stack.append((value, depth + 1))
+                stack.append((value, depth + 1, join(path, str(key))))
         elif isinstance(node, (list, tuple)):
             size += 2 + len(node)
-            stack.extend((item, depth + 1) for item in node)
+            stack.extend((item, depth + 1, f"{path}[{i}]") for i, item in enumerate(node))
         elif isinstance(node, str):
             size += len(node) + 2
         else:
             size += 8
         if size > MAX_DOCUMENT_BYTES:
-            raise ManifestError(f"larger than {MAX_DOCUMENT_BYTES // (1024 * 1024)} MiB")
+            culprit = next((p for p, start in reversed(chain) if p and size - start >= MAX_DOCUMENT_BYTES // 2),
+                           "")
+            where = f" ({culprit} alone holds more than {MAX_DOCUMENT_BYTES // (2 * 1024 * 1024)} MiB)" \
+                if culprit else ""
+            raise ManifestError(f"larger than {MAX_DOCUMENT_BYTES // (1024 * 1024)} MiB{where}", path=culprit)
 
 
-# --- schema nodes ------------------------------------------------------------------------------
+# --- shared pieces -----------------------------------------------------------------------------
 
-Rule = Callable[[Mapping[str, Any], str], None]
-"""A check of one object beyond its fields' own schemas (a CEL rule, a webhook rule);
-raises :class:`ManifestError` with a path below the one given."""
-
-
-class Node:
-    """One node of a schema: ``check(value, path)`` raises the first violation."""
-
-    def check(self, value: Any, path: str) -> None:
-        raise NotImplementedError
-
-
-@attrs.frozen
-class Str(Node):
-    max_length: int | None = None
-    min_length: int = 0
-    pattern: re.Pattern[str] | None = None
-    enum: tuple[str, ...] = ()
-    what: str = ""
-    """How the pattern is named in messages (``a DNS-1123 subdomain``)."""
-
-    def check(self, value: Any, path: str) -> None:
-        if not isinstance(value, str):
-            raise _fail(f"expected a string, got {describe(value)}", path)
-        if self.enum and value not in self.enum:
-            raise _fail(f"unsupported value {describe(value)}: supported values: "
-                        f"{', '.join(repr(e) for e in self.enum)}", path)
-        if self.max_length is not None and len(value) > self.max_length:
-            raise _fail(f"must be no more than {self.max_length} characters", path)
-        if len(value) < self.min_length:
-            raise _fail("required value" if self.min_length == 1 else
-                        f"must be at least {self.min_length} characters", path)
-        if self.pattern is not None and value and self.pattern.fullmatch(value) is None:
-            raise _fail(f"{describe(value)} is not {self.what or 'of the form ' + self.pattern.pattern}",
-                        path)
-
-
-@attrs.frozen
-class Int(Node):
-    minimum: int | None = None
-    maximum: int = INT32_MAX
-    """``format: int32`` (the default) bounds the value as the server's decoder does."""
-
-    def check(self, value: Any, path: str) -> None:
-        if not isinstance(value, int) or isinstance(value, bool):
-            raise _fail(f"expected an integer, got {describe(value)}", path)
-        if self.minimum is not None and value < self.minimum:
-            raise _fail(f"must be greater than or equal to {self.minimum}", path)
-        if value > self.maximum or value < -self.maximum - 1:
-            raise _fail(f"must be between {-self.maximum - 1} and {self.maximum}", path)
-
-
-@attrs.frozen
-class Bool(Node):
-    def check(self, value: Any, path: str) -> None:
-        if not isinstance(value, bool):
-            raise _fail(f"expected a boolean, got {describe(value)}", path)
-
-
-@attrs.frozen
-class DateTime(Node):
-    def check(self, value: Any, path: str) -> None:
-        if not isinstance(value, str):
-            raise _fail(f"expected an RFC 3339 time string, got {describe(value)}", path)
-        try:
-            parse_time(value)
-        except ValueError as e:
-            raise _fail(str(e), path) from None
-
-
-@attrs.frozen
-class Qty(Node):
-    """``x-kubernetes-int-or-string`` with the quantity pattern; ``non_negative`` is core
-    validation of container resources and Kueue's webhook rule for quotas."""
-
-    non_negative: bool = False
-
-    def check(self, value: Any, path: str) -> None:
-        if isinstance(value, bool) or not isinstance(value, (int, str)):
-            raise _fail(f"expected a quantity (an integer or a string like 500m), got {describe(value)}",
-                        path)
-        amount = _quantity(value, path)  # the parser's message names what is wrong
-        if isinstance(value, str) and QUANTITY.fullmatch(value) is None:
-            raise _fail(f"{describe(value)} is not a quantity (like 500m, 1Gi or 2)", path)
-        if self.non_negative and amount < 0:
-            raise _fail("must be greater than or equal to 0", path)
-
-
-def _quantity(value: Any, path: str) -> Decimal:
-    try:
-        return Quantity.parse(value).value
-    except QuantityError as e:
-        raise _fail(str(e), path) from None
-
-
-@attrs.frozen
-class Open(Node):
-    """Any JSON (``x-kubernetes-preserve-unknown-fields`` or parts the model does not check)."""
-
-    def check(self, value: Any, path: str) -> None:
-        return None
-
-
-ANY: Final = Open()
-
-
-@attrs.frozen
-class Obj(Node):
-    properties: Mapping[str, Node] = attrs.field(factory=dict)
-    required: tuple[str, ...] = ()
-    values: Node | None = None
-    """The schema of every value of a map (``additionalProperties``)."""
-    max_properties: int | None = None
-    rules: tuple[Rule, ...] = ()
-
-    def check(self, value: Any, path: str) -> None:
-        if not isinstance(value, Mapping):
-            raise _fail(f"expected an object, got {describe(value)}", path)
-        for key in self.required:
-            if value.get(key) is None:
-                raise _fail("required value", _join(path, key))
-        if self.max_properties is not None and len(value) > self.max_properties:
-            raise _fail(f"must have at most {self.max_properties} items", path)
-        for key, item in value.items():
-            if not isinstance(key, str):
-                raise _fail(f"keys must be strings, got {describe(key)}", path)
-            if item is None:  # the server prunes nulls before validating
-                continue
-            node = self.properties.get(key, self.values)
-            if node is not None:
-                node.check(item, f"{path}[{key}]" if self.values is not None and key not in self.properties
-                           else _join(path, key))
-        for rule in self.rules:
-            rule(value, path)
-
-
-@attrs.frozen
-class Arr(Node):
-    items: Node = ANY
-    min_items: int = 0
-    max_items: int | None = None
-    map_keys: tuple[str, ...] = ()
-    """``x-kubernetes-list-type: map``: items are unique by these keys."""
-    is_set: bool = False
-    """``x-kubernetes-list-type: set``: items are unique."""
-
-    def check(self, value: Any, path: str) -> None:
-        if not isinstance(value, (list, tuple)):
-            raise _fail(f"expected a list, got {describe(value)}", path)
-        if not value and self.min_items:
-            raise _fail("required value", path)
-        if len(value) < self.min_items:
-            raise _fail(f"must have at least {self.min_items} item{'s' * (self.min_items > 1)}", path)
-        if self.max_items is not None and len(value) > self.max_items:
-            raise _fail(f"must have at most {self.max_items} items", path)
-        seen: set[Any] = set()
-        for i, item in enumerate(value):
-            where = f"{path}[{i}]"
-            self.items.check(item, where)
-            if self.map_keys:
-                key: Any = tuple(item.get(k) for k in self.map_keys)
-                shown = item.get(self.map_keys[0])
-            elif self.is_set:
-                key = shown = item if isinstance(item, (str, int, float, bool)) else repr(item)
-            else:
-                continue
-            if key in seen:
-                raise _fail(f"duplicate value {describe(shown)}", where)
-            seen.add(key)
-
-
-# --- shared pieces --------------------------------------------------------------------------------
-
-SUBDOMAIN: Final = Str(max_length=253, pattern=DNS1123_SUBDOMAIN, what="a DNS-1123 subdomain "
-                       "(lower case alphanumerics, '-' and '.')")
-LABEL: Final = Str(max_length=63, pattern=DNS1123_LABEL, what="a DNS-1123 label "
-                   "(lower case alphanumerics and '-')")
+SUBDOMAIN: Final = n.SUBDOMAIN
+LABEL: Final = n.LABEL
 STRING: Final = Str()
 STRING_MAP: Final = Obj(values=STRING)
+QUANTITY: Final = Qty()
+POD_SET_NAME: Final = LABEL
+NAME_253: Final = Str(max_length=253, min_length=1, pattern=DNS1123_SUBDOMAIN, what="a DNS-1123 subdomain")
 
-
-def qualified_name(key: str, path: str) -> None:
-    """A label or annotation key: ``[prefix/]name``, prefix a DNS subdomain, name ≤ 63."""
-    prefix, _, name = key.rpartition("/")
-    if "/" in key and not prefix:
-        raise _fail(f"key {describe(key)}: prefix part must be non-empty", path)
-    if prefix and (len(prefix) > 253 or DNS1123_SUBDOMAIN.fullmatch(prefix) is None):
-        raise _fail(f"key {describe(key)}: prefix part must be a DNS-1123 subdomain", path)
-    if not name or len(name) > 63 or QUALIFIED_NAME.fullmatch(name) is None:
-        raise _fail(f"key {describe(key)}: name part must be 1-63 characters, alphanumerics, "
-                    "'-', '_' or '.', starting and ending with an alphanumeric", path)
-
-
-def _labels(labels: Mapping[str, Any], path: str) -> None:
-    for key, value in labels.items():
-        qualified_name(key, f"{path}[{key}]")
-        if len(value) > 63 or LABEL_VALUE.fullmatch(value) is None:
-            raise _fail(f"{describe(value)} is not a valid label value (at most 63 characters, "
-                        "alphanumerics, '-', '_' or '.', starting and ending with an alphanumeric)",
-                        f"{path}[{key}]")
-
-
-def _annotations(annotations: Mapping[str, Any], path: str) -> None:
-    total = 0
-    for key, value in annotations.items():
-        qualified_name(key, f"{path}[{key}]")
-        total += len(key.encode()) + len(value.encode())
-    if total > TOTAL_ANNOTATION_BYTES:
-        raise _fail(f"may not be more than {TOTAL_ANNOTATION_BYTES} bytes", path)
-
-
-def _map_rule(field: str, check: Callable[[Mapping[str, Any], str], None]) -> Rule:
-    def rule(obj: Mapping[str, Any], path: str) -> None:
-        value = obj.get(field)
-        if isinstance(value, Mapping):
-            check(value, _join(path, field))
-    return rule
-
-
-#: The metadata of a pod template (labels and annotations only, as core validation reads it).
-TEMPLATE_METADATA: Final = Obj({"labels": STRING_MAP, "annotations": STRING_MAP},
-                               rules=(_map_rule("labels", _labels), _map_rule("annotations", _annotations)))
-
-
-def _toleration_rules(tol: Mapping[str, Any], path: str) -> None:
-    """Core ``validateTolerations`` and the identical CEL rules of Kueue's CRDs."""
-    op = tol.get("operator")
-    if op not in (None, "", "Equal", "Exists"):
-        raise _fail(f"unsupported value {describe(op)}: supported values: 'Equal', 'Exists'",
-                    _join(path, "operator"))
-    if not tol.get("key") and op != "Exists":
-        raise _fail("operator must be Exists when 'key' is empty, which means 'match all values "
-                    "and all keys'", _join(path, "operator"))
-    if op == "Exists" and tol.get("value"):
-        raise _fail("a value must be empty when 'operator' is 'Exists'", _join(path, "value"))
-    effect = tol.get("effect")
-    if tol.get("tolerationSeconds") is not None and effect != "NoExecute":
-        raise _fail("effect must be 'NoExecute' when 'tolerationSeconds' is set", _join(path, "effect"))
-    if effect not in (None, "", *TAINT_EFFECTS):
-        raise _fail(f"unsupported value {describe(effect)}: supported values: "
-                    f"{', '.join(repr(e) for e in TAINT_EFFECTS)}", _join(path, "effect"))
-    key = tol.get("key")
-    if key:
-        qualified_name(key, _join(path, "key"))
-
-
-TOLERATION: Final = Obj({"key": STRING, "operator": STRING, "value": STRING, "effect": STRING,
-                         "tolerationSeconds": Int(maximum=INT64_MAX)}, rules=(_toleration_rules,))
 
 CONDITION: Final = Obj({
     "type": Str(max_length=316, pattern=CONDITION_TYPE, what="a condition type"),
     "status": Str(enum=(c.TRUE, c.FALSE, c.UNKNOWN)),
-    "observedGeneration": Int(minimum=0, maximum=INT64_MAX),
+    "observedGeneration": Int(minimum=0, bits=64),
     "lastTransitionTime": DateTime(),
     "reason": Str(max_length=1024, min_length=1, pattern=CONDITION_REASON,
                   what="a condition reason (letters, digits, '_', ',' and ':', starting with a letter)"),
@@ -373,68 +131,38 @@ def conditions(max_items: int | None = None) -> Arr:
     return Arr(CONDITION, max_items=max_items, map_keys=("type",))
 
 
-# --- pod templates ----------------------------------------------------------------------------
+#: A toleration in Kueue's CRDs: their CEL rules are those of core validation.
+TOLERATION: Final = Obj({"effect": STRING, "key": STRING, "operator": STRING, "value": STRING,
+                         "tolerationSeconds": Int(bits=64)}, rules=(k8s.toleration,))
+
+LABEL_SELECTOR: Final = Obj({
+    "matchExpressions": Arr(Obj({"key": STRING, "operator": STRING, "values": Arr(STRING)},
+                                required=("key", "operator"))),
+    "matchLabels": STRING_MAP,
+}, rules=(k8s.label_selector,))
+
+_QUANTITY_MAP: Final = Obj(values=QUANTITY)
 
 
-def _resources_rules(resources: Mapping[str, Any], path: str) -> None:
-    """Core validation: requests may not exceed limits of the same resource."""
-    requests, limits = resources.get("requests"), resources.get("limits")
-    if not isinstance(requests, Mapping) or not isinstance(limits, Mapping):
-        return
-    for name, request in requests.items():
-        limit = limits.get(name)
-        if limit is not None and _quantity(request, path) > _quantity(limit, path):
-            raise _fail(f"must be less than or equal to {name} limit of {limit}",
-                        f"{path}.requests[{name}]")
+def _usage(borrowed: bool) -> Arr:
+    resource = {"name": STRING, "total": QUANTITY, **({"borrowed": QUANTITY} if borrowed else {})}
+    return Arr(Obj({
+        "name": SUBDOMAIN,
+        "resources": Arr(Obj(resource, required=("name",)), max_items=64, map_keys=("name",)),
+    }, required=("name", "resources")), max_items=64, map_keys=("name",))
 
 
-def _container(core: bool) -> Obj:
-    quantity = Qty(non_negative=core)
-    return Obj({"name": LABEL if core else STRING, "image": STRING,
-                "resources": Obj({"requests": Obj(values=quantity), "limits": Obj(values=quantity)},
-                                 rules=(_resources_rules,) if core else ())},
-               required=("name",))
-
-
-def _unique_container_names(spec: Mapping[str, Any], path: str) -> None:
-    seen: set[str] = set()
-    for field in ("initContainers", "containers"):
-        for i, ctr in enumerate(spec.get(field) or ()):
-            name = ctr.get("name")
-            if name in seen:
-                raise _fail(f"duplicate value {describe(name)}", f"{path}.{field}[{i}].name")
-            seen.add(name)
-
-
-def pod_template_spec(core: bool) -> Obj:
-    """``PodTemplateSpec``: ``core`` adds what core validation checks of a PodTemplate or a
-    Job's template beyond the schema Kueue's Workload CRD embeds (names, non-negative
-    resources, requests ≤ limits, toleration keys)."""
-    container = _container(core)
-    spec = Obj({
-        "containers": Arr(container, min_items=1 if core else 0, map_keys=("name",)),
-        "initContainers": Arr(container, map_keys=("name",)),
-        "tolerations": Arr(TOLERATION),
-        "nodeSelector": STRING_MAP,
-        "restartPolicy": Str(enum=("Always", "OnFailure", "Never")) if core else STRING,
-    }, required=("containers",), rules=(_unique_container_names,) if core else ())
-    return Obj({"metadata": TEMPLATE_METADATA, "spec": spec})
-
-
-POD_TEMPLATE_SPEC_CRD: Final = pod_template_spec(core=False)
-POD_TEMPLATE_SPEC_CORE: Final = pod_template_spec(core=True)
-
-
-# --- ProvisioningRequest (autoscaling.x-k8s.io/v1) -----------------------------------------------
+# --- ProvisioningRequest (autoscaling.x-k8s.io/v1 and v1beta1: the same schema) --------------------
 
 PROVISIONING_REQUEST: Final = Obj({
+    "apiVersion": STRING, "kind": STRING, "metadata": ANY,
     "spec": Obj({
+        "parameters": Obj(values=Str(max_length=255), max_properties=100),
         "podSets": Arr(Obj({
-            "podTemplateRef": Obj({"name": SUBDOMAIN}, required=("name",)),
             "count": Int(minimum=1),
+            "podTemplateRef": Obj({"name": SUBDOMAIN}, required=("name",)),
         }, required=("count", "podTemplateRef")), min_items=1, max_items=32),
         "provisioningClassName": SUBDOMAIN,
-        "parameters": Obj(values=Str(max_length=255), max_properties=100),
     }, required=("podSets", "provisioningClassName")),
     "status": Obj({
         "conditions": conditions(),
@@ -442,63 +170,32 @@ PROVISIONING_REQUEST: Final = Obj({
     }),
 }, required=("spec",))
 
-POD_TEMPLATE: Final = Obj({"template": POD_TEMPLATE_SPEC_CORE})
+
+# --- Workload ------------------------------------------------------------------------------------
 
 
-# --- batch/v1 Job ------------------------------------------------------------------------------
-
-
-def _job_rules(spec: Mapping[str, Any], path: str) -> None:
-    """``ValidateJobSpec``: a Job's pods may not restart in place, and Indexed needs completions."""
-    template = spec.get("template")
-    pod = template.get("spec") if isinstance(template, Mapping) else None
-    policy = pod.get("restartPolicy") if isinstance(pod, Mapping) else None
-    if policy not in ("OnFailure", "Never"):
-        raise _fail("required value: supported values: 'OnFailure', 'Never'" if policy is None else
-                    f"unsupported value {describe(policy)}: supported values: 'OnFailure', 'Never'",
-                    f"{path}.template.spec.restartPolicy")
-    if spec.get("completionMode") == "Indexed" and spec.get("completions") is None:
-        raise _fail("when completion mode is Indexed", _join(path, "completions"))
-
-
-JOB: Final = Obj({"spec": Obj({
-    "parallelism": Int(minimum=0),
-    "completions": Int(minimum=0),
-    "backoffLimit": Int(minimum=0),
-    "activeDeadlineSeconds": Int(minimum=1, maximum=INT64_MAX),
-    "ttlSecondsAfterFinished": Int(minimum=0),
-    "completionMode": Str(enum=("NonIndexed", "Indexed")),
-    "suspend": Bool(),
-    "template": POD_TEMPLATE_SPEC_CORE,
-}, required=("template",), rules=(_job_rules,))}, required=("spec",))
-
-
-# --- Kueue v1beta2 -----------------------------------------------------------------------------
-
-POD_SET_NAME: Final = LABEL
-
-
-def _pod_set_rules(ps: Mapping[str, Any], path: str) -> None:
+def _pod_set_rules(ps: Mapping[str, Any], path: str, out: Problems) -> None:
     min_count, count = ps.get("minCount"), ps.get("count")
     if isinstance(min_count, int) and isinstance(count, int) and min_count > count:
-        raise _fail("minCount should be positive and less or equal to count", _join(path, "minCount"))
+        out.error("minCount should be positive and less or equal to count", join(path, "minCount"))
 
 
-def _workload_spec_rules(spec: Mapping[str, Any], path: str) -> None:
-    """CEL: a priorityClassRef needs a priority.  Webhook: at most one podSet uses minCount
+def _workload_spec_rules(spec: Mapping[str, Any], path: str, out: Problems) -> None:
+    """CEL: a priority class needs a priority.  Webhook: at most one podSet uses minCount
     (partial admission)."""
-    if spec.get("priorityClassRef") is not None and spec.get("priority") is None:
-        raise _fail("priority should not be nil when priorityClassRef is set", _join(path, "priority"))
+    for ref in ("priorityClassRef", "priorityClassName"):
+        if spec.get(ref) is not None and spec.get("priority") is None:
+            out.error(f"priority should not be nil when {ref} is set", join(path, "priority"))
     using = [i for i, ps in enumerate(spec.get("podSets") or ()) if ps.get("minCount") is not None]
     if len(using) > 1:
-        raise _fail("at most one podSet can use minCount", f"{path}.podSets[{using[1]}].minCount")
+        out.error("at most one podSet can use minCount", f"{path}.podSets[{using[1]}].minCount")
 
 
-def _priority_ref_rules(ref: Mapping[str, Any], path: str) -> None:
+def _priority_ref_rules(ref: Mapping[str, Any], path: str, out: Problems) -> None:
     kinds = {"scheduling.k8s.io": "PriorityClass", "kueue.x-k8s.io": "WorkloadPriorityClass"}
     group = ref.get("group")
     if group in kinds and ref.get("kind") != kinds[group]:
-        raise _fail(f"only the {kinds[group]} kind is allowed for the {group} group", _join(path, "kind"))
+        out.error(f"only the {kinds[group]} kind is allowed for the {group} group", join(path, "kind"))
 
 
 def _true(conds: Any, type_: str) -> bool:
@@ -506,83 +203,195 @@ def _true(conds: Any, type_: str) -> bool:
         isinstance(cd, Mapping) and cd.get("type") == type_ and cd.get("status") == c.TRUE for cd in conds)
 
 
-def _workload_rules(wl: Mapping[str, Any], path: str) -> None:
+def _workload_rules(wl: Mapping[str, Any], path: str, out: Problems) -> None:
     """CEL on the root: with quota reserved, one podSetAssignment per podSet.  Webhook
-    (``workload_webhook.go``): assignments and podSetUpdates name podSets of the spec."""
+    (``workload_webhook.go``): a quota reservation has an admission, assignments and
+    podSetUpdates name podSets of the spec, usage divides by the count, reclaimable pods
+    name podSets and do not exceed their count."""
     spec, status = wl.get("spec") or {}, wl.get("status") or {}
-    names = [ps.get("name") for ps in spec.get("podSets") or ()]
+    pod_sets = {ps.get("name"): ps for ps in spec.get("podSets") or ()}
     admission = status.get("admission")
+    reserved = _true(status.get("conditions"), c.WORKLOAD_QUOTA_RESERVED)
+    if reserved and admission is None:
+        out.error("must be set while the QuotaReserved condition is true", "status.admission")
     if admission is not None:
         assignments = admission.get("podSetAssignments") or ()
-        if _true(status.get("conditions"), c.WORKLOAD_QUOTA_RESERVED) and len(assignments) != len(names):
-            raise _fail("podSetAssignments must have the same number of podSets as the spec",
-                        "status.admission.podSetAssignments")
+        if reserved and len(assignments) != len(pod_sets):
+            out.error("podSetAssignments must have the same number of podSets as the spec",
+                      "status.admission.podSetAssignments")
         for i, psa in enumerate(assignments):
-            if psa.get("name") not in names:
-                raise _fail(f"{describe(psa.get('name'))} is not a podSet of spec.podSets",
-                            f"status.admission.podSetAssignments[{i}].name")
+            where = f"status.admission.podSetAssignments[{i}]"
+            if psa.get("name") not in pod_sets:
+                out.error(f"{describe(psa.get('name'))} is not a podSet of spec.podSets", f"{where}.name")
+            count = psa.get("count") or 0
+            if reserved and count > 0:
+                for res, amount in (psa.get("resourceUsage") or {}).items():
+                    if _resource_value(res, amount) % count:
+                        out.error(f"is not a multiple of {count}", f"{where}.resourceUsage[{res}]")
     for i, check in enumerate(status.get("admissionChecks") or ()):
         for j, update in enumerate(check.get("podSetUpdates") or ()):
-            if update.get("name") not in names:
-                raise _fail(f"{describe(update.get('name'))} is not a podSet of spec.podSets",
-                            f"status.admissionChecks[{i}].podSetUpdates[{j}].name")
+            where = f"status.admissionChecks[{i}].podSetUpdates[{j}]"
+            if update.get("name") not in pod_sets:
+                out.error(f"{describe(update.get('name'))} is not a podSet of spec.podSets", f"{where}.name")
+            n.check_annotations(update.get("annotations") or {}, f"{where}.annotations", out)
+            n.check_labels(update.get("nodeSelector") or {}, f"{where}.nodeSelector", out)
+            n.check_labels(update.get("labels") or {}, f"{where}.labels", out)
+    for i, rp in enumerate(status.get("reclaimablePods") or ()):
+        ps = pod_sets.get(rp.get("name"))
+        if ps is None:
+            out.error(f"{describe(rp.get('name'))} is not a podSet of spec.podSets",
+                      f"status.reclaimablePods[{i}].name")
+        elif rp.get("count", 0) > ps.get("count", 1):
+            out.error(f"should be less or equal to {ps.get('count', 1)}", f"status.reclaimablePods[{i}].count")
 
 
-WORKLOAD: Final = Obj({
-    "spec": Obj({
+def _resource_value(name: str, amount: Any) -> int:
+    """``resources.ResourceValue``: milli-units for cpu, whole units for everything else."""
+    value = quantity_value(amount)
+    return int(value * 1000) if name == "cpu" else int(value)
+
+
+def _topology_assignment(v1beta1: bool) -> Obj:
+    if v1beta1:
+        return Obj({
+            "domains": Arr(Obj({"count": Int(minimum=1),
+                                "values": Arr(STRING, min_items=1, max_items=16)},
+                               required=("count", "values"))),
+            "levels": Arr(STRING, min_items=1, max_items=16),
+        }, required=("domains", "levels"))
+    universal_or_individual = Str(max_length=63)
+    return Obj({
+        "levels": Arr(Str(max_length=317), min_items=1, max_items=16),
+        "slices": Arr(Obj({
+            "domainCount": Int(minimum=1),
+            "podCounts": Obj({"individual": Arr(Int(minimum=1), min_items=1, max_items=100000),
+                              "universal": Int(minimum=1)}),
+            "valuesPerLevel": Arr(Obj({
+                "individual": Obj({"prefix": Str(max_length=63),
+                                   "roots": Arr(Str(max_length=63), min_items=1, max_items=100000),
+                                   "suffix": Str(max_length=63)}, required=("roots",)),
+                "universal": universal_or_individual,
+            }), min_items=1, max_items=16),
+        }, required=("domainCount", "podCounts", "valuesPerLevel")), max_items=1000),
+    }, required=("levels", "slices"))
+
+
+def _topology_request(v1beta1: bool) -> Obj:
+    bounded = not v1beta1
+    request: dict[str, Node] = {
+        "podIndexLabel": Str(max_length=317 if bounded else None),
+        "podSetGroupName": Str(max_length=256 if bounded else None),
+        "podSetSliceRequiredTopology": Str(max_length=63 if bounded else None),
+        "podSetSliceSize": Int(minimum=1),
+        "preferred": Str(max_length=63 if bounded else None),
+        "required": Str(max_length=63 if bounded else None),
+        "subGroupCount": Int(minimum=0 if bounded else None),
+        "subGroupIndexLabel": Str(max_length=317 if bounded else None),
+        "unconstrained": Bool(),
+    }
+    if bounded:
+        request["podsetSliceRequiredTopologyConstraints"] = Arr(Obj(
+            {"size": Int(minimum=1), "topology": Str(min_length=1, max_length=63)},
+            required=("size", "topology")), max_items=3)
+    return Obj(request)
+
+
+@functools.cache
+def workload(v1beta1: bool) -> Obj:
+    spec: dict[str, Node] = {
         "active": Bool(),
         "maximumExecutionTimeSeconds": Int(minimum=1),
         "podSets": Arr(Obj({
-            "name": POD_SET_NAME,
             "count": Int(minimum=0),
             "minCount": Int(minimum=1),
-            "template": POD_TEMPLATE_SPEC_CRD,
-        }, required=("template",), rules=(_pod_set_rules,)), min_items=1, max_items=18, map_keys=("name",)),
+            "name": POD_SET_NAME,
+            "template": k8s.schema("io.k8s.api.core.v1.PodTemplateSpec", core=False),
+            "topologyRequest": _topology_request(v1beta1),
+        }, required=("count", "template") if v1beta1 else ("template",), rules=(_pod_set_rules,)),
+            min_items=1, max_items=18, map_keys=("name",)),
         "priority": Int(),
-        "priorityClassRef": Obj({
+        "queueName": SUBDOMAIN,
+    }
+    if v1beta1:
+        spec["priorityClassName"] = SUBDOMAIN
+        spec["priorityClassSource"] = Str(enum=("kueue.x-k8s.io/workloadpriorityclass",
+                                                "scheduling.k8s.io/priorityclass", ""))
+    else:
+        spec["preemptionGates"] = Arr(Obj({"name": Str(max_length=63, min_length=1)}, required=("name",)),
+                                      max_items=8, map_keys=("name",))
+        spec["priorityClassRef"] = Obj({
             "group": Str(enum=("kueue.x-k8s.io", "scheduling.k8s.io")),
             "kind": Str(enum=("WorkloadPriorityClass", "PriorityClass")),
-            "name": Str(max_length=253, min_length=1, pattern=DNS1123_SUBDOMAIN, what="a DNS-1123 subdomain"),
-        }, required=("group", "kind", "name"), rules=(_priority_ref_rules,)),
-        "queueName": SUBDOMAIN,
-        "preemptionGates": Arr(Obj({"name": Str(max_length=63, min_length=1)}, required=("name",)),
-                               max_items=8, map_keys=("name",)),
-    }, rules=(_workload_spec_rules,)),
-    "status": Obj({
-        "conditions": conditions(max_items=16),
+            "name": NAME_253,
+        }, required=("group", "kind", "name"), rules=(_priority_ref_rules,))
+    status: dict[str, Node] = {
+        "accumulatedPastExexcutionTimeSeconds" if v1beta1 else "accumulatedPastExecutionTimeSeconds": Int(),
         "admission": Obj({
             "clusterQueue": SUBDOMAIN,
             "podSetAssignments": Arr(Obj({
-                "name": POD_SET_NAME,
                 "count": Int(minimum=0),
+                "delayedTopologyRequest": Str() if v1beta1 else Str(enum=("Pending", "Ready"), max_length=7),
                 "flavors": Obj(values=SUBDOMAIN),
-                "resourceUsage": Obj(values=Qty()),
-            }), max_items=18, map_keys=("name",)),
-        }),
+                "name": POD_SET_NAME,
+                "resourceUsage": _QUANTITY_MAP,
+                "topologyAssignment": _topology_assignment(v1beta1),
+            }, required=("name",) if v1beta1 else ()), max_items=18, map_keys=("name",)),
+        }, required=("clusterQueue", "podSetAssignments") if v1beta1 else ()),
         "admissionChecks": Arr(Obj({
-            "name": Str(max_length=316, min_length=1),
-            "state": Str(enum=(c.CHECK_PENDING, c.CHECK_READY, c.CHECK_RETRY, c.CHECK_REJECTED)),
-            "message": Str(max_length=32768),
             "lastTransitionTime": DateTime(),
-            "retryCount": Int(minimum=0),
-            "requeueAfterSeconds": Int(minimum=0),
+            "message": Str(max_length=32768),
+            "name": Str(max_length=316, min_length=0 if v1beta1 else 1),
             "podSetUpdates": Arr(Obj({
-                "name": POD_SET_NAME, "labels": STRING_MAP, "annotations": STRING_MAP,
+                "annotations": STRING_MAP, "labels": STRING_MAP, "name": POD_SET_NAME,
                 "nodeSelector": STRING_MAP, "tolerations": Arr(TOLERATION, max_items=8),
             }, required=("name",)), max_items=18),
+            "requeueAfterSeconds": Int(minimum=0),
+            "retryCount": Int(minimum=0),
+            "state": Str(enum=(c.CHECK_PENDING, c.CHECK_READY, c.CHECK_RETRY, c.CHECK_REJECTED)),
         }, required=("lastTransitionTime", "message", "name", "state")), max_items=8, map_keys=("name",)),
-        "requeueState": Obj({"count": Int(minimum=0), "requeueAt": DateTime()}),
-        "reclaimablePods": Arr(Obj({"name": POD_SET_NAME, "count": Int(minimum=0)},
+        "clusterName": Str(max_length=None if v1beta1 else 256),
+        "conditions": conditions(max_items=None if v1beta1 else 16),
+        "nominatedClusterNames": Arr(Str(max_length=None if v1beta1 else 256), max_items=20),
+        "reclaimablePods": Arr(Obj({"count": Int(minimum=0), "name": POD_SET_NAME},
                                    required=("count", "name")), max_items=18, map_keys=("name",)),
-        "accumulatedPastExecutionTimeSeconds": Int(),
-    }),
-}, rules=(_workload_rules,))
+        "requeueState": Obj({"count": Int(minimum=0), "requeueAt": DateTime()}),
+        "resourceRequests": Arr(Obj({"name": POD_SET_NAME, "resources": _QUANTITY_MAP}, required=("name",)),
+                                max_items=18, map_keys=("name",)),
+        "schedulingStats": Obj({"evictions": Arr(Obj({
+            "count": Int(minimum=0), "reason": Str(max_length=316), "underlyingCause": Str(max_length=316),
+        }, required=("count", "reason", "underlyingCause")), max_items=None if v1beta1 else 256,
+            map_keys=("reason", "underlyingCause"))}),
+        "unhealthyNodes": Arr(Obj({"name": Str(max_length=None if v1beta1 else 63)}, required=("name",)),
+                              max_items=None if v1beta1 else 8, map_keys=() if v1beta1 else ("name",)),
+    }
+    if not v1beta1:
+        status["preemptionGates"] = Arr(Obj({
+            "lastTransitionTime": DateTime(), "name": Str(min_length=1, max_length=63),
+            "position": Str(enum=("Closed", "Open")),
+        }, required=("lastTransitionTime", "name", "position")), max_items=8, map_keys=("name",))
+    return Obj({
+        "apiVersion": STRING, "kind": STRING, "metadata": ANY,
+        "spec": Obj(spec, required=("podSets",) if v1beta1 else (), rules=(_workload_spec_rules,)),
+        "status": Obj(status, rules=(_workload_status_rules,)),
+    }, rules=(_workload_rules,))
 
 
-def _cluster_queue_rules(spec: Mapping[str, Any], path: str) -> None:
-    """CEL: borrowingLimit needs a cohort; webhook (``clusterqueue_webhook.go``): a resource or
-    a flavor belongs to one resource group, and each flavor lists the group's covered
-    resources in the same order; lendingLimit ≤ nominalQuota."""
+def _workload_status_rules(status: Mapping[str, Any], path: str, out: Problems) -> None:
+    """CEL: a workload dispatched to a cluster is no longer nominated to others."""
+    if status.get("clusterName") and status.get("nominatedClusterNames"):
+        out.error("clusterName and nominatedClusterNames are mutually exclusive", path)
+
+
+# --- ClusterQueue, LocalQueue --------------------------------------------------------------------
+
+
+def _cluster_queue_rules(spec: Mapping[str, Any], path: str, out: Problems) -> None:
+    """CEL: borrowingLimit needs a cohort, each flavor lists the group's covered resources.
+    Webhook (``clusterqueue_webhook.go``): resource names are label keys, a resource or a
+    flavor belongs to one resource group, resources in coveredResources order, lendingLimit
+    within nominalQuota, onFlavors among the queue's flavors, at most 256 flavors and covered
+    resources, 512 flavor-resource combinations per group, a fair-sharing weight of 0 or >1n."""
+    cohort = spec.get("cohortName") or spec.get("cohort")
     groups = spec.get("resourceGroups") or ()
     covered: set[str] = set()
     flavors: set[str] = set()
@@ -590,194 +399,349 @@ def _cluster_queue_rules(spec: Mapping[str, Any], path: str) -> None:
         where = f"{path}.resourceGroups[{g}]"
         names = group.get("coveredResources") or ()
         for i, name in enumerate(names):
+            n.check_qualified_key(name, f"{where}.coveredResources[{i}]", out)
             if name in covered:
-                raise _fail(f"duplicate value {describe(name)}", f"{where}.coveredResources[{i}]")
+                out.error(f"duplicate value {describe(name)}", f"{where}.coveredResources[{i}]")
             covered.add(name)
+        combinations = 0
         for f, flavor in enumerate(group.get("flavors") or ()):
             fwhere = f"{where}.flavors[{f}]"
             if flavor.get("name") in flavors:
-                raise _fail(f"duplicate value {describe(flavor.get('name'))}", f"{fwhere}.name")
+                out.error(f"duplicate value {describe(flavor.get('name'))}", f"{fwhere}.name")
             flavors.add(flavor.get("name"))
             resources = flavor.get("resources") or ()
+            combinations += len(resources)
             if len(resources) != len(names):
-                raise _fail("flavors must have the same number of resources as the coveredResources",
-                            f"{fwhere}.resources")
-            for r, res in enumerate(resources):
+                out.error("flavors must have the same number of resources as the coveredResources",
+                          f"{fwhere}.resources")
+            for r, res in enumerate(resources[:len(names)]):
                 rwhere = f"{fwhere}.resources[{r}]"
                 if res.get("name") != names[r]:
-                    raise _fail(f"must be {describe(names[r])}, the name in coveredResources[{r}]",
-                                f"{rwhere}.name")
-                if res.get("borrowingLimit") is not None and not spec.get("cohortName"):
-                    raise _fail("borrowingLimit must be nil when cohort is empty", f"{rwhere}.borrowingLimit")
+                    out.error(f"must be {describe(names[r])}, the name in coveredResources[{r}]", f"{rwhere}.name")
+                for limit in ("nominalQuota", "borrowingLimit", "lendingLimit"):
+                    if res.get(limit) is not None and quantity_value(res[limit]) < 0:
+                        out.error("must be greater than or equal to 0", f"{rwhere}.{limit}")
+                if res.get("borrowingLimit") is not None and not cohort:
+                    out.error("borrowingLimit must be nil when cohort is empty", f"{rwhere}.borrowingLimit")
                 lending = res.get("lendingLimit")
-                if lending is not None and _quantity(lending, rwhere) > _quantity(res.get("nominalQuota"), rwhere):
-                    raise _fail("must be less than or equal to the nominalQuota", f"{rwhere}.lendingLimit")
+                if lending is not None and not cohort:
+                    out.error("must be nil when cohort is empty", f"{rwhere}.lendingLimit")
+                elif lending is not None and quantity_value(lending) > quantity_value(res["nominalQuota"]):
+                    out.error("must be less than or equal to the nominalQuota", f"{rwhere}.lendingLimit")
+        if combinations > 512:
+            out.error(f"number of flavor-resource combinations in a resourceGroup must be ≤ 512, got "
+                      f"{combinations}", where)
+    if len(flavors) > 256:
+        out.error(f"total number of flavors across all resourceGroups must be ≤ 256, got {len(flavors)}",
+                  f"{path}.resourceGroups")
+    if len(covered) > 256:
+        out.error(f"total number of covered resources across all resourceGroups must be ≤ 256, got "
+                  f"{len(covered)}", f"{path}.resourceGroups")
+    strategy = spec.get("admissionChecksStrategy") or {}
+    for i, check in enumerate(strategy.get("admissionChecks") or ()):
+        for j, flavor in enumerate(check.get("onFlavors") or ()):
+            if flavor not in flavors:
+                supported = ", ".join(repr(f) for f in sorted(flavors)) or "none (the queue has no flavors)"
+                out.error(f"unsupported value {describe(flavor)}: supported values: {supported}",
+                          f"{path}.admissionChecksStrategy.admissionChecks[{i}].onFlavors[{j}]")
+    weight = (spec.get("fairSharing") or {}).get("weight")
+    if weight is not None:
+        _fair_weight(weight, f"{path}.fairSharing.weight", out)
 
 
-def _fungibility_rules(ff: Mapping[str, Any], path: str) -> None:
+def _fair_weight(weight: Any, path: str, out: Problems) -> None:
+    value = quantity_value(weight)
+    if value < 0:
+        out.error("must be greater than or equal to 0", path)
+    elif 0 < value <= quantity_value("1n"):
+        out.error("When not 0, weight must be > 10e-9", path)
+
+
+def _fungibility_rules(ff: Mapping[str, Any], path: str, out: Problems) -> None:
     if ff.get("preference") is not None and not (
             ff.get("whenCanBorrow") == "TryNextFlavor" and ff.get("whenCanPreempt") == "TryNextFlavor"):
-        raise _fail("preference can only be set when both whenCanBorrow and whenCanPreempt are "
-                    "TryNextFlavor", _join(path, "preference"))
+        out.error("preference can only be set when both whenCanBorrow and whenCanPreempt are "
+                  "TryNextFlavor", join(path, "preference"))
 
 
-def _preemption_rules(p: Mapping[str, Any], path: str) -> None:
+def _preemption_rules(p: Mapping[str, Any], path: str, out: Problems) -> None:
     borrow = p.get("borrowWithinCohort") or {}
     if p.get("reclaimWithinCohort") == "Never" and borrow.get("policy", "Never") != "Never":
-        raise _fail("reclaimWithinCohort=Never and borrowWithinCohort.Policy!=Never",
-                    _join(path, "borrowWithinCohort.policy"))
+        out.error("reclaimWithinCohort=Never and borrowWithinCohort.Policy!=Never",
+                  join(path, "borrowWithinCohort.policy"))
 
 
-def _selector_rules(sel: Mapping[str, Any], path: str) -> None:
-    """``ValidateLabelSelector``: In/NotIn need values, Exists/DoesNotExist forbid them."""
-    _labels(sel.get("matchLabels") or {}, _join(path, "matchLabels"))
-    for i, expr in enumerate(sel.get("matchExpressions") or ()):
-        where = f"{path}.matchExpressions[{i}]"
-        qualified_name(expr["key"], f"{where}.key")
-        op, values = expr["operator"], expr.get("values") or ()
-        if op in ("In", "NotIn") and not values:
-            raise _fail("must be specified when `operator` is 'In' or 'NotIn'", f"{where}.values")
-        if op in ("Exists", "DoesNotExist") and values:
-            raise _fail("may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
-                        f"{where}.values")
-        if op not in ("In", "NotIn", "Exists", "DoesNotExist"):
-            raise _fail(f"not a valid selector operator {describe(op)}", f"{where}.operator")
-
-
-LABEL_SELECTOR: Final = Obj({
-    "matchLabels": STRING_MAP,
-    "matchExpressions": Arr(Obj({"key": STRING, "operator": STRING, "values": Arr(STRING)},
-                                required=("key", "operator"))),
-}, rules=(_selector_rules,))
-
-_FAIR_WEIGHT: Final = Obj({"weight": Qty(non_negative=True)})
+_FAIR_WEIGHT: Final = Obj({"weight": QUANTITY})
 _STOP_POLICY: Final = Str(enum=("None", "Hold", "HoldAndDrain"))
 
-CLUSTER_QUEUE: Final = Obj({"spec": Obj({
-    "admissionChecksStrategy": Obj({"admissionChecks": Arr(Obj({
-        "name": Str(max_length=316, min_length=1),
-        "onFlavors": Arr(SUBDOMAIN, max_items=64, is_set=True),
-    }, required=("name",)), min_items=1, max_items=64, map_keys=("name",))}, required=("admissionChecks",)),
-    "cohortName": SUBDOMAIN,
-    "fairSharing": _FAIR_WEIGHT,
-    "flavorFungibility": Obj({
-        "preference": Str(enum=("BorrowingOverPreemption", "PreemptionOverBorrowing")),
-        "whenCanBorrow": Str(enum=("MayStopSearch", "TryNextFlavor")),
-        "whenCanPreempt": Str(enum=("MayStopSearch", "TryNextFlavor")),
-    }, rules=(_fungibility_rules,)),
-    "namespaceSelector": LABEL_SELECTOR,
-    "preemption": Obj({
-        "borrowWithinCohort": Obj({"policy": Str(enum=("Never", "LowerPriority")),
-                                   "maxPriorityThreshold": Int()}),
-        "reclaimWithinCohort": Str(enum=("Never", "LowerPriority", "Any")),
-        "withinClusterQueue": Str(enum=("Never", "LowerPriority", "LowerOrNewerEqualPriority")),
-    }, rules=(_preemption_rules,)),
-    "queueingStrategy": Str(enum=(c.STRICT_FIFO, c.BEST_EFFORT_FIFO)),
-    "resourceGroups": Arr(Obj({
-        "coveredResources": Arr(STRING, min_items=1, max_items=64),
-        "flavors": Arr(Obj({
-            "name": SUBDOMAIN,
-            "resources": Arr(Obj({
-                "name": STRING, "nominalQuota": Qty(non_negative=True),
-                "borrowingLimit": Qty(non_negative=True), "lendingLimit": Qty(non_negative=True),
-            }, required=("name", "nominalQuota")), min_items=1, max_items=64, map_keys=("name",)),
-        }, required=("name", "resources")), min_items=1, max_items=64, map_keys=("name",)),
-    }, required=("coveredResources", "flavors")), max_items=16),
-    "stopPolicy": _STOP_POLICY,
-}, rules=(_cluster_queue_rules,))})
 
-LOCAL_QUEUE: Final = Obj({"spec": Obj({
-    "clusterQueue": SUBDOMAIN, "fairSharing": _FAIR_WEIGHT, "stopPolicy": _STOP_POLICY})})
+@functools.cache
+def cluster_queue(v1beta1: bool) -> Obj:
+    fungibility = ("MayStopSearch", "TryNextFlavor")
+    spec: dict[str, Node] = {
+        "admissionChecksStrategy": Obj({"admissionChecks": Arr(Obj({
+            "name": Str(max_length=316, min_length=0 if v1beta1 else 1),
+            "onFlavors": Arr(SUBDOMAIN, max_items=None if v1beta1 else 64, is_set=not v1beta1),
+        }, required=("name",)), min_items=0 if v1beta1 else 1, max_items=None if v1beta1 else 64,
+            map_keys=() if v1beta1 else ("name",))}, required=() if v1beta1 else ("admissionChecks",)),
+        "admissionScope": Obj({"admissionMode": Str() if v1beta1 else Str(
+            enum=("UsageBasedAdmissionFairSharing", "NoAdmissionFairSharing"))}, required=("admissionMode",)),
+        "fairSharing": _FAIR_WEIGHT,
+        "flavorFungibility": Obj({
+            "preference": Str(enum=("BorrowingOverPreemption", "PreemptionOverBorrowing")),
+            "whenCanBorrow": Str(enum=fungibility + (("Borrow",) if v1beta1 else ())),
+            "whenCanPreempt": Str(enum=fungibility + (("Preempt",) if v1beta1 else ())),
+        }, rules=(_fungibility_rules,)),
+        "namespaceSelector": LABEL_SELECTOR,
+        "preemption": Obj({
+            "borrowWithinCohort": Obj({"maxPriorityThreshold": Int(),
+                                       "policy": Str(enum=("Never", "LowerPriority"))}),
+            "reclaimWithinCohort": Str(enum=("Never", "LowerPriority", "Any")),
+            "withinClusterQueue": Str(enum=("Never", "LowerPriority", "LowerOrNewerEqualPriority")),
+        }, rules=(_preemption_rules,)),
+        "queueingStrategy": Str(enum=(c.STRICT_FIFO, c.BEST_EFFORT_FIFO)),
+        "resourceGroups": Arr(Obj({
+            "coveredResources": Arr(STRING, min_items=1, max_items=64),
+            "flavors": Arr(Obj({
+                "name": SUBDOMAIN,
+                "resources": Arr(Obj({
+                    "borrowingLimit": QUANTITY, "lendingLimit": QUANTITY, "name": STRING, "nominalQuota": QUANTITY,
+                }, required=("name", "nominalQuota")), min_items=1, max_items=64, map_keys=("name",)),
+            }, required=("name", "resources")), min_items=1, max_items=64, map_keys=("name",)),
+        }, required=("coveredResources", "flavors")), max_items=16),
+        "stopPolicy": _STOP_POLICY,
+    }
+    status: dict[str, Node] = {
+        "admittedWorkloads": Int(),
+        "conditions": conditions(max_items=None if v1beta1 else 16),
+        "fairSharing": Obj({"weightedShare": Int(bits=64)}, required=("weightedShare",)),
+        "flavorsReservation": _usage(borrowed=True),
+        "flavorsUsage": _usage(borrowed=True),
+        "pendingWorkloads": Int(),
+        "reservingWorkloads": Int(),
+    }
+    if v1beta1:
+        spec["admissionChecks"] = Arr(Str(max_length=316))
+        spec["cohort"] = SUBDOMAIN
+        status["fairSharing"] = Obj({"weightedShare": Int(bits=64), "admissionFairSharingStatus": Obj({
+            "consumedResources": _QUANTITY_MAP, "lastUpdate": DateTime(),
+        }, required=("consumedResources", "lastUpdate"))}, required=("weightedShare",))
+        status["pendingWorkloadsStatus"] = Obj({
+            "clusterQueuePendingWorkload": Arr(Obj({"name": STRING, "namespace": STRING},
+                                                   required=("name", "namespace"))),
+            "lastChangeTime": DateTime(),
+        }, required=("lastChangeTime",))
+    else:
+        spec["cohortName"] = SUBDOMAIN
+        spec["concurrentAdmissionPolicy"] = Obj({"migration": Obj({
+            "constraints": Obj({"lastAcceptableFlavorName": SUBDOMAIN}),
+            "mode": Str(enum=("TryPreferredFlavors", "RetainFirstAdmission"), max_length=253),
+        }, required=("mode",))}, required=("migration",))
+    return Obj({"apiVersion": STRING, "kind": STRING, "metadata": ANY,
+                "spec": Obj(spec, rules=(_cluster_queue_rules,)), "status": Obj(status)})
 
 
-def _flavor_rules(spec: Mapping[str, Any], path: str) -> None:
+def _local_queue_rules(spec: Mapping[str, Any], path: str, out: Problems) -> None:
+    weight = (spec.get("fairSharing") or {}).get("weight")
+    if weight is not None:
+        _fair_weight(weight, f"{path}.fairSharing.weight", out)
+
+
+@functools.cache
+def local_queue(v1beta1: bool) -> Obj:
+    status: dict[str, Node] = {
+        "admittedWorkloads": Int(),
+        "conditions": conditions(max_items=None if v1beta1 else 16),
+        "fairSharing": Obj({"weightedShare": Int(bits=64), "admissionFairSharingStatus": Obj({
+            "consumedResources": _QUANTITY_MAP, "lastUpdate": DateTime(),
+        }, required=("consumedResources", "lastUpdate"))}, required=("weightedShare",)),
+        "flavorsReservation": _usage(borrowed=False),
+        "flavorUsage" if v1beta1 else "flavorsUsage": _usage(borrowed=False),
+        "pendingWorkloads": Int(),
+        "reservingWorkloads": Int(),
+    }
+    if v1beta1:
+        status["flavors"] = Arr(Obj({
+            "name": SUBDOMAIN, "nodeLabels": Obj(values=STRING, max_properties=8),
+            "nodeTaints": Arr(_TAINT, max_items=8), "resources": Arr(STRING, max_items=64, is_set=True),
+            "topology": Obj({"levels": Arr(STRING, min_items=1, max_items=16), "name": SUBDOMAIN},
+                            required=("levels", "name")),
+        }, required=("name",)), max_items=64, map_keys=("name",))
+    return Obj({"apiVersion": STRING, "kind": STRING, "metadata": ANY,
+                "spec": Obj({"clusterQueue": SUBDOMAIN, "fairSharing": _FAIR_WEIGHT, "stopPolicy": _STOP_POLICY},
+                            rules=(_local_queue_rules,)),
+                "status": Obj(status)})
+
+
+# --- ResourceFlavor, AdmissionCheck, ProvisioningRequestConfig ----------------------------------
+
+
+def _flavor_rules(spec: Mapping[str, Any], path: str, out: Problems) -> None:
+    """CEL: a topology needs node labels.  Webhook (``resourceflavor_webhook.go``): node
+    labels are labels, taints unique by key and effect with label-value values."""
     if spec.get("topologyName") is not None and not spec.get("nodeLabels"):
-        raise _fail("at least one nodeLabel is required when topology is set", _join(path, "nodeLabels"))
+        out.error("at least one nodeLabel is required when topology is set", join(path, "nodeLabels"))
+    n.check_labels(spec.get("nodeLabels") or {}, join(path, "nodeLabels"), out)
+    seen: set[tuple[Any, Any]] = set()
+    for i, taint in enumerate(spec.get("nodeTaints") or ()):
+        where = f"{path}.nodeTaints[{i}]"
+        key = (taint.get("key"), taint.get("effect"))
+        if key in seen:
+            out.error(f"duplicate value {describe(taint.get('key'))}: taints must be unique by key and "
+                      "effect pair", where)
+        seen.add(key)
 
 
-def _taint_rules(taint: Mapping[str, Any], path: str) -> None:
-    if taint.get("effect") not in TAINT_EFFECTS:
-        raise _fail(f"unsupported value {describe(taint.get('effect'))}: supported values: "
-                    f"{', '.join(repr(e) for e in TAINT_EFFECTS)}", _join(path, "effect"))
-    qualified_name(taint["key"], _join(path, "key"))
+def _taint_rules(taint: Mapping[str, Any], path: str, out: Problems) -> None:
+    if taint.get("effect") not in n.TAINT_EFFECTS:
+        out.error(f"unsupported value {describe(taint.get('effect'))}: supported values: "
+                  f"{', '.join(repr(e) for e in n.TAINT_EFFECTS)}", join(path, "effect"))
+    n.check_qualified_key(taint.get("key", ""), join(path, "key"), out)
+    value = taint.get("value")
+    if value and (len(value) > 63 or n.LABEL_VALUE.fullmatch(value) is None):
+        out.error(f"{describe(value)} is not a valid label value", join(path, "value"))
 
 
-RESOURCE_FLAVOR: Final = Obj({"spec": Obj({
-    "nodeLabels": Obj(values=STRING, max_properties=8, rules=(lambda m, p: _labels(m, p),)),
-    "nodeTaints": Arr(Obj({"key": STRING, "value": STRING, "effect": STRING, "timeAdded": DateTime()},
-                          required=("effect", "key"), rules=(_taint_rules,)), max_items=8),
+_TAINT: Final = Obj({"effect": STRING, "key": STRING, "timeAdded": DateTime(), "value": STRING},
+                    required=("effect", "key"), rules=(_taint_rules,))
+
+RESOURCE_FLAVOR: Final = Obj({"apiVersion": STRING, "kind": STRING, "metadata": ANY, "spec": Obj({
+    "nodeLabels": Obj(values=STRING, max_properties=8),
+    "nodeTaints": Arr(_TAINT, max_items=8),
     "tolerations": Arr(TOLERATION, max_items=8),
     "topologyName": SUBDOMAIN,
 }, rules=(_flavor_rules,))})
 
-ADMISSION_CHECK: Final = Obj({"spec": Obj({
-    "controllerName": Str(max_length=253, min_length=1),
-    "parameters": Obj({
-        "apiGroup": Str(max_length=253, min_length=1, pattern=DNS1123_SUBDOMAIN, what="an API group"),
-        "kind": Str(max_length=63, min_length=1, pattern=KIND_NAME, what="a kind name"),
-        "name": Str(max_length=63, min_length=1, pattern=DNS1123_LABEL, what="a DNS-1123 label"),
-    }, required=("apiGroup", "kind", "name")),
-}, required=("controllerName",)), "status": Obj({"conditions": conditions(max_items=16)})},
-    required=("spec",))
 
-PROVISIONING_REQUEST_CONFIG: Final = Obj({"spec": Obj({
-    "provisioningClassName": Str(max_length=253, min_length=1, pattern=DNS1123_SUBDOMAIN,
-                                 what="a DNS-1123 subdomain"),
-    "parameters": Obj(values=Str(max_length=255), max_properties=100),
-    "managedResources": Arr(STRING, max_items=100, is_set=True),
-    "retryStrategy": Obj({"backoffLimitCount": Int(), "backoffBaseSeconds": Int(),
-                          "backoffMaxSeconds": Int()}),
-    "podSetMergePolicy": Str(enum=("IdenticalPodTemplates", "IdenticalWorkloadSchedulingRequirements")),
-    "podSetUpdates": Obj({"nodeSelector": Arr(Obj({
-        "key": Str(max_length=317, min_length=1, pattern=CONDITION_TYPE, what="a label key"),
-        "valueFromProvisioningClassDetail": Str(max_length=32768, min_length=1),
-    }, required=("key", "valueFromProvisioningClassDetail")), max_items=8, map_keys=("key",))}),
-}, required=("provisioningClassName",))}, required=("spec",))
+@functools.cache
+def admission_check(v1beta1: bool) -> Obj:
+    least = 0 if v1beta1 else 1
+    spec: dict[str, Node] = {
+        "controllerName": Str() if v1beta1 else Str(max_length=253, min_length=1),
+        "parameters": Obj({
+            "apiGroup": Str(max_length=253, min_length=least, pattern=DNS1123_SUBDOMAIN, what="an API group"),
+            "kind": Str(max_length=63, min_length=least, pattern=KIND_NAME, what="a kind name"),
+            "name": Str(max_length=63, min_length=least, pattern=DNS1123_LABEL, what="a DNS-1123 label"),
+        }, required=("apiGroup", "kind", "name")),
+    }
+    if v1beta1:
+        spec["retryDelayMinutes"] = Int(bits=64)
+    return Obj({"apiVersion": STRING, "kind": STRING, "metadata": ANY,
+                "spec": Obj(spec, required=("controllerName",)),
+                "status": Obj({"conditions": conditions(max_items=None if v1beta1 else 16)})})
 
-#: The schema of each kind's body (everything but apiVersion, kind and metadata).
-SCHEMAS: Final[dict[str, Obj]] = {
-    c.PROVISIONING_REQUEST: PROVISIONING_REQUEST,
-    c.POD_TEMPLATE: POD_TEMPLATE,
-    c.JOB: JOB,
-    c.WORKLOAD: WORKLOAD,
-    c.CLUSTER_QUEUE: CLUSTER_QUEUE,
-    c.LOCAL_QUEUE: LOCAL_QUEUE,
-    c.RESOURCE_FLAVOR: RESOURCE_FLAVOR,
-    c.ADMISSION_CHECK: ADMISSION_CHECK,
-    c.PROVISIONING_REQUEST_CONFIG: PROVISIONING_REQUEST_CONFIG,
-}
+
+def _retry_rules(retry: Mapping[str, Any], path: str, out: Problems) -> None:
+    """The CRD has no minimum: Kueue reads a negative count as no retry at all."""
+    count = retry.get("backoffLimitCount")
+    if isinstance(count, int) and count < 0:
+        out.warn(f"{count} acts as 0: a failed request is not retried", join(path, "backoffLimitCount"))
+
+
+@functools.cache
+def provisioning_request_config(v1beta1: bool) -> Obj:
+    return Obj({"apiVersion": STRING, "kind": STRING, "metadata": ANY, "spec": Obj({
+        "managedResources": Arr(STRING, max_items=100, is_set=True),
+        "parameters": Obj(values=Str(max_length=255), max_properties=100),
+        "podSetMergePolicy": Str(enum=("IdenticalPodTemplates", "IdenticalWorkloadSchedulingRequirements")),
+        "podSetUpdates": Obj({"nodeSelector": Arr(Obj({
+            "key": Str(max_length=317, min_length=1, pattern=CONDITION_TYPE, what="a label key"),
+            "valueFromProvisioningClassDetail": Str(max_length=32768, min_length=1),
+        }, required=("key", "valueFromProvisioningClassDetail")), max_items=8,
+            map_keys=() if v1beta1 else ("key",))}),
+        "provisioningClassName": Str(max_length=253, min_length=0 if v1beta1 else 1,
+                                     pattern=DNS1123_SUBDOMAIN, what="a DNS-1123 subdomain"),
+        "retryStrategy": Obj({"backoffBaseSeconds": Int(), "backoffLimitCount": Int(),
+                              "backoffMaxSeconds": Int()}, rules=(_retry_rules,)),
+    }, required=("provisioningClassName",))})
+
+
+# --- job kinds of other groups ------------------------------------------------------------------
+# No maintained package ships the JobSet or Kubeflow CRDs: the fields the model reads are checked,
+# the embedded Job and pod templates against the pinned Kubernetes schemas, and the other fields
+# are kept unchecked (these objects are open, not strict).
+
+JOBSET: Final = Obj({"apiVersion": STRING, "kind": STRING, "metadata": ANY, "spec": Obj({
+    "replicatedJobs": Arr(Obj({
+        "name": Str(min_length=1, max_length=63, pattern=DNS1123_LABEL, what="a DNS-1123 label"),
+        "replicas": Int(minimum=0),
+        "template": k8s.schema("io.k8s.api.batch.v1.JobTemplateSpec", core=False),
+    }, required=("name", "template"), closed=False), map_keys=("name",)),
+    "suspend": Bool(),
+}, closed=False)}, closed=False)
+
+_REPLICA_SPEC: Final = Obj({
+    "replicas": Int(minimum=0),
+    "restartPolicy": Str(enum=("Always", "OnFailure", "Never", "ExitCode")),
+    "template": k8s.schema("io.k8s.api.core.v1.PodTemplateSpec", core=False),
+}, closed=False)
+
+PYTORCH_JOB: Final = Obj({"apiVersion": STRING, "kind": STRING, "metadata": ANY, "spec": Obj({
+    "pytorchReplicaSpecs": Obj({"Master": _REPLICA_SPEC, "Worker": _REPLICA_SPEC}, closed=False),
+    "runPolicy": Obj({"suspend": Bool()}, closed=False),
+}, required=("pytorchReplicaSpecs",), closed=False)}, closed=False)
+
+
+# --- built-in kinds ----------------------------------------------------------------------------
+
+def _builtin(name: str) -> Node:
+    return k8s.schema(name, core=True)
+
+
+def schema_of(kind: str, api_version: str) -> Node:
+    """The schema of ``kind`` as served in ``api_version``."""
+    beta1 = api_version == c.KUEUE_V1BETA1
+    if kind == c.WORKLOAD:
+        return workload(beta1)
+    if kind == c.CLUSTER_QUEUE:
+        return cluster_queue(beta1)
+    if kind == c.LOCAL_QUEUE:
+        return local_queue(beta1)
+    if kind == c.RESOURCE_FLAVOR:
+        return RESOURCE_FLAVOR
+    if kind == c.ADMISSION_CHECK:
+        return admission_check(beta1)
+    if kind == c.PROVISIONING_REQUEST_CONFIG:
+        return provisioning_request_config(beta1)
+    if kind == c.PROVISIONING_REQUEST:
+        return PROVISIONING_REQUEST
+    if kind == c.POD_TEMPLATE:
+        return _builtin("io.k8s.api.core.v1.PodTemplate")
+    if kind == c.JOB:
+        return _builtin("io.k8s.api.batch.v1.Job")
+    if kind == JOBSET_KIND:
+        return JOBSET
+    if kind == PYTORCH_JOB_KIND:
+        return PYTORCH_JOB
+    raise KeyError(kind)
 
 
 # --- metadata ----------------------------------------------------------------------------------
 
-_METADATA: Final = Obj({"name": STRING, "generateName": STRING, "namespace": STRING,
-                        "labels": STRING_MAP, "annotations": STRING_MAP})
 
-
-def validate_metadata(kind: str, metadata: Any) -> None:
-    """``ValidateObjectMeta``: names are DNS-1123 subdomains (a Job's name is also a label value
-    on its pods, so at most 63 characters), namespaces DNS-1123 labels, label and annotation
-    keys qualified names, label values ≤ 63, annotations ≤ 256 KiB in all."""
-    _METADATA.check(metadata, "metadata")
+def validate_metadata(kind: str, metadata: Mapping[str, Any], out: Problems) -> None:
+    """``ValidateObjectMeta``: the ObjectMeta schema (unknown fields included); names are DNS-1123
+    subdomains (a Job's name is also a label value on its pods, so at most 63 characters),
+    namespaces DNS-1123 labels, label and annotation keys qualified names, label values ≤ 63,
+    annotations ≤ 256 KiB in all."""
+    k8s.schema("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta", core=True).check(metadata, "metadata", out)
     name, generate = metadata.get("name"), metadata.get("generateName")
-    if name:
-        SUBDOMAIN.check(name, "metadata.name")
+    if isinstance(name, str) and name:
+        SUBDOMAIN.check(name, "metadata.name", out)
         if kind == c.JOB and len(name) > 63:
-            raise _fail("must be no more than 63 characters (a Job's name is a label value of its pods)",
-                        "metadata.name")
-    elif generate:
+            out.error("must be no more than 63 characters (a Job's name is a label value of its pods)",
+                      "metadata.name")
+    elif isinstance(generate, str) and generate:
         # the server appends 5 characters; the prefix must make a valid name with them
-        SUBDOMAIN.check(generate[:-1] + "a" if generate.endswith("-") else generate, "metadata.generateName")
+        SUBDOMAIN.check(generate[:-1] + "a" if generate.endswith("-") else generate, "metadata.generateName", out)
     namespace = metadata.get("namespace")
-    if namespace:
-        LABEL.check(namespace, "metadata.namespace")
-    _labels(metadata.get("labels") or {}, "metadata.labels")
-    _annotations(metadata.get("annotations") or {}, "metadata.annotations")
+    if isinstance(namespace, str) and namespace:
+        LABEL.check(namespace, "metadata.namespace", out)
 
 
-def validate(kind: str, body: Mapping[str, Any]) -> None:
-    """Raise :class:`ManifestError` for the first thing the API server would refuse in
-    ``body``, the defaulted storage-version object without ``apiVersion`` and ``kind``."""
-    validate_metadata(kind, body.get("metadata") if body.get("metadata") is not None else {})
-    SCHEMAS[kind].check(body, "")
-
+def validate(kind: str, api_version: str, body: Mapping[str, Any], out: Problems) -> None:
+    """Record in ``out`` everything the API server would refuse in ``body``: the defaulted
+    object as written (without ``apiVersion`` and ``kind``), in ``api_version``."""
+    metadata = body.get("metadata")
+    validate_metadata(kind, metadata if isinstance(metadata, Mapping) else {}, out)
+    schema_of(kind, api_version).check(body, "", out)

@@ -1,7 +1,8 @@
-"""Targeted tests for the (state, trigger) pairs that random histories reach only rarely:
-each drives the real code (the provisioning reconcile, or a Workload change applied to a
-World) from a hand-built state and checks the upstream outcome, written out here from the
-spec rather than read back from the table."""
+"""The Workload lifecycle from every phase it can be in: what users and Kueue's test helpers do
+(finish, (de)activate, drop the quota) and what the workload controller does from the phases
+the random histories reach only rarely.  Each drives the real code from a hand-built workload
+and checks the phase upstream gives, written out here from the spec, and the fire the write
+carries."""
 
 from __future__ import annotations
 
@@ -32,65 +33,11 @@ from kueue_provreq.machines import WorkloadPhase as d
 from kueue_provreq.machines.phases import workload_phase
 from kueue_provreq.world import Update, World
 
+from builders import T0
 from test_provisioning import (
     KEY,
-    base,
     check,
-    cond,
-    config,
-    request,
-    run,
-    state_of,
-    updated,
-    workload,
 )
-
-T0 = 1_700_000_000
-STATES = (c.CHECK_PENDING, c.CHECK_READY, c.CHECK_RETRY, c.CHECK_REJECTED)
-
-
-def with_check(state: str) -> Workload:
-    return workload(checks=(AdmissionCheckState("check1", state, Time(T0), retry_count=1),))
-
-
-#: trigger -> (extra objects, config override, expected state, expected message)
-DECISIONS = {
-    "capacity_revoked": ([request("wl-check1-1", cond(c.PR_CAPACITY_REVOKED, message="gone"))],
-                         None, c.CHECK_REJECTED, "gone"),
-    "no_decision": ([request("wl-check1-1")], None, c.CHECK_PENDING, ""),
-    "waiting_for_capacity": ([request("wl-check1-1", cond(c.PR_ACCEPTED),
-                                      cond(c.PR_PROVISIONED, c.FALSE, "ETA: 2024-01-01T10:00:00Z"))],
-                             None, c.CHECK_PENDING, "ETA: 2024-01-01T10:00:00Z"),
-    "provisioned": ([request("wl-check1-1", cond(c.PR_PROVISIONED, message="ready"))],
-                    None, c.CHECK_READY, "ready"),
-    "request_not_needed": ([], config(managed_resources=("nvidia.com/gpu",)), c.CHECK_READY,
-                           c.MSG_NO_REQUEST_NEEDED),
-}
-
-
-@pytest.mark.parametrize("state", STATES)
-@pytest.mark.parametrize("trigger", sorted(DECISIONS))
-def test_every_request_decision_from_every_check_state(state: str, trigger: str) -> None:
-    extra, prc, want_state, want_message = DECISIONS[trigger]
-    result = run(base(*extra, wl=with_check(state), prc=prc))
-    unchanged = (state, want_state) == (c.CHECK_READY, c.CHECK_READY) or \
-        (state, "") == (want_state, want_message)
-    if unchanged:
-        # a Ready check stays as it is (neither message nor podSetUpdates refreshed), and a
-        # decision that changes nothing writes nothing
-        assert not [o for o in updated(result, c.WORKLOAD)]
-        return
-    got = state_of(result)
-    assert (got.state, got.message) == (want_state, want_message)
-    assert got.retry_count == 1, "retryCount is never written by the provisioning controller"
-
-
-@pytest.mark.parametrize("state", STATES)
-def test_missing_config_makes_every_state_pending_and_inactive(state: str) -> None:
-    objects = [o for o in base(wl=with_check(state)) if o.KIND != c.PROVISIONING_REQUEST_CONFIG]
-    got = state_of(run(objects))
-    assert (got.state, got.message) == (c.CHECK_PENDING, c.MSG_CHECK_INACTIVE)
-
 
 # --- workload phases a user or a test step moves -------------------------------------------
 
