@@ -7,7 +7,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from kueue_provreq import cli
 
 DATA = Path(__file__).parent / "data" / "cluster"
