@@ -67,8 +67,10 @@ from kueue_provreq.machines import (
     ADMISSION_CHECK_MACHINE,
     PROVISIONING_REQUEST_MACHINE,
     WORKLOAD_MACHINE,
+    CheckTrigger,
+    Transition,
+    WorkloadPhase,
 )
-from kueue_provreq.machines.declarations import QUOTA_RESERVED
 from kueue_provreq.machines.phases import provisioning_request_phase, workload_phase
 from kueue_provreq.machines.table import MachineTable
 from kueue_provreq.world import Update, World
@@ -138,9 +140,11 @@ class NaiveModel:
 
     def __init__(self, table: MachineTable, state: str, **guards: bool) -> None:
         self.guards = guards
-        Machine(model=self, states=list(table.states), initial=state,
-                transitions=[{"trigger": e.trigger, "source": e.source, "dest": e.dest,
-                              "conditions": list(e.conditions), "unless": list(e.unless)}
+        Machine(model=self, states=[s.value for s in table.states], initial=str(state),
+                transitions=[{"trigger": e.trigger.value, "source": e.source.value,
+                              "dest": None if e.dest is None else e.dest.value,
+                              "conditions": [g.value for g in e.conditions],
+                              "unless": [g.value for g in e.unless]}
                              for e in table.edges])
 
     def within_backoff_limit(self) -> bool:
@@ -166,22 +170,23 @@ def naive_decision(world: World, key: tuple[str, str, str], ctx: Context, lifecy
     if lifecycles == 3:
         workload_model = NaiveModel(WORKLOAD_MACHINE, workload_phase(wl))
         request_model = NaiveModel(PROVISIONING_REQUEST_MACHINE, provisioning_request_phase(pr))
-        assert workload_model.state == QUOTA_RESERVED  # type: ignore[attr-defined]
+        assert workload_model.state == WorkloadPhase.QUOTA_RESERVED  # type: ignore[attr-defined]
         assert request_model.state == c.PR_FAILED  # type: ignore[attr-defined]
 
-    def fire(state: str, trigger: str, within_backoff_limit: bool = False, keep_quota: bool = False,
-             newer_attempt: bool = False) -> str:
+    def fire(state: str, trigger: CheckTrigger, check: str, within_backoff_limit: bool = False,
+             keep_quota: bool = False, newer_attempt: bool = False) -> Transition:
         check_model = NaiveModel(ADMISSION_CHECK_MACHINE, state, within_backoff_limit=within_backoff_limit,
                                  keep_quota=keep_quota, newer_attempt=newer_attempt)
         getattr(check_model, trigger)()
-        return str(check_model.state)  # type: ignore[attr-defined]
+        return Transition(ADMISSION_CHECK_MACHINE.name, state, trigger, str(check_model.state),  # type: ignore[attr-defined]
+                          check)
 
-    memoised = provisioning._next_state
-    provisioning._next_state = fire  # type: ignore[assignment]
+    memoised = provisioning._check_transition
+    provisioning._check_transition = fire  # type: ignore[assignment]
     try:
         return library_decision(world, key, ctx)
     finally:
-        provisioning._next_state = memoised
+        provisioning._check_transition = memoised
 
 
 def per_call(fn: Callable[[], object], seconds: float = 1.0) -> float:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import copy
 import io
+import sys
 import time
 from typing import Any
 
@@ -48,11 +49,11 @@ def _best(fn: Any, repeat: int) -> float:
     return min(times)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="100,1000")
     parser.add_argument("--repeat", type=int, default=3)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
     start = time.perf_counter()
     assert check_object(JOB).obj is not None
@@ -71,7 +72,8 @@ def main() -> None:
         seconds = _best(lambda: load_inputs(["-"], stdin=io.StringIO(text)), args.repeat)
         print(f"(c) List of {n} Jobs + {n} Workloads ({len(text) // 1024} KiB): {seconds:.2f} s, "
               f"{1e6 * seconds / (2 * n):.0f} µs per object")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -136,6 +136,13 @@ class Manager:
         #: reconcile changed nothing (so a change elsewhere in the Workload need not wake it)
         self._quiet: dict[str, dict[Key, Hashable]] = {}
         self._cq_keys: list[Key] | None = None
+        #: the controllers this Manager runs (the registry's, as it stands when it starts), and
+        #: who watches each kind, in the registry's order (the order reconciles become due)
+        self.controllers: dict[str, registry.Controller] = dict(registry.BY_NAME)
+        self._watchers: dict[str, list[tuple[registry.Controller, Watch]]] = {}
+        for ctl in self.controllers.values():
+            for w in ctl.watches:
+                self._watchers.setdefault(w.kind, []).append((ctl, w))
         world.journal = self._journal
 
     # --- what is due --------------------------------------------------------------------
@@ -147,7 +154,7 @@ class Manager:
 
     def _enqueue_all(self) -> None:
         self._cq_keys = None
-        for ctl in registry.BY_NAME.values():
+        for ctl in self.controllers.values():
             self._enqueue_every(ctl)
 
     def _enqueue_every(self, ctl: registry.Controller) -> None:
@@ -164,7 +171,7 @@ class Manager:
             if kind == c.CLUSTER_QUEUE and writer != Actor.CLUSTER_QUEUE:
                 self._cq_keys = None  # queues come and go only by writes from outside
             obj = world.get(*key)
-            for ctl, watch in _watchers(kind):
+            for ctl, watch in self._watchers.get(kind, ()):
                 if watch.unless_written_by == writer:
                     continue
                 route = watch.route
@@ -223,7 +230,7 @@ class Manager:
             if wake_at.get((name, key)) == at:
                 del wake_at[(name, key)]
             self._enqueue(name, key)
-        for ctl in registry.BY_NAME.values():
+        for ctl in self.controllers.values():
             if ctl.every_settle:
                 self._enqueue_every(ctl)
 
@@ -249,7 +256,7 @@ class Manager:
         if controller == SCHEDULER:
             result = scheduler.schedule(world, ctx, None if key[0] == SCHEDULER else key)
         else:
-            ctl = registry.BY_NAME[controller]
+            ctl = self.controllers[controller]
             result = ctl.reconcile(world, key, ctx)
             if result.requeue_after is not None or result.error is not None:
                 self._wake_up(ctx.now + (result.requeue_after or 0.0), controller, key)
@@ -322,7 +329,7 @@ class Manager:
     def _settle(self, ctx: Context, controllers: Iterable[str]) -> None:
         wanted = set(controllers)
         run_scheduler = SCHEDULER in wanted
-        names = [n for n in registry.BY_NAME if n in wanted]
+        names = [n for n in self.controllers if n in wanted]
         self._collect_due(ctx)
         if self.verify:
             self._check_quiet(ctx, names, skip=self._queued)
@@ -380,20 +387,15 @@ class Manager:
         """Every reconcile of ``names`` not in ``skip`` would change nothing: what the engine
         does not schedule needs no scheduling, and a settle ends at a real fixed point."""
         for name in names:
-            for key in self.world.keys(registry.BY_NAME[name].kind):
+            for key in self.world.keys(self.controllers[name].kind):
                 if (name, key) not in skip:
                     self._check_quiet_one(name, key, "it was not scheduled", ctx)
 
     def _check_quiet_one(self, name: str, key: Key, why: str, ctx: Context) -> None:
-        result = registry.BY_NAME[name].reconcile(self.world, key, ctx)
+        result = self.controllers[name].reconcile(self.world, key, ctx)
         if changes_world(self.world, result):
             raise SettleError(f"{name} reconcile of {key[1]}/{key[2]} would still change the world "
                               f"but {why}: {describe(result)}")
-
-
-def _watchers(kind: str) -> list[tuple[registry.Controller, Watch]]:
-    """Who watches ``kind``, in the registry's order (the order reconciles become due)."""
-    return [(ctl, w) for ctl in registry.BY_NAME.values() for w in ctl.watches if w.kind == kind]
 
 
 def _owners(world: World, key: Key, obj: KubeObject | None) -> list[Key] | None:
