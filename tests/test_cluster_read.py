@@ -11,10 +11,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from kueue_provreq import cli
 from kueue_provreq.cluster import client, snapshot
 
 from apiserver import RecordedAPIServer
+from builders import cli
 
 DATA = Path(__file__).parent / "data" / "cluster"
 AT = "2026-11-20T10:00:00Z"
@@ -36,10 +36,10 @@ def healthy(tmp_path: Path) -> Iterator[tuple[RecordedAPIServer, Path]]:
         yield server, server.kubeconfig(tmp_path)
 
 
-def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    status = cli.main(argv)
-    out, err = capsys.readouterr()
-    return status, out, err
+def run(argv: list[str]) -> tuple[int, str, str]:
+    """The command in process (tests/builders.py): exit status, stdout, stderr."""
+    done = cli(*argv)
+    return done.returncode, done.stdout, done.stderr
 
 
 # --- the port -----------------------------------------------------------------------------------------
@@ -88,7 +88,7 @@ def test_context_is_chosen_and_checked(tmp_path: Path) -> None:
         client.connect(str(tmp_path / "missing"))
 
 
-def test_unreachable_server_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_unreachable_server_is_one_line(tmp_path: Path) -> None:
     with socket.socket() as s:  # a port nobody listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -98,16 +98,15 @@ def test_unreachable_server_is_one_line(tmp_path: Path, capsys: pytest.CaptureFi
         "clusters": [{"name": "x", "cluster": {"server": f"http://127.0.0.1:{port}"}}],
         "users": [{"name": "u", "user": {"token": "t"}}],
         "contexts": [{"name": "c", "context": {"cluster": "x", "user": "u"}}]}))
-    status, out, err = run(["audit", "--kubeconfig", str(config)], capsys)
+    status, out, err = run(["audit", "--kubeconfig", str(config)])
     assert status == 2 and out == ""
     assert err.startswith(f"kueue-provreq: error: cannot reach the API server at http://127.0.0.1:{port}: ")
     assert err.count("\n") == 1
 
 
-def test_without_the_extra_a_clear_message(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
-                                           capsys: pytest.CaptureFixture[str]) -> None:
+def test_without_the_extra_a_clear_message(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setitem(sys.modules, "kubernetes", None)  # what an environment without it sees
-    status, _, err = run(["explain", "--kubeconfig", str(tmp_path / "k")], capsys)
+    status, _, err = run(["explain", "--kubeconfig", str(tmp_path / "k")])
     assert status == 2
     assert err == ("kueue-provreq: error: reading a cluster needs the Kubernetes client: "
                    "pip install 'kueue-provreq[cluster]'\n")
@@ -116,16 +115,15 @@ def test_without_the_extra_a_clear_message(monkeypatch: pytest.MonkeyPatch, tmp_
 # --- audit ----------------------------------------------------------------------------------------------
 
 
-def test_audit_of_a_healthy_cluster_is_clean(healthy: tuple[RecordedAPIServer, Path],
-                                             capsys: pytest.CaptureFixture[str]) -> None:
+def test_audit_of_a_healthy_cluster_is_clean(healthy: tuple[RecordedAPIServer, Path]) -> None:
     _, kubeconfig = healthy
-    status, out, err = run(["audit", "--kubeconfig", str(kubeconfig), "--at", AT], capsys)
+    status, out, err = run(["audit", "--kubeconfig", str(kubeconfig), "--at", AT])
     assert (status, out, err) == (0, "0 errors, 0 warnings\n", "")
 
 
-def test_audit_names_each_offending_object(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_audit_names_each_offending_object(tmp_path: Path) -> None:
     with serve("troubled") as server:
-        status, out, _ = run(["audit", "--kubeconfig", str(server.kubeconfig(tmp_path)), "--at", AT], capsys)
+        status, out, _ = run(["audit", "--kubeconfig", str(server.kubeconfig(tmp_path)), "--at", AT])
     assert status == 1
     lines = out.splitlines()
     assert lines[-1] == "5 errors, 7 warnings"
@@ -143,10 +141,10 @@ def test_audit_names_each_offending_object(tmp_path: Path, capsys: pytest.Captur
     assert all("job-train-g-88ed5-gpu-capacity-1, job-train-g-88ed5-gpu-capacity-2" in line for line in duplicate)
 
 
-def test_audit_json_and_strict(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_audit_json_and_strict(tmp_path: Path) -> None:
     with serve("troubled") as server:
         kubeconfig = str(server.kubeconfig(tmp_path))
-        status, out, _ = run(["audit", "--kubeconfig", kubeconfig, "--at", AT, "-o", "json"], capsys)
+        status, out, _ = run(["audit", "--kubeconfig", kubeconfig, "--at", AT, "-o", "json"])
         assert status == 1
         findings = json.loads(out)["findings"]
         assert set(findings[0]) == {"severity", "rule", "object", "message"}
@@ -156,37 +154,34 @@ def test_audit_json_and_strict(tmp_path: Path, capsys: pytest.CaptureFixture[str
                          "retry-overdue", "provisioned-check-pending", "quota-held-waiting"}
         # thresholds: a generous --overdue and --quota-wait silence the stuck-work warnings
         status, out, _ = run(["audit", "--kubeconfig", kubeconfig, "--at", AT, "-o", "json",
-                              "--overdue", "2h", "--quota-wait", "2h"], capsys)
+                              "--overdue", "2h", "--quota-wait", "2h"])
         rules = {f["rule"] for f in json.loads(out)["findings"]}
         assert not rules & {"retry-overdue", "provisioned-check-pending", "quota-held-waiting"}
-        status, _, err = run(["audit", "--kubeconfig", kubeconfig, "--overdue", "soon"], capsys)
+        status, _, err = run(["audit", "--kubeconfig", kubeconfig, "--overdue", "soon"])
         assert status == 2 and err.startswith("kueue-provreq: error: --overdue: ")
 
 
-def test_a_forbidden_owner_kind_is_not_judged(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_forbidden_owner_kind_is_not_judged(tmp_path: Path) -> None:
     """Without PodTemplates the audit still runs, says what it could not read, and judges the rest."""
     with serve("restricted") as server:
-        status, out, err = run(["audit", "--kubeconfig", str(server.kubeconfig(tmp_path)), "--at", AT], capsys)
+        status, out, err = run(["audit", "--kubeconfig", str(server.kubeconfig(tmp_path)), "--at", AT])
     assert status == 0 and out == "0 errors, 0 warnings\n"
     assert err.startswith("kueue-provreq: warning: cannot list podtemplates: forbidden; skipped")
 
 
-def test_source_options_are_checked(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    status, _, err = run(["audit", "-f", str(tmp_path), "--context", "x"], capsys)
+def test_source_options_are_checked(tmp_path: Path) -> None:
+    status, _, err = run(["audit", "-f", str(tmp_path), "--context", "x"])
     assert status == 2 and err == "kueue-provreq: error: --context needs --kubeconfig\n"
-    with pytest.raises(SystemExit) as e:
-        cli.main(["audit", "-f", "x", "--kubeconfig", "y"])
-    assert e.value.code == 2
-    assert "not allowed with argument" in capsys.readouterr().err
+    status, _, err = run(["audit", "-f", "x", "--kubeconfig", "y"])
+    assert status == 2 and "not allowed with argument" in err
 
 
 # --- explain on live state ------------------------------------------------------------------------------
 
 
-def test_explain_says_what_a_waiting_workload_waits_for(healthy: tuple[RecordedAPIServer, Path],
-                                                        capsys: pytest.CaptureFixture[str]) -> None:
+def test_explain_says_what_a_waiting_workload_waits_for(healthy: tuple[RecordedAPIServer, Path]) -> None:
     _, kubeconfig = healthy
-    status, out, _ = run(["explain", "--kubeconfig", str(kubeconfig), "--at", AT], capsys)
+    status, out, _ = run(["explain", "--kubeconfig", str(kubeconfig), "--at", AT])
     assert status == 0
     waits = out[out.index("WAITS FOR"):out.index("NEXT")]
     assert ("  workload ml/job-train-b-9fa8c (Job ml/train-b)\n"
@@ -198,12 +193,12 @@ def test_explain_says_what_a_waiting_workload_waits_for(healthy: tuple[RecordedA
     assert "quota: position 1 of 1 in ClusterQueue gpu-queue; last try: couldn't assign flavors" in waits
     # the healthy cluster is settled as far as the model can tell: only a timer is pending
     assert out[out.index("NEXT"):] == "NEXT\n  workload Workload ml/job-tune-d-c12f0:\n    requeue after 30s\n"
-    status, out, _ = run(["explain", "--kubeconfig", str(kubeconfig), "--at", AT, "-o", "json"], capsys)
+    status, out, _ = run(["explain", "--kubeconfig", str(kubeconfig), "--at", AT, "-o", "json"])
     wait = next(w for w in json.loads(out)["waits"] if w["job"] == "ml/train-b")
     assert wait["workload"] == "ml/job-train-b-9fa8c" and len(wait["waitsFor"]) == 1
 
 
-def test_one_namespace_reads_namespaced_kinds_there_only(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_one_namespace_reads_namespaced_kinds_there_only(tmp_path: Path) -> None:
     """-n ml: namespaced kinds through /namespaces/ml/..., cluster-scoped ones as before."""
     exchanges = json.loads((DATA / "healthy" / "apiserver.json").read_text())["exchanges"]
     namespaced = {"localqueues", "jobs", "workloads", "provisioningrequests", "podtemplates"}
@@ -212,8 +207,7 @@ def test_one_namespace_reads_namespaced_kinds_there_only(tmp_path: Path, capsys:
         if plural in namespaced:
             ex["request"]["path"] = f"{prefix}/namespaces/ml/{plural}"
     with RecordedAPIServer(exchanges) as server:
-        status, out, _ = run(["audit", "--kubeconfig", str(server.kubeconfig(tmp_path)), "-n", "ml", "--at", AT],
-                             capsys)
+        status, out, _ = run(["audit", "--kubeconfig", str(server.kubeconfig(tmp_path)), "-n", "ml", "--at", AT])
     assert (status, out) == (0, "0 errors, 0 warnings\n")
     assert server.unexpected == []
     assert {r.path for r in server.requests if "/namespaces/" in r.path} == {
