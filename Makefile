@@ -6,10 +6,10 @@ STAMP := $(VENV)/.installed
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
-	$(BIN)/pip install -q --disable-pip-version-check -e '.[dev,docs,cluster]'
+	$(BIN)/pip install -q --disable-pip-version-check -e '.[dev,docs,cluster,sim]'
 	touch $@
 
-.PHONY: setup demo test bench docs docs-check
+.PHONY: setup demo test bench bench-sim docs docs-check
 setup: $(STAMP)
 
 demo: $(STAMP)
@@ -40,3 +40,7 @@ docs: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_core.py
+
+# 100,000 simulated workloads against the settle benchmark (long: minutes)
+bench-sim: $(STAMP)
+	$(BIN)/python benchmarks/bench_sim.py

@@ -20,11 +20,12 @@ extensions = [
     "sphinx.ext.doctest",
     "myst_parser",
     "machine_diagrams",
+    "command_output",
 ]
 
 # Markdown only for the conformance contract, which is written (and read on GitHub) as Markdown.
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
-exclude_patterns = ["_build", "README.md"]
+exclude_patterns = ["_build", "_generated", "README.md"]
 html_theme = "alabaster"
 html_static_path: list[str] = []
 

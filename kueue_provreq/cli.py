@@ -1,11 +1,15 @@
 """``kueue-provreq``: kubectl-style commands over the model.
 
 ``conform`` judges conformance scenarios, ``run`` watches one unfold, ``explain`` says what
-each controller would do next to real manifests or a live cluster, ``audit`` checks a cluster
-snapshot against the model's guarantees, ``validate`` checks manifests as the API
+each controller would do next to real manifests or a live cluster, ``forecast`` runs them
+forward in time, ``simulate`` and ``sweep`` run simulation files, ``audit`` checks a cluster
+snapshot against the model's guarantees, ``autoscaler`` answers ProvisioningRequests on a test
+cluster, ``validate`` checks manifests as the API
 server would, ``diagram`` draws the lifecycles, and ``explore`` (when present) searches a
 small world exhaustively.  Manifests are given as ``-f FILE|DIR|-``, kubectl's way, with
 kubectl's ``--validate=strict|warn|ignore``; a Kueue Configuration with ``--config FILE``.
+The what-if commands import :mod:`kueue_provreq.simulation` only when they run, so the CLI
+starts as fast as without them.
 
 Exit status: 0 on success (every scenario passed), 1 when a scenario failed, 2 for bad
 input (a missing file, a manifest the API server would reject, a bad option, no Graphviz
@@ -19,9 +23,9 @@ import argparse
 import json
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 import attrs
 import yaml
@@ -43,10 +47,15 @@ from kueue_provreq.manifests.inputs import InputErrors, Inputs, load_inputs
 from kueue_provreq.manifests.objects import IGNORE, STRICT, VALIDATION_LEVELS
 
 PROG = "kueue-provreq"
+T = TypeVar("T")
 
 
 class UsageError(KueueProvreqError):
     """Input the command cannot work with (exit status 2)."""
+
+
+class ModelFailure(KueueProvreqError):
+    """The model itself failed on good input (exit status 1): a bug to report."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -134,6 +143,49 @@ def build_parser() -> argparse.ArgumentParser:
                              help="mermaid (default), dot or svg")
     diagram_cmd.set_defaults(func=_diagram)
 
+    forecast_cmd = commands.add_parser(
+        "forecast", parents=[debug], help="the whole future of each workload, Cluster Autoscaler scripted",
+        description="Load the manifests as explain does (Jobs become their Workloads), then run the "
+                    "controllers forward in time, Cluster Autoscaler answering each ProvisioningRequest "
+                    "as SCRIPT says, until every workload is admitted, deactivated or finished, or "
+                    "--until has passed. Prints each workload's timeline.")
+    _source_options(forecast_cmd, ("table", "yaml", "json"))
+    forecast_cmd.add_argument("--autoscaler", metavar="SCRIPT", default="provision@0s",
+                              help="what CA answers to attempt 1, 2, ... of each provisioning check, "
+                                   "comma-separated; the last item repeats. Items: provision@D, fail@D, "
+                                   "expire@D (booking expired before admission), revoke@D (provisioned at "
+                                   "once, capacity revoked D after creation); D a duration like 90s or 5m "
+                                   "after the request's creation, default 0s (default: provision@0s)")
+    forecast_cmd.add_argument("--until", metavar="DURATION", default="24h",
+                              help="stop this long after the start at the latest (default 24h)")
+    forecast_cmd.set_defaults(func=_forecast)
+
+    simulate_cmd = commands.add_parser(
+        "simulate", parents=[debug], help="run a simulation file: many workloads over time",
+        description="Run the simulation a file describes (docs: 'Simulation file') and print its "
+                    "summary; --out DIR also writes summary.json, workloads.csv and PNG plots.")
+    _simulation_options(simulate_cmd, ("table", "json"))
+    simulate_cmd.set_defaults(func=_simulate)
+
+    sweep_cmd = commands.add_parser(
+        "sweep", parents=[debug], help="one simulation per point of a grid of settings",
+        description="Run the simulation once per combination of the --set values (each with the "
+                    "file's seed, or --seed), in parallel, and print one row per point; --out DIR "
+                    "writes sweep.csv and a plot.")
+    _simulation_options(sweep_cmd, ("table", "csv", "json"))
+    sweep_cmd.add_argument("--set", action="append", required=True, dest="settings", metavar="PATH=V1,V2,...",
+                           help="values for a field, by its dotted path in the simulation file (a key "
+                                "with dots in brackets: autoscaler[\"check-capacity.autoscaling.x-k8s.io\"]"
+                                ".failureProbability); retryStrategy.backoffLimitCount, "
+                                "retryStrategy.backoffBaseSeconds and retryStrategy.backoffMaxSeconds set "
+                                "every ProvisioningRequestConfig; repeatable")
+    sweep_cmd.add_argument("-j", "--jobs", type=int, default=None, metavar="N",
+                           help="worker processes (default: the CPU count)")
+    sweep_cmd.add_argument("--dask", metavar="ADDRESS", default=None,
+                           help="run the points on the Dask scheduler at ADDRESS (tcp://host:8786), or "
+                                "'local' to start a local Dask cluster of -j workers")
+    sweep_cmd.set_defaults(func=_sweep)
+
     autoscaler_cmd = commands.add_parser(
         "autoscaler", parents=[debug], help="play Cluster Autoscaler for ProvisioningRequests on a test cluster",
         description="Watch the ProvisioningRequests of a (kind or test) cluster and answer them as "
@@ -153,6 +205,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_explore_command(commands)
     return parser
+
+
+def _simulation_options(cmd: argparse.ArgumentParser, outputs: tuple[str, ...]) -> None:
+    cmd.add_argument("simulation", metavar="SIMULATION.yaml", help="a simulation file")
+    cmd.add_argument("--workloads", type=int, default=None, metavar="N",
+                     help="exactly N arrivals (a trace is truncated or repeated)")
+    cmd.add_argument("--seed", type=int, default=None, metavar="S", help="the random seed (default: the file's)")
+    _config_option(cmd, "instead of the simulation file's configuration")
+    cmd.add_argument("-o", "--output", choices=outputs, default=outputs[0],
+                     help=f"{', '.join(outputs)} (default {outputs[0]})")
+    cmd.add_argument("--out", metavar="DIR", default=None, help="also write the results and plots to DIR")
+    cmd.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
 
 
 #: ``diagram`` argument -> machine name (``check`` is what users call the admission check).
@@ -352,6 +416,103 @@ def _autoscaler(args: argparse.Namespace) -> int:
     return 0
 
 
+def _forecast(args: argparse.Namespace) -> int:
+    from kueue_provreq.simulation import ScriptError, forecast, parse_script
+
+    try:
+        script = parse_script(args.autoscaler)
+    except ScriptError as e:
+        raise UsageError(f"--autoscaler {args.autoscaler}: {e}") from None
+    until = _duration("--until", args.until)
+    config = _configuration(args.config) or Configuration()
+    given = read_input(args)
+    result = _guarded(lambda: forecast(given.objects, given.now, script, config, until))
+    if args.output == "table":
+        print(result.table(), end="")
+    else:
+        _print_data(result.to_json(), args.output)
+    return 0
+
+
+def _guarded(run: Callable[[], T]) -> T:
+    """Bad input is a UsageError; a model that fails to settle is reported on one line."""
+    from kueue_provreq.engine import SettleError
+    from kueue_provreq.machines import IllegalTransition
+
+    try:
+        return run()
+    except ManifestError as e:
+        raise UsageError(str(e)) from None
+    except (SettleError, IllegalTransition) as e:
+        raise ModelFailure(f"the model failed: {e}") from None
+
+
+def _simulation_input(args: argparse.Namespace) -> tuple[Any, Configuration | None]:
+    from kueue_provreq.simulation import load_document
+
+    if args.workloads is not None and args.workloads < 1:
+        raise UsageError("--workloads: must be at least 1")
+    if args.seed is not None and args.seed < 0:
+        raise UsageError("--seed: must not be negative")
+    config = _configuration(args.config)
+    try:
+        return load_document(args.simulation), config
+    except ManifestError as e:
+        raise UsageError(str(e)) from None
+
+
+def _simulate(args: argparse.Namespace) -> int:
+    from kueue_provreq.simulation import output as out
+    from kueue_provreq.simulation import parse, simulate
+    from kueue_provreq.simulation.progress import progress_bar
+
+    document, config = _simulation_input(args)
+    sim = _guarded(lambda: parse(document, config=config, count=args.workloads, seed=args.seed))
+    with progress_bar(sim.count, "workloads", args.quiet) as progress:
+        report = _guarded(lambda: simulate(sim, progress=progress))
+    if args.out is not None:
+        out.write(report, Path(args.out))
+    print(out.table(report) if args.output == "table" else out.summary_json(report), end="")
+    return 0
+
+
+def _sweep(args: argparse.Namespace) -> int:
+    from kueue_provreq.simulation import SettingError, grid, parse_setting, sweep
+    from kueue_provreq.simulation.progress import progress_bar
+
+    if args.jobs is not None and args.jobs < 1:
+        raise UsageError("-j: must be at least 1")
+    document, config = _simulation_input(args)
+    try:
+        settings = [parse_setting(text) for text in args.settings]
+        points = _guarded(lambda: grid(document, settings, config=config, count=args.workloads, seed=args.seed))
+    except SettingError as e:
+        raise UsageError(str(e)) from None
+    parameters = [setting.text for setting in settings]
+    with progress_bar(len(points), "points", args.quiet) as progress:
+        result = _guarded(lambda: sweep(parameters, points, jobs=args.jobs, dask=args.dask, progress=progress))
+    if args.out is not None:
+        result.write(Path(args.out))
+    if args.output == "csv":
+        print(result.csv(), end="")
+    elif args.output == "json":
+        print(json.dumps(list(result.rows), indent=2))
+    else:
+        print(_sweep_table(parameters, result.rows), end="")
+    return 0
+
+
+def _sweep_table(parameters: Sequence[str], rows: Sequence[dict[str, Any]]) -> str:
+    """One line per point: its values, outcomes and admission latency."""
+    header = [*parameters, "finished", "admitted", "deactivated", "pending", "p50", "p90", "p99"]
+    keys = ["finished", "admitted", "deactivated", "pending", "admissionLatencySeconds.p50",
+            "admissionLatencySeconds.p90", "admissionLatencySeconds.p99"]
+    table = [header] + [[str(r[p]) for p in parameters] + ["-" if r.get(k) is None else str(r[k]) for k in keys]
+                        for r in rows]
+    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
+    return "".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() + "\n" for row in table)
+
+
 def _validate(args: argparse.Namespace) -> int:
     _configuration(args.config)
     objects = load_manifests(args).objects
@@ -446,6 +607,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         for line in e.lines():
             print(f"{PROG}: error: {line}", file=sys.stderr)
         return 2
+    except ModelFailure as e:
+        if args.debug:
+            raise
+        print(f"{PROG}: error: {e}", file=sys.stderr)
+        return 1
     except BrokenPipeError:
         # the reader (``| head``) is gone; say nothing more, and let Python not complain either
         sys.stderr.close()

@@ -246,8 +246,15 @@ class Manager:
     @property
     def next_wake_up(self) -> float | None:
         """The earliest time a reconcile asked to be woken at (``requeue_after``), if any: when
-        a driver should settle next, if nothing else happens first."""
-        return self._timers[0][0] if self._timers else None
+        a driver should settle next, if nothing else happens first.  Wake-ups of objects that
+        no longer exist are dropped on the way: their reconcile would be skipped, and a driver
+        would settle for nothing."""
+        timers, world, wake_at = self._timers, self.world, self._wake_at
+        while timers and timers[0][3] not in world:
+            at, _, name, key = heapq.heappop(timers)
+            if wake_at.get((name, key)) == at:
+                del wake_at[(name, key)]
+        return timers[0][0] if timers else None
 
     # --- one reconcile (the conformance `reconcile` step) ----------------------------
     def reconcile(self, controller: str, key: Key, ctx: Context) -> tuple[Result, list[Key]]:

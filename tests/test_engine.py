@@ -33,7 +33,7 @@ from kueue_provreq.explore.search import (
     build_objects,
 )
 from kueue_provreq.machines import WORKLOAD_MACHINE, IllegalTransition, Transition
-from kueue_provreq.world import NOTHING, Result, Update, World
+from kueue_provreq.world import NOTHING, Delete, Result, Update, World
 
 from builders import T0
 
@@ -101,6 +101,18 @@ def test_a_wake_up_runs_when_its_time_has_come_and_not_before() -> None:
     manager.settle(ctx(60))
     assert counts["workload"] >= 1
     assert workload(world).check_state("check1").retry_count == 1  # type: ignore[union-attr]
+
+
+def test_no_wake_up_for_an_object_that_is_gone() -> None:
+    """A driver settling at ``next_wake_up`` would settle for nothing once the object is deleted."""
+    world, manager, _ = fresh()
+    autoscaler_step(world, request(world), "fail", T0)
+    manager.settle(ctx())
+    assert manager.next_wake_up == T0 + 60
+    wl = workload(world)
+    world.apply(Delete(wl.KIND, wl.metadata.namespace, wl.metadata.name))
+    assert manager.next_wake_up is None
+    manager.settle(ctx(60))
 
 
 def test_a_watch_skips_changes_its_controller_does_not_read() -> None:

@@ -34,7 +34,7 @@ def test_core_source_never_reads_the_clock() -> None:
     import kueue_provreq.world
 
     root = pathlib.Path(kueue_provreq.world.__file__).parent
-    edges = {"manifests", "conformance", "cli.py", "__main__.py", "diagrams.py", "explore"}
+    edges = {"manifests", "conformance", "cli.py", "__main__.py", "diagrams.py", "explore", "simulation"}
     offenders = []
     for path in root.rglob("*.py"):
         rel = path.relative_to(root)
@@ -58,3 +58,43 @@ def test_the_cluster_client_is_imported_only_when_a_cluster_is_read() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+def _imported_by(code: str) -> set[str]:
+    """The modules a fresh interpreter has loaded after running ``code``."""
+    probe = f"import sys\n{code}\nprint(','.join(sorted(sys.modules)))\n"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    return set(out.stdout.strip().split(","))
+
+
+HEAVY = {"kueue_provreq.simulation", "matplotlib", "dask", "distributed", "tqdm"}
+
+
+def test_the_package_and_the_cli_load_no_simulation_plotting_or_dask() -> None:
+    assert not HEAVY & _imported_by("import kueue_provreq")
+    assert not HEAVY & _imported_by("from kueue_provreq import cli; cli.build_parser()")
+
+
+def test_the_simulation_loads_matplotlib_and_dask_only_when_asked() -> None:
+    loaded = _imported_by("import kueue_provreq.simulation")
+    assert "kueue_provreq.simulation.run" in loaded
+    assert not {"matplotlib", "dask", "distributed", "tqdm"} & loaded
+
+
+def test_the_simulation_draws_only_from_seeded_generators_and_reads_no_clock() -> None:
+    import pathlib
+    import re
+
+    import kueue_provreq.simulation
+
+    root = pathlib.Path(kueue_provreq.simulation.__file__).parent
+    offenders = []
+    for path in root.glob("*.py"):
+        text = path.read_text()
+        for m in re.finditer(r"\brandom\.(\w+)", text):
+            if m.group(1) != "Random":
+                offenders.append(f"{path.name}: random.{m.group(1)}")
+        for needle in ("time.time(", "time.monotonic(", "datetime.now(", "os.urandom("):
+            if needle in text:
+                offenders.append(f"{path.name}: {needle}")
+    assert offenders == []

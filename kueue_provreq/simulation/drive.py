@@ -1,0 +1,196 @@
+"""Playing Cluster Autoscaler and the jobs' pods in simulated time.
+
+:class:`AutoscalerDriver` gives every ProvisioningRequest the controllers create to a
+:class:`Model`, which decides what CA answers (a script for ``forecast``, sampled distributions
+for ``simulate``), and writes what :func:`autoscaler.reconcile` says CA writes, when it says
+so.  :class:`JobDriver` stands for each admitted Job's pods and for the job integration's
+view of them: after a while the pods are ready (``PodsReady=True``, which also consumes the
+capacity booking), and later the Job completes (``Finished=True``), releasing the quota.
+Both write from outside the controllers, through the :class:`~loop.Loop`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Protocol
+
+from kueue_provreq.api import constants as c
+from kueue_provreq.api.meta import Time
+from kueue_provreq.api.objects import Key, key_of
+from kueue_provreq.api.provisioning import ProvisioningRequest
+from kueue_provreq.api.workload import Workload
+from kueue_provreq.controllers import workload_status as ws
+from kueue_provreq.machines import WORKLOAD_MACHINE, Actor, Transition, WorkloadTrigger
+from kueue_provreq.machines.phases import workload_phase
+from kueue_provreq.simulation import autoscaler
+from kueue_provreq.simulation.autoscaler import Answer, Decision, Script
+from kueue_provreq.simulation.loop import Event, Loop
+from kueue_provreq.world import Update
+
+
+class Model(Protocol):
+    """How a driver learns what CA answers to a request."""
+
+    def first(self, pr: ProvisioningRequest) -> Decision | None:
+        """CA's plan for a new request; None: CA ignores it (a class it does not handle)."""
+
+    def resolve(self, pr: ProvisioningRequest, decision: Decision, now: Time) -> Decision:
+        """The plan as it stands when its time comes (a model that depends on the state of
+        the cluster, such as free capacity, decides here)."""
+
+    def retry(self, pr: ProvisioningRequest, tries: int, now: Time) -> Decision:
+        """The next try after ``tries`` tries found no capacity."""
+
+    def released(self, key: Key) -> None:
+        """The request is gone or revoked: whatever it held is free again."""
+
+
+class ScriptModel:
+    """A SCRIPT: attempt *i* of every check gets item *i*, the last item repeats."""
+
+    def __init__(self, script: Script) -> None:
+        self.script = script
+
+    def first(self, pr: ProvisioningRequest) -> Decision | None:
+        return self.script.decision(pr)
+
+    def resolve(self, pr: ProvisioningRequest, decision: Decision, now: Time) -> Decision:
+        return decision
+
+    def retry(self, pr: ProvisioningRequest, tries: int, now: Time) -> Decision:
+        raise AssertionError("a script never answers 'not found'")  # pragma: no cover
+
+    def released(self, key: Key) -> None:
+        pass
+
+
+class AutoscalerDriver:
+    """Cluster Autoscaler over a run: one pending wake-up per request, as CA's own loop
+    would revisit it."""
+
+    def __init__(self, loop: Loop, model: Model, pods_scheduled: Callable[[ProvisioningRequest], bool]) -> None:
+        self.loop = loop
+        self.model = model
+        self.pods_scheduled = pods_scheduled
+        self.decisions: dict[Key, Decision] = {}
+        self._unresolved: set[Key] = set()
+        self._tries: dict[Key, int] = {}
+        self._due: dict[Key, Event] = {}
+
+    def created(self, pr: ProvisioningRequest) -> None:
+        decision = self.model.first(pr)
+        if decision is None:
+            return
+        key = key_of(pr)
+        self.decisions[key] = decision
+        self._unresolved.add(key)
+        self._schedule(key, decision.at)
+
+    def deleted(self, key: Key) -> None:
+        if self.decisions.pop(key, None) is not None:
+            self._unresolved.discard(key)
+            self._tries.pop(key, None)
+            due = self._due.pop(key, None)
+            if due is not None:
+                due.cancel()
+            self.model.released(key)
+
+    def poke(self, key: Key) -> None:
+        """Look at the request now (its pods were scheduled, say)."""
+        if key in self.decisions:
+            self._schedule(key, self.loop.now)
+
+    def revocations_pending(self) -> bool:
+        """Whether some request still has a capacity revocation to come."""
+        return any(d.revoke_at is not None and key in self._due for key, d in self.decisions.items())
+
+    def _schedule(self, key: Key, at: int) -> None:
+        due = self._due.get(key)
+        if due is None or at < due.time:
+            if due is not None:
+                due.cancel()  # superseded by an earlier look
+            self._due[key] = self.loop.at(at, lambda: self._run(key))
+
+    def _run(self, key: Key) -> None:
+        del self._due[key]
+        pr = self.loop.world.get(*key)
+        if not isinstance(pr, ProvisioningRequest):
+            return
+        now = self.loop.now
+        decision = self.decisions[key]
+        if key in self._unresolved and now >= decision.at:
+            self._unresolved.discard(key)
+            decision = self.decisions[key] = self.model.resolve(pr, decision, now)
+        done = autoscaler.reconcile(pr, now, decision, self.pods_scheduled(pr))
+        if done.written:
+            self.loop.write(Actor.CLUSTER_AUTOSCALER, Update(done.request, done.transitions))
+        written = {cond.type: cond.status for cond in done.written}
+        if written.get(c.PR_CAPACITY_REVOKED) == c.TRUE:
+            self.model.released(key)
+        if decision.answer == Answer.NOT_FOUND and written.get(c.PR_PROVISIONED) == c.FALSE:
+            tries = self._tries[key] = self._tries.get(key, 0) + 1
+            decision = self.decisions[key] = self.model.retry(done.request, tries, now)
+            self._unresolved.add(key)
+            self._schedule(key, decision.at)
+        elif done.next_at is not None:
+            self._schedule(key, done.next_at)
+
+
+Durations = Callable[[Workload], tuple[int, int | None]]
+"""A workload's job model: (seconds from admission to pods ready, seconds from pods ready to
+the Job's completion or None for never)."""
+
+
+class JobDriver:
+    """The pods of each admitted Job: ready after a while, done later (or never).
+
+    Each admission starts the clock again; an eviction before the pods are ready or the Job
+    completes cancels what was to come (the job integration stops the Job)."""
+
+    def __init__(self, loop: Loop, durations: Durations, on_pods_ready: Callable[[Workload], None]) -> None:
+        self.loop = loop
+        self.durations = durations
+        self.on_pods_ready = on_pods_ready
+        self._next: dict[Key, Event] = {}  # what is to come for each admitted workload
+        self.running: set[Key] = set()
+
+    def admitted(self, wl: Workload) -> None:
+        key = key_of(wl)
+        self.stopped(key)
+        ready_after, run_for = self.durations(wl)
+        self._next[key] = self.loop.at(self.loop.now + ready_after, lambda: self._pods_ready(key, run_for))
+
+    def stopped(self, key: Key) -> None:
+        """The workload left Admitted: its pods are gone, what was planned is off."""
+        planned = self._next.pop(key, None)
+        if planned is not None:
+            planned.cancel()
+        self.running.discard(key)
+
+    def _current(self, key: Key) -> Workload | None:
+        del self._next[key]
+        wl = self.loop.world.get(*key)
+        return wl if isinstance(wl, Workload) and wl.is_admitted() else None
+
+    def _pods_ready(self, key: Key, run_for: int | None) -> None:
+        wl = self._current(key)
+        if wl is None:
+            return
+        self.running.add(key)
+        new = ws.set_cond(wl, c.WORKLOAD_PODS_READY, c.TRUE, c.REASON_STARTED, c.MSG_PODS_READY, self.loop.now)
+        if new is not wl:
+            self.loop.write(Actor.JOB, Update(new))
+        self.on_pods_ready(new)
+        if run_for is not None:
+            self._next[key] = self.loop.at(self.loop.now + run_for, lambda: self._finish(key))
+
+    def _finish(self, key: Key) -> None:
+        wl = self._current(key)
+        if wl is None:
+            return
+        self.running.discard(key)
+        phase = workload_phase(wl)
+        finished = Transition(WORKLOAD_MACHINE.name, phase, WorkloadTrigger.FINISH,
+                              WORKLOAD_MACHINE.fire(phase, WorkloadTrigger.FINISH))
+        self.loop.write(Actor.JOB, Update(ws.set_cond(wl, c.WORKLOAD_FINISHED, c.TRUE, c.REASON_FINISHED_SUCCEEDED,
+                                                      c.MSG_JOB_FINISHED, self.loop.now), (finished,)))

@@ -1,0 +1,354 @@
+"""``kueue-provreq forecast``: the whole future of each workload, from manifests.
+
+The manifests become a world as ``explain`` builds it (Jobs become their Workloads, names are
+generated as the API server would), and the controllers run forward in simulated time
+(:mod:`~kueue_provreq.simulation.loop`) with Cluster Autoscaler answering each
+ProvisioningRequest as a SCRIPT says (:mod:`~kueue_provreq.simulation.autoscaler`).  The
+run stops when every workload is admitted, deactivated or finished (and no scripted
+revocation is still to come), or when ``until`` has passed.
+
+Once a workload is admitted its Job's pods are taken to start at once: ``PodsReady=True``
+and, on Cluster Autoscaler's side, the capacity booking consumed.  A forecast never finishes
+a Job; ``simulate`` has a job model for that.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import attrs
+
+from kueue_provreq.api import constants as c
+from kueue_provreq.api import naming
+from kueue_provreq.api.config import Configuration
+from kueue_provreq.api.job import Job
+from kueue_provreq.api.meta import Time
+from kueue_provreq.api.objects import Key, KubeObject, key_of
+from kueue_provreq.api.provisioning import ProvisioningRequest, ProvisioningRequestConfig
+from kueue_provreq.api.queues import AdmissionCheck
+from kueue_provreq.api.workload import Workload
+from kueue_provreq.controllers.queues import cluster_queue_name
+from kueue_provreq.explain import build_world
+from kueue_provreq.machines import WorkloadPhase as P
+from kueue_provreq.machines.phases import provisioning_request_phase
+from kueue_provreq.manifests.codec import format_duration, format_time
+from kueue_provreq.simulation.autoscaler import PROVISION_AT_ONCE, Script, attempt_of
+from kueue_provreq.simulation.drive import AutoscalerDriver, JobDriver, ScriptModel
+from kueue_provreq.simulation.inputs import manages
+from kueue_provreq.simulation.loop import Loop
+from kueue_provreq.simulation.watch import Watch
+from kueue_provreq.world import World
+
+DEFAULT_UNTIL = 24 * 3600
+
+#: ``outcome`` of a workload: where it stands when the forecast ends.
+OUTCOMES: dict[str, str] = {P.ADMITTED: "Admitted", P.INACTIVE: "Deactivated", P.FINISHED: "Finished"}
+PENDING = "Pending"
+
+
+@attrs.frozen
+class Entry:
+    """One line of a workload's timeline.  ``kind`` is ``created``, ``phase`` (``subject`` is
+    empty), ``check`` (``subject`` is the check) or ``request`` (``subject`` is the request);
+    ``before``/``after`` are the phases, check states or request states (None: absent)."""
+
+    time: Time
+    what: str
+    kind: str
+    subject: str = ""
+    before: str | None = None
+    after: str | None = None
+
+
+@attrs.frozen
+class WorkloadForecast:
+    namespace: str
+    name: str
+    job: str | None
+    """The Job the workload came from (its name), or None for a Workload given as such."""
+    outcome: str
+    """``Admitted``, ``Deactivated``, ``Finished`` or ``Pending`` (anything else at the end)."""
+    admitted_at: Time | None
+    """When it was last admitted, if ever."""
+    attempts: int
+    """ProvisioningRequests created for its provisioning checks."""
+    timeline: tuple[Entry, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"namespace": self.namespace, "name": self.name, "job": self.job, "outcome": self.outcome,
+                "admittedAt": None if self.admitted_at is None else format_time(self.admitted_at),
+                "attempts": self.attempts,
+                "timeline": [{"time": format_time(e.time), "what": e.what} for e in self.timeline]}
+
+
+@attrs.frozen
+class Forecast:
+    at: Time
+    script: Script
+    until: int
+    workloads: tuple[WorkloadForecast, ...]
+    unmanaged: tuple[str, ...] = ()
+    """Jobs Kueue does not manage (no queue name, ``manageJobsWithoutQueueName`` off)."""
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"at": format_time(self.at), "workloads": [w.to_json() for w in self.workloads]}
+        if self.unmanaged:
+            out["unmanagedJobs"] = list(self.unmanaged)
+        return out
+
+    def table(self) -> str:
+        lines = [f"at {format_time(self.at)}, autoscaler {self.script} (the last item repeats), "
+                 f"for at most {format_duration(self.until)}"]
+        for job in self.unmanaged:
+            lines += ["", f"Job {job}: not managed by Kueue (no {c.LABEL_QUEUE_NAME} label and "
+                          "manageJobsWithoutQueueName is off): it runs without admission"]
+        if not self.workloads and not self.unmanaged:
+            lines += ["", "no workloads"]
+        for w in self.workloads:
+            source = f" (Job {w.job})" if w.job else ""
+            if w.outcome == "Admitted" and w.admitted_at is not None:
+                verdict = f"Admitted at {relative(w.admitted_at - self.at)}"
+            else:
+                verdict = w.outcome
+            plural = "" if w.attempts == 1 else "s"
+            lines += ["", f"workload {w.namespace}/{w.name}{source}: {verdict}, {w.attempts} attempt{plural}"]
+            lines += [f"  {relative(e.time - self.at):>9}  {e.what}" for e in w.timeline]
+        return "\n".join(lines) + "\n"
+
+
+def relative(seconds: int) -> str:
+    """``+45s``, ``+1m00s``, ``+2h05m00s``: a time after the forecast's start.
+
+    >>> relative(0), relative(45), relative(60), relative(7500)
+    ('+0s', '+45s', '+1m00s', '+2h05m00s')
+    """
+    h, rest = divmod(int(seconds), 3600)
+    m, s = divmod(rest, 60)
+    if h:
+        return f"+{h}h{m:02d}m{s:02d}s"
+    if m:
+        return f"+{m}m{s:02d}s"
+    return f"+{s}s"
+
+
+class _Story(Watch):
+    """Writes each workload's timeline as the run goes."""
+
+    def __init__(self, world: World, start: Time, loop: Loop) -> None:
+        super().__init__(world)
+        self.world = world
+        self.start = start
+        self.loop = loop
+        self.entries: dict[Key, list[Entry]] = {}
+        self.attempts: dict[Key, int] = {}
+        self.admitted_at: dict[Key, Time] = {}
+        self.request_phases: dict[Key, str] = {}
+        self.autoscaler: AutoscalerDriver | None = None
+        self.jobs: JobDriver | None = None
+        for wl in world.objects(c.WORKLOAD):
+            assert isinstance(wl, Workload)
+            self._created(wl)
+
+    def _add(self, wl_key: Key, entry: Entry) -> None:
+        self.entries.setdefault(wl_key, []).append(entry)
+
+    def _rel(self, t: int) -> str:
+        return relative(t - self.start)
+
+    def _created(self, wl: Workload) -> None:
+        owner = next((r.name for r in wl.metadata.owner_references if r.kind == c.JOB), None)
+        origin = f"created from Job {owner}" if owner else "created"
+        if not wl.spec.queue_name:
+            where = "it has no queue name, so no queue will ever admit it"
+        else:
+            cq = cluster_queue_name(self.world, wl)
+            target = f" (ClusterQueue {cq})" if cq else ", which does not exist"
+            where = f"queued in LocalQueue {wl.spec.queue_name}{target}"
+        self._add(key_of(wl), Entry(self.loop.now, f"{origin}; {where}", "created", after=self.phases[key_of(wl)]))
+
+    def on_workload_created(self, actor: str, wl: Workload) -> None:
+        self._created(wl)
+
+    def on_phase(self, actor: str, wl: Workload, before: str, after: str) -> None:
+        self._add(key_of(wl), Entry(self.loop.now, self._phase_text(wl, before, after), "phase", "", before, after))
+        if after == P.ADMITTED:
+            self.admitted_at[key_of(wl)] = self.loop.now
+            if self.jobs is not None:
+                self.jobs.admitted(wl)
+        elif before == P.ADMITTED and self.jobs is not None:
+            self.jobs.stopped(key_of(wl))
+
+    def _phase_text(self, wl: Workload, before: str, after: str) -> str:
+        admission = wl.status.admission
+        cq = admission.cluster_queue if admission is not None else "?"
+        if after == P.QUOTA_RESERVED and before in (P.PENDING, P.BACKOFF):
+            waiting = [s.name for s in wl.status.admission_checks if s.state != c.CHECK_READY]
+            return f"quota reserved in ClusterQueue {cq}; waiting for admission check {', '.join(waiting)}" \
+                if waiting else f"quota reserved in ClusterQueue {cq}"
+        if after == P.ADMITTED:
+            if before in (P.PENDING, P.BACKOFF):
+                return f"quota reserved in ClusterQueue {cq} and admitted: no admission check to wait for"
+            return "admitted: every admission check is Ready"
+        if after == P.QUOTA_RESERVED:
+            return "no longer admitted: an admission check left Ready"
+        if after == P.EVICTED:
+            ev = wl.condition(c.WORKLOAD_EVICTED)
+            return f"evicted ({ev.reason}): {ev.message}" if ev is not None else "evicted"
+        released = "quota released; " if before in (P.EVICTED, P.QUOTA_RESERVED, P.ADMITTED) else ""
+        if after == P.BACKOFF:
+            rs = wl.status.requeue_state
+            when = f" at {self._rel(rs.requeue_at)}" if rs is not None and rs.requeue_at is not None else ""
+            return f"{released}back in the queue after a backoff{when}"
+        if after == P.PENDING:
+            if before == P.INACTIVE:
+                return "reactivated; back in the queue"
+            return f"{released}back in the queue" if released else "backoff over; back in the queue"
+        if after == P.INACTIVE:
+            cause = wl.condition(c.WORKLOAD_EVICTED) or wl.condition(c.WORKLOAD_DEACTIVATION_TARGET)
+            why = f": {cause.message}" if cause is not None and cause.message else ""
+            return f"{released}deactivated{why}"
+        if after == P.FINISHED:
+            return "finished"
+        return f"{before} -> {after}"
+
+    def on_check(self, actor: str, wl: Workload, check: str, before: str | None, after: str | None) -> None:
+        self._add(key_of(wl), Entry(self.loop.now, self._check_text(wl, check, before, after), "check", check,
+                                    before, after))
+
+    def _check_text(self, wl: Workload, check: str, before: str | None, after: str | None) -> str:
+        st = wl.check_state(check)
+        pr = self._latest_request(wl, check)
+        request = f"request {pr.metadata.name} {provisioning_request_phase(pr)}: " if pr is not None else ""
+        if after is None:
+            return f"admission check {check} no longer required"
+        if before is None:
+            return f"admission check {check} required ({after})"
+        if after == c.CHECK_RETRY and st is not None:
+            limit = self._backoff_limit(check)
+            of = f" of {limit}" if limit is not None else ""
+            delay = format_duration(st.requeue_after_seconds or 0)
+            return f"{request}retry {attempt_of(pr) if pr else (st.retry_count or 0) + 1}{of} after a {delay} backoff"
+        if after == c.CHECK_REJECTED:
+            message = f" ({st.message})" if st is not None and st.message else ""
+            return f"{request}check {check} Rejected{message}"
+        if after == c.CHECK_READY:
+            return f"{request}check {check} Ready" if pr is not None else \
+                f"check {check} Ready{f' ({st.message})' if st is not None and st.message else ''}"
+        if after == c.CHECK_PENDING:
+            return f"check {check} back to Pending (was {before})"
+        return f"check {check} {before} -> {after}"
+
+    def _latest_request(self, wl: Workload, check: str) -> ProvisioningRequest | None:
+        """The check's newest request (the highest attempt its name carries)."""
+        m = wl.metadata
+        attempts = [(n, pr) for pr in self.world.owned_by_name(c.PROVISIONING_REQUEST, m.namespace, m.name)
+                    if isinstance(pr, ProvisioningRequest)
+                    and (n := naming.attempt_of(pr.metadata.name, m.name, check)) is not None]
+        return max(attempts, key=lambda found: found[0])[1] if attempts else None
+
+    def _backoff_limit(self, check: str) -> int | None:
+        ac = self.world.get(c.ADMISSION_CHECK, "", check)
+        ref = ac.spec.parameters if isinstance(ac, AdmissionCheck) else None
+        prc = self.world.get(c.PROVISIONING_REQUEST_CONFIG, "", ref.name) if ref is not None else None
+        return prc.spec.retry_strategy.backoff_limit_count if isinstance(prc, ProvisioningRequestConfig) else None
+
+    def _owner(self, pr: ProvisioningRequest) -> Key | None:
+        ref = pr.metadata.controller_ref()
+        return (c.WORKLOAD, pr.metadata.namespace, ref.name) if ref is not None and ref.kind == c.WORKLOAD else None
+
+    def on_request_created(self, actor: str, pr: ProvisioningRequest) -> None:
+        owner = self._owner(pr)
+        key = key_of(pr)
+        self.request_phases[key] = provisioning_request_phase(pr)
+        if self.autoscaler is not None:
+            self.autoscaler.created(pr)
+        if owner is None:
+            return
+        self.attempts[owner] = self.attempts.get(owner, 0) + 1
+        pods = sum(ps.count for ps in pr.spec.pod_sets)
+        self._add(owner, Entry(self.loop.now, f"request {pr.metadata.name} created "
+                                              f"({pr.spec.provisioning_class_name}, {pods} pods)",
+                               "request", pr.metadata.name, None, self.request_phases[key]))
+
+    def on_request_updated(self, actor: str, pr: ProvisioningRequest) -> None:
+        key, owner = key_of(pr), self._owner(pr)
+        before, after = self.request_phases.get(key), provisioning_request_phase(pr)
+        self.request_phases[key] = after
+        if owner is None or before == after:
+            return
+        cond = next((x for x in pr.status.conditions if x.type == after), None)
+        why = f" ({cond.reason}: {cond.message})" if cond is not None else ""
+        self._add(owner, Entry(self.loop.now, f"request {pr.metadata.name} {after}{why}", "request",
+                               pr.metadata.name, before, after))
+
+    def on_request_deleted(self, actor: str, key: Key) -> None:
+        self.request_phases.pop(key, None)
+        if self.autoscaler is not None:
+            self.autoscaler.deleted(key)
+
+    def settled(self) -> bool:
+        """Every workload admitted, deactivated or finished, and no scripted revocation to come."""
+        if any(phase not in OUTCOMES for phase in self.phases.values()):
+            return False
+        return self.autoscaler is None or not self.autoscaler.revocations_pending()
+
+    def timeline(self, key: Key) -> tuple[Entry, ...]:
+        """The workload's entries, a request's own line dropped where the check line that
+        follows it at the same time already names the request and its state."""
+        entries = self.entries.get(key, [])
+        kept = []
+        for i, e in enumerate(entries):
+            if e.kind == "request" and e.before is not None and any(
+                    f.time == e.time and f.kind == "check" and f.what.startswith(f"request {e.subject} {e.after}:")
+                    for f in entries[i + 1:]):
+                continue
+            kept.append(e)
+        return tuple(kept)
+
+
+def forecast(objects: Sequence[KubeObject], at: Time, script: Script = PROVISION_AT_ONCE,
+             config: Configuration = Configuration(), until: int = DEFAULT_UNTIL) -> Forecast:
+    """The future of every workload among ``objects`` (Jobs become their Workloads) from
+    ``at``, Cluster Autoscaler answering as ``script`` says, for at most ``until`` seconds."""
+    unmanaged = [o for o in objects if isinstance(o, Job) and not manages(config, o)]
+    world = build_world([o for o in objects if not any(o is u for u in unmanaged)], at)
+    unmanaged_names = tuple(f"{o.metadata.namespace}/{o.metadata.name or o.metadata.extra.get('generateName', '') + '*'}"
+                            for o in unmanaged)
+    story: _Story | None = None
+
+    def listener(actor: str, effect: Any) -> None:
+        assert story is not None
+        story(actor, effect)
+
+    loop = Loop(world, config, at, listener, verify=True)
+    story = _Story(world, at, loop)
+    story.autoscaler = AutoscalerDriver(loop, ScriptModel(script), pods_scheduled=_admitted_owner(world))
+    autoscaler = story.autoscaler
+
+    def pods_ready(wl: Workload) -> None:
+        for pr in world.owned_by_name(c.PROVISIONING_REQUEST, wl.metadata.namespace, wl.metadata.name):
+            autoscaler.poke(key_of(pr))
+
+    story.jobs = JobDriver(loop, lambda wl: (0, None), pods_ready)
+    loop.run(at + until, story.settled)
+
+    out = []
+    for wl in sorted((o for o in world.objects(c.WORKLOAD) if isinstance(o, Workload)),
+                     key=lambda w: (w.metadata.namespace, w.metadata.name)):
+        key = key_of(wl)
+        job = next((r.name for r in wl.metadata.owner_references if r.kind == c.JOB), None)
+        out.append(WorkloadForecast(wl.metadata.namespace, wl.metadata.name, job,
+                                    OUTCOMES.get(story.phases[key], PENDING), story.admitted_at.get(key),
+                                    story.attempts.get(key, 0), story.timeline(key)))
+    return Forecast(at, script, until, tuple(out), unmanaged_names)
+
+
+def _admitted_owner(world: World) -> Any:
+    """Forecasts start the pods at admission: a request's pods are scheduled once its
+    workload is admitted."""
+    def scheduled(pr: ProvisioningRequest) -> bool:
+        ref = pr.metadata.controller_ref()
+        wl = world.get(c.WORKLOAD, pr.metadata.namespace, ref.name) if ref is not None else None
+        return isinstance(wl, Workload) and wl.is_admitted() and wl.status.is_true(c.WORKLOAD_PODS_READY)
+    return scheduled

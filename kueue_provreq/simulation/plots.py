@@ -1,0 +1,201 @@
+"""The PNG plots of a simulation and of a sweep, drawn with matplotlib's Agg backend.
+
+matplotlib is the ``sim`` extra's plotting library: the de-facto standard, headless with
+Agg, and no server or browser needed.  This module is imported only when a plot is asked
+for, so the CLI and the library start without it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402  (after choosing the backend)
+
+from kueue_provreq.machines import WorkloadPhase as P  # noqa: E402
+from kueue_provreq.simulation.run import Report  # noqa: E402
+
+_SAVE: dict[str, Any] = {"dpi": 100, "metadata": {"Software": None}}
+_PHASE_COLORS: dict[str, str] = {P.PENDING: "#c7c7c7", P.BACKOFF: "#9e9e9e", P.QUOTA_RESERVED: "#ff9f1c",
+                 P.EVICTED: "#e63946", P.ADMITTED: "#2a9d8f", P.INACTIVE: "#6d597a"}
+_PHASE_LABELS: dict[str, str] = {P.PENDING: "queued", P.BACKOFF: "backoff", P.QUOTA_RESERVED: "quota held, checks not Ready",
+                 P.EVICTED: "evicted, quota held", P.ADMITTED: "admitted", P.INACTIVE: "deactivated"}
+
+
+def _save(fig: Any, path: Path) -> Path:
+    fig.savefig(path, **_SAVE)
+    plt.close(fig)
+    return path
+
+
+def _hours(seconds: Sequence[float]) -> list[float]:
+    return [s / 3600 for s in seconds]
+
+
+def simulation_plots(report: Report, out: Path) -> list[Path]:
+    """The admission-latency CDF, workloads and quota over time, and for runs of at most 50
+    workloads a Gantt chart of each workload's phases."""
+    paths = [latency_cdf(report, out / "admission-latency-cdf.png"), over_time(report, out / "workloads-over-time.png")]
+    if report.histories:
+        paths.append(gantt(report, out / "gantt.png"))
+    return paths
+
+
+def latency_cdf(report: Report, path: Path) -> Path:
+    latencies = sorted(r.admitted - r.created for r in report.workloads if r.admitted is not None)
+    fig, ax = plt.subplots(figsize=(7, 4))
+    if latencies:
+        n = len(latencies)
+        ax.step([v / 60 for v in latencies], [(i + 1) / n for i in range(n)], where="post", color="#264653")
+        lat = report.summary.admission_latency
+        for label, value in (("p50", lat.p50), ("p90", lat.p90), ("p99", lat.p99)):
+            if value is not None:
+                ax.axvline(value / 60, linestyle=":", color="#e76f51")
+                ax.annotate(label, (value / 60, 0.02), rotation=90, color="#e76f51", fontsize=8)
+    else:
+        ax.text(0.5, 0.5, "no workload was admitted", ha="center", transform=ax.transAxes)
+    ax.set_xlabel("admission latency (minutes from creation to admission)")
+    ax.set_ylabel("fraction of admitted workloads")
+    ax.set_ylim(0, 1.02)
+    ax.set_title(f"{report.summary.simulation}: admission latency, {len(latencies)} of "
+                 f"{report.summary.workloads} admitted")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def _resources(names: Sequence[str]) -> list[str]:
+    """The resources worth a panel: extended ones (GPUs) first, then cpu, then memory; two."""
+    return sorted(names, key=lambda r: (0 if "/" in r else 1 if r == "cpu" else 2, r))[:2]
+
+
+def over_time(report: Report, path: Path) -> Path:
+    s = report.series
+    resources = _resources(list(s.waiting_quota))
+    fig, axes = plt.subplots(1 + len(resources), 1, figsize=(8, 2.6 * (1 + len(resources))), sharex=True,
+                             squeeze=False)
+    t = _hours(s.times)
+    ax = axes[0][0]
+    ax.step(t, s.pending, where="post", label="pending (waiting for quota)", color="#9e9e9e")
+    ax.step(t, s.waiting, where="post", label="quota reserved, checks not Ready", color="#ff9f1c")
+    ax.step(t, s.admitted, where="post", label="admitted", color="#2a9d8f")
+    ax.set_ylabel("workloads")
+    ax.legend(loc="upper right", fontsize=8)
+    ax.set_title(f"{report.summary.simulation}: workloads and their quota over time")
+    for i, resource in enumerate(resources, 1):
+        ax = axes[i][0]
+        ax.step(t, s.waiting_quota[resource], where="post", label="held while checks not Ready", color="#ff9f1c")
+        ax.step(t, s.admitted_quota[resource], where="post", label="held by admitted workloads", color="#2a9d8f")
+        ax.set_ylabel(f"{resource} quota")
+        ax.legend(loc="upper right", fontsize=8)
+    for row in axes:
+        row[0].grid(alpha=0.3)
+    axes[-1][0].set_xlabel("hours after the start")
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def gantt(report: Report, path: Path) -> Path:
+    histories = report.histories
+    end = report.summary.simulated_seconds
+    fig, ax = plt.subplots(figsize=(9, 0.9 + 0.28 * len(histories)))
+    seen: set[str] = set()
+    for row, (name, history) in enumerate(sorted(histories.items(), key=lambda kv: (kv[1][0][0], kv[0]))):
+        for (start, phase), nxt in zip(history, [*history[1:], (end, "")]):
+            color = _PHASE_COLORS.get(phase)
+            if color is None or nxt[0] <= start and phase != P.INACTIVE:
+                continue
+            label = _PHASE_LABELS[phase] if phase not in seen else None
+            seen.add(phase)
+            width = (nxt[0] - start) / 60 if phase != P.INACTIVE else 0.5
+            ax.barh(row, max(width, 0.05), left=start / 60, color=color, label=label, height=0.7)
+    ax.set_yticks(range(len(histories)))
+    ax.set_yticklabels([n.split("/", 1)[1] for n, _ in sorted(histories.items(), key=lambda kv: (kv[1][0][0], kv[0]))],
+                       fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlabel("minutes after the start")
+    ax.set_title(f"{report.summary.simulation}: each workload's phases")
+    ax.legend(loc="lower right", fontsize=8)
+    ax.grid(axis="x", alpha=0.3)
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def sweep_plot(parameters: Sequence[str], rows: Sequence[dict[str, Any]], path: Path) -> Path | None:
+    """A line plot of the admission latency for one varying parameter, a heatmap of its
+    p90 for two; None for more (no plot says more than the CSV then)."""
+    varying = [p for p in parameters if len({repr(r[p]) for r in rows}) > 1]
+    if len(varying) == 1:
+        return _line(varying[0], rows, path)
+    if len(varying) == 2:
+        return _heatmap(varying[0], varying[1], rows, path)
+    return None
+
+
+def _values(name: str, rows: Sequence[dict[str, Any]]) -> list[Any]:
+    return list(dict.fromkeys(r[name] for r in rows))
+
+
+def _minutes(value: Any) -> float:
+    return math.nan if value is None or value == "" else float(value) / 60
+
+
+def _line(name: str, rows: Sequence[dict[str, Any]], path: Path) -> Path:
+    xs = _values(name, rows)
+    numeric = all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in xs)
+    positions = xs if numeric else list(range(len(xs)))
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for key, style in (("p50", "-o"), ("p90", "-s"), ("p99", "-^")):
+        by_x = {repr(r[name]): _minutes(r[f"admissionLatencySeconds.{key}"]) for r in rows}
+        ax.plot(positions, [by_x[repr(x)] for x in xs], style, label=f"{key} admission latency")
+    ax.set_xlabel(name)
+    if not numeric:
+        ax.set_xticks(positions)
+        ax.set_xticklabels([str(x) for x in xs])
+    ax.set_ylabel("minutes")
+    ax2 = ax.twinx()
+    by_x = {repr(r[name]): r["deactivated"] for r in rows}
+    ax2.plot(positions, [by_x[repr(x)] for x in xs], ":x", color="#6d597a", label="deactivated workloads")
+    ax2.set_ylabel("deactivated workloads")
+    lines = ax.get_legend_handles_labels()
+    more = ax2.get_legend_handles_labels()
+    ax.legend(lines[0] + more[0], lines[1] + more[1], fontsize=8, loc="best")
+    ax.set_title(f"admission latency by {name}")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def _heatmap(first: str, second: str, rows: Sequence[dict[str, Any]], path: Path) -> Path:
+    ys, xs = _values(first, rows), _values(second, rows)
+    by_cell = {(repr(r[first]), repr(r[second])): r for r in rows}
+    grid = [[_minutes(by_cell[(repr(y), repr(x))]["admissionLatencySeconds.p90"]) if (repr(y), repr(x)) in by_cell
+             else math.nan for x in xs] for y in ys]
+    fig, ax = plt.subplots(figsize=(2.4 + 1.4 * len(xs), 1.6 + 0.9 * len(ys)))
+    image = ax.imshow(grid, cmap="viridis_r", aspect="auto")
+    finite = [v for row in grid for v in row if not math.isnan(v)]
+    middle = (min(finite) + max(finite)) / 2 if finite else 0.0
+    ax.set_xticks(range(len(xs)))
+    ax.set_xticklabels([str(x) for x in xs])
+    ax.set_yticks(range(len(ys)))
+    ax.set_yticklabels([str(y) for y in ys])
+    ax.set_xlabel(second)
+    ax.set_ylabel(first)
+    for i, row in enumerate(grid):
+        for j, value in enumerate(row):
+            cell = by_cell.get((repr(ys[i]), repr(xs[j])))
+            text = "-" if math.isnan(value) else f"{value:.1f} min"
+            if cell is not None:
+                text += f"\n{cell['deactivated']} deactivated"
+            ax.text(j, i, text, ha="center", va="center", fontsize=8,
+                    color="black" if math.isnan(value) or value < middle else "white")
+    fig.colorbar(image, ax=ax, label="p90 admission latency (minutes)")
+    ax.set_title("p90 admission latency")
+    fig.tight_layout()
+    return _save(fig, path)

@@ -1,0 +1,527 @@
+"""``simulate``: many workloads over time, and what it cost them.
+
+A :class:`~spec.Simulation` is a value and :func:`simulate` a function of it alone: the same
+simulation gives the same :class:`Report`, byte for byte once written, with no global state,
+which is what lets a sweep run its points anywhere.
+
+The run: the setup is created at the start; workloads arrive (Poisson, all at once, or a
+trace), each as its Workload (a Job template becomes the Workload Kueue's job integration
+creates; the Job itself is implicit, as the job controller allows); the controllers and the
+sampled Cluster Autoscaler (:mod:`~kueue_provreq.simulation.fleet`) run forward in time; the
+job model makes admitted pods ready and Jobs finish.  A workload that is finished or
+deactivated, and owns no request any more, leaves the cluster (as an object retention policy
+would delete it): it matters to nobody after that, and the scheduler need not walk it again.
+The run ends when nothing is left to happen, or ``horizon`` after the last arrival.
+
+Metrics are read off the applied effects (:class:`~kueue_provreq.simulation.watch.Watch`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator
+from decimal import Decimal
+from typing import Any
+
+import attrs
+
+from kueue_provreq.api import constants as c
+from kueue_provreq.api.frozen import FrozenMap
+from kueue_provreq.api.job import Job
+from kueue_provreq.api.meta import Time
+from kueue_provreq.api.objects import Key, key_of
+from kueue_provreq.api.provisioning import ProvisioningRequest
+from kueue_provreq.api.workload import Workload
+from kueue_provreq.explain import build_world, workload_for_job
+from kueue_provreq.machines import WorkloadPhase as P
+from kueue_provreq.simulation.drive import AutoscalerDriver, JobDriver
+from kueue_provreq.simulation.fleet import Draws, FleetModel
+from kueue_provreq.simulation.loop import Loop
+from kueue_provreq.simulation.spec import POISSON, Simulation
+from kueue_provreq.simulation.watch import Watch
+from kueue_provreq.world import Create, Delete, World
+
+GANTT_LIMIT = 50
+"""Runs of at most this many workloads keep each workload's phase history (for a Gantt chart)."""
+
+SERIES_POINTS = 4000
+"""Samples kept of each time series: past this, every other one is dropped (and the
+spacing doubles), so memory stays flat however long the run."""
+
+WAITING, ADMITTED = "waiting", "admitted"
+
+
+# --- results -------------------------------------------------------------------------------
+
+
+@attrs.frozen
+class WorkloadRecord:
+    """One workload's life; times are seconds after the simulation's start (None: never)."""
+
+    namespace: str
+    name: str
+    template: str
+    created: int
+    quota_reserved: int | None
+    admitted: int | None
+    finished: int | None
+    deactivated: int | None
+    attempts: int
+    evictions: int
+    outcome: str
+    """``Finished``, ``Admitted`` (still running at the end), ``Deactivated`` or ``Pending``."""
+
+
+@attrs.frozen
+class Percentiles:
+    p50: int | None
+    p90: int | None
+    p99: int | None
+    max: int | None
+
+    @classmethod
+    def of(cls, values: list[int]) -> Percentiles:
+        """Nearest-rank percentiles: always one of the values, so exact and reproducible."""
+        if not values:
+            return cls(None, None, None, None)
+        ordered = sorted(values)
+
+        def rank(p: float) -> int:
+            return ordered[max(0, math.ceil(p * len(ordered)) - 1)]
+        return cls(rank(0.5), rank(0.9), rank(0.99), ordered[-1])
+
+
+@attrs.frozen
+class RequestCounts:
+    """ProvisioningRequests created, and how many of them ever reached each condition."""
+
+    created: int
+    provisioned: int
+    failed: int
+    booking_expired: int
+    """``BookingExpired=True`` because the booking ran out (``CapacityReservationTimeExpired``)."""
+    booking_consumed: int
+    """``BookingExpired=True`` because every pod was scheduled (``CapacityBookingConsumed``):
+    the normal end of a booking."""
+    capacity_revoked: int
+
+
+@attrs.frozen
+class Summary:
+    simulation: str
+    seed: int
+    workloads: int
+    admitted: int
+    """Admitted and still running at the end."""
+    deactivated: int
+    pending: int
+    """Neither admitted, finished nor deactivated at the end."""
+    finished: int
+    admission_latency: Percentiles
+    """From creation to first admission, over the workloads ever admitted."""
+    requests: RequestCounts
+    evictions: FrozenMap[str, int]
+    """By the ``Evicted`` condition's reason."""
+    reserved_waiting_quota_seconds: FrozenMap[str, Decimal]
+    """Per resource, the quota held by workloads whose admission checks were not all Ready,
+    integrated over time: what a slow or failing autoscaler costs everyone else."""
+    simulated_seconds: int
+
+    def to_json(self) -> dict[str, Any]:
+        lat = self.admission_latency
+        req = self.requests
+        return {
+            "simulation": self.simulation, "seed": self.seed, "workloads": self.workloads,
+            "admitted": self.admitted, "deactivated": self.deactivated, "pending": self.pending,
+            "finished": self.finished,
+            "admissionLatencySeconds": {"p50": lat.p50, "p90": lat.p90, "p99": lat.p99, "max": lat.max},
+            "provisioningRequests": {"created": req.created, "provisioned": req.provisioned, "failed": req.failed,
+                                     "bookingExpired": req.booking_expired, "bookingConsumed": req.booking_consumed,
+                                     "capacityRevoked": req.capacity_revoked},
+            "evictions": dict(sorted(self.evictions.items())),
+            "reservedWaitingQuotaSeconds": {k: _number(v) for k, v in sorted(self.reserved_waiting_quota_seconds.items())},
+            "simulatedSeconds": self.simulated_seconds,
+        }
+
+
+def _number(value: Decimal) -> int | float:
+    """Exact values as JSON numbers: integers stay integers, fractions keep 3 decimals."""
+    return int(value) if value == value.to_integral_value() else float(round(value, 3))
+
+
+@attrs.frozen
+class Series:
+    """Counts and quota over time, sampled at the end of instants (step functions)."""
+
+    times: tuple[int, ...]
+    pending: tuple[int, ...]
+    waiting: tuple[int, ...]
+    admitted: tuple[int, ...]
+    waiting_quota: FrozenMap[str, tuple[float, ...]]
+    admitted_quota: FrozenMap[str, tuple[float, ...]]
+
+
+@attrs.frozen
+class Report:
+    simulation: Simulation
+    summary: Summary
+    workloads: tuple[WorkloadRecord, ...]
+    series: Series
+    histories: FrozenMap[str, tuple[tuple[int, str], ...]] = FrozenMap()
+    """``namespace/name`` -> (seconds after the start, phase entered), for runs of at most
+    :data:`GANTT_LIMIT` workloads."""
+
+
+# --- the run ---------------------------------------------------------------------------------
+
+
+@attrs.define
+class _Life:
+    template: str
+    created: int
+    quota_reserved: int | None = None
+    admitted: int | None = None
+    finished: int | None = None
+    deactivated: int | None = None
+    attempts: int = 0
+    evictions: int = 0
+    admissions: int = 0
+    outcome: str = "Pending"
+
+
+_OUTCOMES: dict[str, str] = {P.FINISHED: "Finished", P.ADMITTED: "Admitted", P.INACTIVE: "Deactivated"}
+
+
+class _Metrics(Watch):
+    """Everything the report needs, updated effect by effect."""
+
+    def __init__(self, loop: Loop, sim: Simulation) -> None:
+        super().__init__()
+        self.loop = loop
+        self.start = sim.start
+        self.lives: dict[Key, _Life] = {}
+        self.templates: dict[Key, str] = {}
+        self.phase_counts: dict[str, int] = {}
+        self.quota: dict[Key, tuple[str, dict[str, Decimal]]] = {}
+        self.totals: dict[str, dict[str, Decimal]] = {WAITING: {}, ADMITTED: {}}
+        self.waiting_seconds: dict[str, Decimal] = {}
+        self.request_conditions: dict[Key, set[str]] = {}
+        self.requests = {"created": 0, c.PR_PROVISIONED: 0, c.PR_FAILED: 0, c.PR_BOOKING_EXPIRED: 0,
+                         c.CA_REASON_CAPACITY_BOOKING_CONSUMED: 0, c.PR_CAPACITY_REVOKED: 0}
+        self.evictions: dict[str, int] = {}
+        self.t = sim.start
+        self.samples: list[tuple[Any, ...]] = []
+        self.spacing = 0
+        self.category_counts: dict[str, int] = {}
+        self.done = 0
+        self.autoscaler: AutoscalerDriver | None = None
+        self.jobs: JobDriver | None = None
+        self.on_done: Callable[[int], None] | None = None
+        self.histories: dict[Key, list[tuple[int, str]]] | None = {} if sim.count <= GANTT_LIMIT else None
+
+    def __call__(self, actor: str, effect: Any) -> None:
+        if self.loop.now != self.t:
+            self._advance(self.loop.now)
+        super().__call__(actor, effect)
+
+    # --- time -------------------------------------------------------------------------
+    def _advance(self, now: int) -> None:
+        dt = now - self.t
+        for resource, amount in self.totals[WAITING].items():
+            if amount:
+                self.waiting_seconds[resource] = self.waiting_seconds.get(resource, Decimal(0)) + amount * dt
+        self._sample()
+        self.t = Time(now)
+
+    def _sample(self) -> None:
+        t = self.t - self.start
+        if self.samples and t - self.samples[-1][0] < self.spacing:
+            return
+        counts = self.phase_counts
+        self.samples.append((t, counts.get(P.PENDING, 0) + counts.get(P.BACKOFF, 0), self._count(WAITING),
+                             self._count(ADMITTED), dict(self.totals[WAITING]), dict(self.totals[ADMITTED])))
+        if len(self.samples) > SERIES_POINTS:
+            self.samples = self.samples[::2]
+            self.spacing = max(1, self.spacing * 2)
+
+    def _count(self, category: str) -> int:
+        return self.category_counts.get(category, 0)
+
+    def finish(self, end: int) -> None:
+        self._advance(end)
+
+    # --- workloads ----------------------------------------------------------------------
+    def _phase_count(self, phase: str | None, delta: int) -> None:
+        if phase is not None:
+            self.phase_counts[phase] = self.phase_counts.get(phase, 0) + delta
+
+    def on_workload_created(self, actor: str, wl: Workload) -> None:
+        key = key_of(wl)
+        self.lives[key] = _Life(self.templates.pop(key, ""), self.loop.now - self.start)
+        self._phase_count(self.phases[key], 1)
+        if self.histories is not None:
+            self.histories[key] = [(self.loop.now - self.start, self.phases[key])]
+
+    def on_phase(self, actor: str, wl: Workload, before: str, after: str) -> None:
+        key = key_of(wl)
+        life = self.lives[key]
+        now = self.loop.now - self.start
+        self._phase_count(before, -1)
+        self._phase_count(after, 1)
+        if self.histories is not None:
+            self.histories[key].append((now, after))
+        if after in (P.QUOTA_RESERVED, P.ADMITTED) and before in (P.PENDING, P.BACKOFF) and life.quota_reserved is None:
+            life.quota_reserved = now
+        if after == P.ADMITTED:
+            life.admissions += 1
+            if life.admitted is None:
+                life.admitted = now
+            if self.jobs is not None:
+                self.jobs.admitted(wl)
+        elif before == P.ADMITTED and self.jobs is not None:
+            self.jobs.stopped(key)
+        if after == P.EVICTED:
+            life.evictions += 1
+            evicted = wl.condition(c.WORKLOAD_EVICTED)
+            reason = evicted.reason if evicted is not None else "Unknown"
+            self.evictions[reason] = self.evictions.get(reason, 0) + 1
+        if after in (P.FINISHED, P.INACTIVE):
+            if after == P.FINISHED:
+                life.finished = now
+            else:
+                life.deactivated = now
+            self.done += 1
+            if self.on_done is not None:
+                self.on_done(self.done)
+            self.loop.after_settle(lambda: self._remove(key))
+        life.outcome = _OUTCOMES.get(after, "Pending")
+
+    def on_workload_updated(self, actor: str, wl: Workload) -> None:
+        key = key_of(wl)
+        status = wl.status
+        category: str | None = None
+        if status.admission is not None and wl.has_quota_reservation() and not wl.is_finished():
+            if wl.is_admitted():
+                category = ADMITTED
+            elif any(s.state != c.CHECK_READY for s in status.admission_checks):
+                category = WAITING
+        held = self.quota.get(key)
+        if held is not None and held[0] == category:
+            return
+        if held is not None:
+            self._hold(held, -1)
+            del self.quota[key]
+        if category is not None:
+            assert status.admission is not None
+            usage: dict[str, Decimal] = {}
+            for psa in status.admission.pod_set_assignments:
+                for resource, q in psa.resource_usage.items():
+                    usage[resource] = usage.get(resource, Decimal(0)) + q.value
+            self.quota[key] = (category, usage)
+            self._hold(self.quota[key], 1)
+
+    def _hold(self, held: tuple[str, dict[str, Decimal]], sign: int) -> None:
+        category, usage = held
+        totals = self.totals[category]
+        for resource, amount in usage.items():
+            totals[resource] = totals.get(resource, Decimal(0)) + sign * amount
+        self.category_counts[category] = self.category_counts.get(category, 0) + sign
+
+    def on_workload_deleted(self, actor: str, key: Key) -> None:
+        held = self.quota.pop(key, None)
+        if held is not None:
+            self._hold(held, -1)
+
+    def _remove(self, key: Key) -> None:
+        world = self.loop.world
+        wl = world.get(*key)
+        if not isinstance(wl, Workload) or world.owned_by_name(c.PROVISIONING_REQUEST, key[1], key[2]):
+            return
+        self._phase_count(self.phases.get(key), -1)
+        self.loop.write("retention", Delete(*key))
+
+    # --- requests ---------------------------------------------------------------------
+    def on_request_created(self, actor: str, pr: ProvisioningRequest) -> None:
+        self.requests["created"] += 1
+        self.request_conditions[key_of(pr)] = set()
+        ref = pr.metadata.controller_ref()
+        if ref is not None:
+            life = self.lives.get((c.WORKLOAD, pr.metadata.namespace, ref.name))
+            if life is not None:
+                life.attempts += 1
+        if self.autoscaler is not None:
+            self.autoscaler.created(pr)
+
+    def on_request_updated(self, actor: str, pr: ProvisioningRequest) -> None:
+        seen = self.request_conditions.setdefault(key_of(pr), set())
+        for cond in pr.status.conditions:
+            if cond.status == c.TRUE and cond.type in self.requests and cond.type not in seen:
+                seen.add(cond.type)
+                consumed = cond.type == c.PR_BOOKING_EXPIRED and cond.reason == c.CA_REASON_CAPACITY_BOOKING_CONSUMED
+                self.requests[c.CA_REASON_CAPACITY_BOOKING_CONSUMED if consumed else cond.type] += 1
+
+    def on_request_deleted(self, actor: str, key: Key) -> None:
+        self.request_conditions.pop(key, None)
+        if self.autoscaler is not None:
+            self.autoscaler.deleted(key)
+
+
+def _arrival_times(sim: Simulation, draws: Draws) -> Iterator[int]:
+    if sim.trace:
+        span = sim.trace[-1].at - sim.trace[0].at
+        period = span + (span // (len(sim.trace) - 1) if len(sim.trace) > 1 else 0)
+        for i in range(sim.count):
+            copy, index = divmod(i, len(sim.trace))
+            yield sim.trace[index].at + copy * period
+    elif sim.process == POISSON:
+        rng = draws.rng("arrivals")
+        t = 0.0
+        for _ in range(sim.count):
+            yield round(t)
+            t += rng.expovariate(sim.rate_per_hour / 3600)
+    else:
+        yield from (0 for _ in range(sim.count))
+
+
+class _Arrivals:
+    """Creates the i-th workload when its time comes, and schedules the next one."""
+
+    def __init__(self, sim: Simulation, loop: Loop, metrics: _Metrics, draws: Draws) -> None:
+        self.sim = sim
+        self.loop = loop
+        self.metrics = metrics
+        self.times = list(_arrival_times(sim, draws))
+        self.choices = draws.rng("templates") if not sim.trace else None
+        self.weights = [t.weight for t in sim.templates]
+        self.width = max(5, len(str(sim.count)))
+        self.index = 0
+
+    @property
+    def last(self) -> int:
+        return self.times[-1]
+
+    def start(self) -> None:
+        self._next()
+
+    def _next(self) -> None:
+        if self.index < len(self.times):
+            self.loop.at(self.sim.start + self.times[self.index], self._arrive)
+
+    def _arrive(self) -> None:
+        sim = self.sim
+        self.index += 1
+        i = self.index
+        if self.choices is not None:
+            template = self.choices.choices(sim.templates, self.weights)[0]
+            wl, name = self._from_template(template.obj, i), template.name
+        else:
+            arrival = sim.trace[(i - 1) % len(sim.trace)]
+            copy = (i - 1) // len(sim.trace)
+            if arrival.template is not None:
+                wl, name = self._from_template(sim.template(arrival.template).obj, i), arrival.template
+            else:
+                assert arrival.workload is not None
+                meta = arrival.workload.metadata
+                wl = attrs.evolve(arrival.workload, metadata=attrs.evolve(
+                    meta, name=meta.name if copy == 0 else f"{meta.name}-{copy + 1}"))
+                name = ""
+        world = self.loop.world
+        meta = wl.metadata
+        wl = attrs.evolve(wl, metadata=attrs.evolve(meta, namespace=meta.namespace or "default",
+                                                    uid=world.next_uid(), generation=1,
+                                                    creation_timestamp=self.loop.now))
+        self.metrics.templates[key_of(wl)] = name
+        self._next()
+        self.loop.write("arrival", Create(wl))
+
+    def _from_template(self, obj: Workload | Job, i: int) -> Workload:
+        meta = obj.metadata
+        prefix = str(meta.extra.get("generateName") or "") or f"{meta.name}-"
+        name = f"{prefix}{i:0{self.width}d}"
+        extra = FrozenMap({k: v for k, v in meta.extra.items() if k != "generateName"})
+        if isinstance(obj, Workload):
+            return attrs.evolve(obj, metadata=attrs.evolve(meta, name=name, extra=extra))
+        # a Job the world does not hold: its uid lives outside the world's own sequence
+        job = attrs.evolve(obj, metadata=attrs.evolve(meta, name=name, extra=extra,
+                                                      uid=f"00000000-0000-4000-9000-{i:012x}",
+                                                      namespace=meta.namespace or "default"))
+        return workload_for_job(job)
+
+
+def simulate(sim: Simulation, *, verify: bool = False, progress: Callable[[int], None] | None = None) -> Report:
+    """Run ``sim``.  ``verify`` has the engine prove after every settle that it missed no
+    reconcile (slow; for tests).  ``progress`` is called with the number of workloads done
+    (finished or deactivated) each time one is."""
+    draws = Draws(sim.seed)
+    world: World = build_world(sim.setup, sim.start)
+    metrics: _Metrics | None = None
+
+    def listener(actor: str, effect: Any) -> None:
+        assert metrics is not None
+        metrics(actor, effect)
+
+    loop = Loop(world, sim.config, sim.start, listener, verify=verify)
+    metrics = _Metrics(loop, sim)
+    metrics.on_done = progress
+    fleet = FleetModel(sim, world, draws)
+    running: set[Key] = set()
+
+    def pods_scheduled(pr: ProvisioningRequest) -> bool:
+        ref = pr.metadata.controller_ref()
+        return ref is not None and (c.WORKLOAD, pr.metadata.namespace, ref.name) in running
+
+    autoscaler = AutoscalerDriver(loop, fleet, pods_scheduled)
+    lives = metrics.lives
+
+    def durations(wl: Workload) -> tuple[int, int | None]:
+        key = key_of(wl)
+        life = lives[key]
+        model = sim.template(life.template).jobs if life.template else sim.jobs
+        ready = model.pods_ready_time.draw(draws.rng("ready", key[1], key[2], life.admissions))
+        run = model.running_time.draw(draws.rng("run", key[1], key[2]))
+        return ready, run
+
+    def pods_ready(wl: Workload) -> None:
+        for pr in world.owned_by_name(c.PROVISIONING_REQUEST, wl.metadata.namespace, wl.metadata.name):
+            autoscaler.poke(key_of(pr))
+
+    jobs = JobDriver(loop, durations, pods_ready)
+    running = jobs.running
+    metrics.autoscaler, metrics.jobs = autoscaler, jobs
+    arrivals = _Arrivals(sim, loop, metrics, draws)
+    arrivals.start()
+    until = sim.start + arrivals.last + sim.horizon
+    end = until if loop.run(until) else loop.now
+    metrics.finish(end)
+    return _report(sim, metrics, end)
+
+
+def _report(sim: Simulation, m: _Metrics, end: int) -> Report:
+    records = []
+    for (_, ns, name), life in m.lives.items():
+        records.append(WorkloadRecord(ns, name, life.template, life.created, life.quota_reserved, life.admitted,
+                                      life.finished, life.deactivated, life.attempts, life.evictions, life.outcome))
+    outcomes = [r.outcome for r in records]
+    latencies = [r.admitted - r.created for r in records if r.admitted is not None]
+    req = m.requests
+    summary = Summary(
+        simulation=sim.name, seed=sim.seed, workloads=len(records), admitted=outcomes.count("Admitted"),
+        deactivated=outcomes.count("Deactivated"), pending=outcomes.count("Pending"),
+        finished=outcomes.count("Finished"), admission_latency=Percentiles.of(latencies),
+        requests=RequestCounts(req["created"], req[c.PR_PROVISIONED], req[c.PR_FAILED], req[c.PR_BOOKING_EXPIRED],
+                               req[c.CA_REASON_CAPACITY_BOOKING_CONSUMED], req[c.PR_CAPACITY_REVOKED]),
+        evictions=FrozenMap(m.evictions),
+        reserved_waiting_quota_seconds=FrozenMap({k: v for k, v in m.waiting_seconds.items()}),
+        simulated_seconds=end - sim.start)
+    resources = sorted(set().union(*(s[4].keys() | s[5].keys() for s in m.samples))) if m.samples else []
+    samples = m.samples
+    series = Series(
+        times=tuple(s[0] for s in samples), pending=tuple(s[1] for s in samples),
+        waiting=tuple(s[2] for s in samples), admitted=tuple(s[3] for s in samples),
+        waiting_quota=FrozenMap({r: tuple(float(s[4].get(r, 0)) for s in samples) for r in resources}),
+        admitted_quota=FrozenMap({r: tuple(float(s[5].get(r, 0)) for s in samples) for r in resources}))
+    histories = FrozenMap({f"{ns}/{name}": tuple(h) for (_, ns, name), h in (m.histories or {}).items()})
+    return Report(sim, summary, tuple(records), series, histories)
+
+
+__all__ = ["Percentiles", "Report", "RequestCounts", "Series", "Summary", "WorkloadRecord", "simulate"]

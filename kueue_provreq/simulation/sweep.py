@@ -1,0 +1,180 @@
+"""``sweep``: one simulation per point of a grid of settings, run in parallel.
+
+Every point is validated before any runs, so a bad value is reported at once.  A point is a
+:class:`~kueue_provreq.simulation.spec.Simulation`, a plain value, and
+:func:`~kueue_provreq.simulation.run.simulate` a function of it alone: points run in worker
+processes (``concurrent.futures``, ``jobs`` of them) or on a Dask distributed cluster, and
+give the same rows in the grid's order either way.
+
+Dask (``dask[distributed]``, in the ``sim`` extra) is what a sweep moves to when it outgrows
+one machine: the same code runs on a laptop's ``LocalCluster`` or on a cluster's scheduler,
+and it is imported only when ``dask`` is asked for.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import itertools
+import multiprocessing
+import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from kueue_provreq.api.config import Configuration
+from kueue_provreq.simulation import settings as s
+from kueue_provreq.simulation.run import simulate
+from kueue_provreq.simulation.spec import Document, Simulation, parse
+
+LOCAL = "local"
+"""``dask="local"``: start a Dask ``LocalCluster`` for this sweep."""
+
+
+@attrs.frozen
+class Point:
+    """One point of the grid: the value of each setting, and the simulation it makes."""
+
+    values: tuple[Any, ...]
+    simulation: Simulation
+
+
+@attrs.frozen
+class SweepResult:
+    parameters: tuple[str, ...]
+    """The settings' paths, as given."""
+    rows: tuple[dict[str, Any], ...]
+    """Per point, in grid order: each parameter's value, then the summary flattened with dots."""
+
+    def columns(self) -> list[str]:
+        columns = list(self.parameters)
+        for row in self.rows:
+            columns += [k for k in row if k not in columns]
+        return columns
+
+    def csv(self) -> str:
+        columns = self.columns()
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(columns)
+        for row in self.rows:
+            writer.writerow([_cell(row, c) for c in columns])
+        return out.getvalue()
+
+    def write(self, out: Path, plot: bool = True) -> list[Path]:
+        """``sweep.csv`` and (``plot``) ``sweep.png``, in ``out``."""
+        out.mkdir(parents=True, exist_ok=True)
+        path = out / "sweep.csv"
+        path.write_text(self.csv(), encoding="utf-8")
+        written = [path]
+        if plot:
+            from kueue_provreq.simulation.plots import sweep_plot  # matplotlib: only for a plot
+            png = sweep_plot(self.parameters, self.rows, out / "sweep.png")
+            if png is not None:
+                written.append(png)
+        return written
+
+
+_COUNTED = ("evictions.", "reservedWaitingQuotaSeconds.")
+
+
+def _cell(row: Mapping[str, Any], column: str) -> Any:
+    """A row's value; a count or quota that did not occur at this point is 0."""
+    if column in row:
+        value = row[column]
+        return "" if value is None else value
+    return 0 if column.startswith(_COUNTED) else ""
+
+
+def flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """``{"a": {"b": 1}}`` -> ``{"a.b": 1}``."""
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            out.update(flatten(value, f"{name}."))
+        else:
+            out[name] = value
+    return out
+
+
+def grid(document: Document, settings: Sequence[s.Setting], *, config: Configuration | None = None,
+         count: int | None = None, seed: int | None = None) -> list[Point]:
+    """Every combination of the settings' values, each validated into its simulation."""
+    points = []
+    for values in itertools.product(*(setting.values for setting in settings)):
+        assignments = list(zip(settings, values))
+        data = s.apply(document.data, assignments)
+        overridden = {setting.field_path() if setting.shorthand is None else setting.text:
+                      f"--set {setting.text}={value}" for setting, value in assignments}
+        sim = parse(attrs.evolve(document, data=data), config=config, count=count, seed=seed,
+                    retry_strategy=s.shorthands(assignments), overridden=overridden)
+        points.append(Point(values, sim))
+    return points
+
+
+def run_point(sim: Simulation) -> dict[str, Any]:
+    """One point's summary (a top-level function: worker processes import it by name)."""
+    return simulate(sim).summary.to_json()
+
+
+def sweep(parameters: Sequence[str], points: Sequence[Point], *, jobs: int | None = None, dask: str | None = None,
+          progress: Callable[[int], None] | None = None) -> SweepResult:
+    """Run every point: ``jobs`` worker processes (default: the CPU count; 1 runs here), or
+    on the Dask cluster at ``dask`` (``"local"`` starts one with ``jobs`` workers)."""
+    sims = [p.simulation for p in points]
+    if dask is not None:
+        summaries = _on_dask(sims, dask, jobs, progress)
+    elif (jobs or os.cpu_count() or 1) <= 1 or len(sims) <= 1:
+        summaries = []
+        for i, sim in enumerate(sims, 1):
+            summaries.append(run_point(sim))
+            if progress is not None:
+                progress(i)
+    else:
+        summaries = _in_processes(sims, jobs or os.cpu_count() or 1, progress)
+    rows = tuple({**dict(zip(parameters, p.values)), **flatten(summary)} for p, summary in zip(points, summaries))
+    return SweepResult(tuple(parameters), rows)
+
+
+def _in_processes(sims: Sequence[Simulation], jobs: int, progress: Callable[[int], None] | None
+                  ) -> list[dict[str, Any]]:
+    # "spawn": workers start clean, whatever threads the parent has (a progress bar's)
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=min(jobs, len(sims)), mp_context=context) as pool:
+        futures = {pool.submit(run_point, sim): i for i, sim in enumerate(sims)}
+        return _gather(futures, as_completed(futures), len(sims), progress)
+
+
+def _gather(futures: Mapping[Any, int], completed: Iterable[Any], n: int,
+            progress: Callable[[int], None] | None) -> list[dict[str, Any]]:
+    results: list[dict[str, Any] | None] = [None] * n
+    for done, future in enumerate(completed, 1):
+        results[futures[future]] = future.result()
+        if progress is not None:
+            progress(done)
+    return [r for r in results if r is not None]
+
+
+def _on_dask(sims: Sequence[Simulation], address: str, jobs: int | None,
+             progress: Callable[[int], None] | None) -> list[dict[str, Any]]:
+    from dask.distributed import Client, LocalCluster
+    from dask.distributed import as_completed as dask_completed
+
+    if address == LOCAL:
+        cluster = LocalCluster(n_workers=jobs or os.cpu_count() or 1, threads_per_worker=1, processes=True,
+                               dashboard_address=None)
+        client = Client(cluster)
+    else:
+        cluster, client = None, Client(address)
+    try:
+        futures = client.map(run_point, sims, pure=False)
+        index = {f: i for i, f in enumerate(futures)}
+        return _gather(index, dask_completed(futures), len(sims), progress)
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()

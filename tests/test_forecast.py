@@ -1,0 +1,215 @@
+"""``forecast``: the future of each workload from manifests, Cluster Autoscaler scripted."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from kueue_provreq import cli
+from kueue_provreq.api import constants as c
+from kueue_provreq.api.config import Configuration
+from kueue_provreq.api.frozen import FrozenMap
+from kueue_provreq.api.objects import KubeObject
+from kueue_provreq.conformance.runner import Run
+from kueue_provreq.conformance.scenario import parse_scenario
+from kueue_provreq.conformance.timeline import NONE, Timeline
+from kueue_provreq.explain import build_world
+from kueue_provreq.manifests import dump_object, load_file, load_object
+from kueue_provreq.simulation import forecast, parse_script
+from kueue_provreq.simulation.forecast import Forecast, relative
+
+from sim_builders import SETUP, T0, job, objects
+
+
+@pytest.fixture
+def sample(upstream: Path) -> list[KubeObject]:
+    """Kueue's own provisioning example: its setup (backoffLimitCount 2, base 0 s) and Job."""
+    examples = upstream / "examples"
+    return [load_object(d) for f in ("provisioning-setup.yaml", "sample-job.yaml") for d in load_file(examples / f)]
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    status = cli.main(list(argv))
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+# --- the issue's two stories, through the command line ---------------------------------------------
+
+
+def test_fail_then_provision_is_admitted_after_two_attempts(capsys: pytest.CaptureFixture[str], upstream: Path) -> None:
+    ex = upstream / "examples"
+    status, out, _ = run_cli(capsys, "forecast", "-f", str(ex / "provisioning-setup.yaml"), "-f",
+                             str(ex / "sample-job.yaml"), "--autoscaler", "fail@1m,provision@5m", "-o", "json",
+                             "--at", "2024-01-01T00:00:00Z")
+    assert status == 0
+    data = json.loads(out)
+    assert data["at"] == "2024-01-01T00:00:00Z"
+    [wl] = data["workloads"]
+    assert set(wl) == {"namespace", "name", "job", "outcome", "admittedAt", "attempts", "timeline"}
+    assert (wl["outcome"], wl["attempts"], wl["admittedAt"]) == ("Admitted", 2, "2024-01-01T00:06:00Z")
+    assert wl["job"] == "sample-job-hql7p" and wl["name"].startswith("job-sample-job-hql7p-")
+    whats = [e["what"] for e in wl["timeline"]]
+    assert f"request {wl['name']}-sample-prov-1 Failed: retry 1 of 2 after a 0s backoff" in whats
+    assert all(set(e) == {"time", "what"} for e in wl["timeline"])
+
+
+def test_always_failing_is_deactivated_after_three_attempts(sample: list[KubeObject]) -> None:
+    [wl] = forecast(sample, T0, parse_script("fail")).workloads
+    assert (wl.outcome, wl.attempts, wl.admitted_at) == ("Deactivated", 3, None)
+    assert [e.after for e in wl.timeline if e.kind == "check" and e.before == "Pending"][-1] == "Rejected"
+    assert (wl.timeline[-1].kind, wl.timeline[-1].after) == ("phase", "Inactive")
+
+
+# --- the same story, told to the conformance runner ---------------------------------------------------
+
+ACCEPTED = {"condition": "Accepted", "status": "True", "reason": "Accepted",
+            "message": c.CA_MSG_ACCEPTED}
+FAILED = {"condition": "Failed", "status": "True", "reason": "CapacityIsNotFound",
+          "message": c.CA_MSG_FAILED_CAPACITY_NOT_FOUND}
+PROVISIONED = {"condition": "Provisioned", "status": "True", "reason": "CapacityIsFound",
+               "message": c.CA_MSG_CAPACITY_IS_FOUND}
+BOOKING_EXPIRED = {"condition": "BookingExpired", "status": "True", "reason": "CapacityReservationTimeExpired",
+                   "message": c.CA_MSG_CAPACITY_RESERVATION_TIME_EXPIRED}
+REVOKED = {"condition": "CapacityRevoked", "status": "True", "reason": "CapacityRevoked", "message": "revoked"}
+
+
+def ca(*conditions: dict[str, str]) -> list[dict[str, Any]]:
+    return [{"autoscaler": {"request": "$latest", "namespace": "default", **cond}} for cond in conditions]
+
+
+SETTLE: dict[str, Any] = {"settle": {}}
+STORIES = {
+    "fail@1m,provision@5m": [SETTLE, {"advance": "60s"}, *ca(ACCEPTED, FAILED), SETTLE,
+                             {"advance": "300s"}, *ca(ACCEPTED, PROVISIONED), SETTLE],
+    "fail": [SETTLE, *ca(ACCEPTED, FAILED), SETTLE, *ca(ACCEPTED, FAILED), SETTLE, *ca(ACCEPTED, FAILED), SETTLE],
+    "expire@2m,provision@5m": [SETTLE, {"advance": "120s"}, *ca(ACCEPTED, PROVISIONED, BOOKING_EXPIRED), SETTLE,
+                               {"advance": "300s"}, *ca(ACCEPTED, PROVISIONED), SETTLE],
+    "revoke@20m": [SETTLE, *ca(ACCEPTED, PROVISIONED), SETTLE, {"advance": "20m"}, *ca(REVOKED), SETTLE],
+}
+
+
+def runner_changes(objs: list[KubeObject], steps: list[dict[str, Any]]) -> list[tuple[int, str, str, str, str]]:
+    """(time, phase|check, check name, from, to) as the conformance runner's timeline reports them."""
+    world = build_world(objs, T0)
+    doc = {"name": "story", "clock": "2024-01-01T00:00:00Z",
+           "objects": [dump_object(o) for o in world], "steps": steps}
+    records: list[tuple[float, dict[str, Any]]] = []
+    clock = [0.0]
+
+    class Clocked(Timeline):
+        def on_step(self, number: int, step: Any, at: float) -> None:
+            clock[0] = at
+            super().on_step(number, step, at)
+
+    outcome = Run(parse_scenario(doc, "<story>"), Clocked(lambda r: records.append((clock[0], r)))).run()
+    assert outcome.passed, outcome.failure
+    return [(int(t), r["record"], r.get("check", ""), r["from"], r["to"])
+            for t, r in records if r["record"] in ("phase", "check")]
+
+
+def forecast_changes(result: Forecast) -> list[tuple[int, str, str, str, str]]:
+    [wl] = result.workloads
+    return [(e.time, e.kind, e.subject, e.before or NONE, e.after or NONE)
+            for e in wl.timeline if e.kind in ("phase", "check")]
+
+
+@pytest.mark.parametrize("script", list(STORIES))
+def test_the_forecast_agrees_with_the_conformance_runner(script: str, sample: list[KubeObject]) -> None:
+    got = forecast_changes(forecast(sample, T0, parse_script(script)))
+    assert got == runner_changes(sample, STORIES[script])
+    assert len(got) > 4
+
+
+# --- other stories -------------------------------------------------------------------------------------
+
+
+def test_an_expired_booking_before_admission_is_retried(sample: list[KubeObject]) -> None:
+    [wl] = forecast(sample, T0, parse_script("expire@2m,provision@5m")).workloads
+    assert (wl.outcome, wl.attempts, wl.admitted_at) == ("Admitted", 2, T0 + 420)
+    assert any("BookingExpired: retry 1 of 2" in e.what for e in wl.timeline)
+
+
+def test_a_revocation_after_admission_deactivates(sample: list[KubeObject]) -> None:
+    [wl] = forecast(sample, T0, parse_script("revoke@20m")).workloads
+    assert (wl.outcome, wl.admitted_at) == ("Deactivated", T0)
+    assert wl.timeline[-1].time == T0 + 1200
+
+
+def test_pods_start_at_admission_so_the_booking_is_consumed(sample: list[KubeObject]) -> None:
+    [wl] = forecast(sample, T0).workloads
+    assert (wl.outcome, wl.attempts) == ("Admitted", 1)
+    assert "CapacityBookingConsumed" in wl.timeline[-1].what
+
+
+def test_until_stops_a_forecast_that_has_not_answered() -> None:
+    result = forecast(objects(SETUP, job()), T0, parse_script("provision@2h"), until=3600)
+    [wl] = result.workloads
+    assert (wl.outcome, wl.attempts) == ("Pending", 1)
+    assert "Pending" in result.table()
+
+
+def test_a_job_without_a_queue_is_managed_only_with_manage_jobs_without_queue_name() -> None:
+    objs = objects(SETUP, job(queue=None))
+    result = forecast(objs, T0)
+    assert result.workloads == () and result.unmanaged == ("default/train",)
+    assert "not managed by Kueue" in result.table()
+    managed = forecast(objs, T0, config=Configuration(extra=FrozenMap({"manageJobsWithoutQueueName": True})))
+    [wl] = managed.workloads
+    assert wl.outcome == "Pending" and "no queue name" in wl.timeline[0].what
+
+
+def test_relative_times() -> None:
+    assert [relative(s) for s in (0, 59, 60, 3599, 3600, 90061)] == \
+        ["+0s", "+59s", "+1m00s", "+59m59s", "+1h00m00s", "+25h01m01s"]
+
+
+# --- the command line ----------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def manifests(tmp_path: Path) -> Path:
+    path = tmp_path / "all.yaml"
+    path.write_text(SETUP + "---\n" + job(), encoding="utf-8")
+    return path
+
+
+def test_the_table_reads_as_a_story(capsys: pytest.CaptureFixture[str], manifests: Path) -> None:
+    status, out, _ = run_cli(capsys, "forecast", "-f", str(manifests), "--at", "2024-01-01T00:00:00Z",
+                             "--autoscaler", "fail@30s,provision@2m")
+    assert status == 0
+    assert out.splitlines()[0] == ("at 2024-01-01T00:00:00Z, autoscaler fail@30s,provision@2m0s (the last item "
+                                   "repeats), for at most 24h0m0s")
+    assert "Admitted at +3m30s, 2 attempts" in out
+    assert "     +30s  request job-train-" in out and "Failed: retry 1 of 2 after a 1m0s backoff" in out
+
+
+def test_yaml_output(capsys: pytest.CaptureFixture[str], manifests: Path) -> None:
+    status, out, _ = run_cli(capsys, "forecast", "-f", str(manifests), "-o", "yaml", "--at", "2024-01-01T00:00:00Z")
+    assert status == 0 and yaml.safe_load(out)["workloads"][0]["outcome"] == "Admitted"
+
+
+def test_config_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = tmp_path / "all.yaml"
+    path.write_text(SETUP + "---\n" + job(queue=None), encoding="utf-8")
+    config = tmp_path / "config.yaml"
+    config.write_text("apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n"
+                      "manageJobsWithoutQueueName: true\n", encoding="utf-8")
+    status, out, _ = run_cli(capsys, "forecast", "-f", str(path), "--config", str(config), "-o", "json")
+    assert status == 0 and len(json.loads(out)["workloads"]) == 1
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--autoscaler", "provison@5m"], "--autoscaler provison@5m: item 1 'provison@5m': unknown answer"),
+    (["--until", "soon"], "--until: invalid duration 'soon'"),
+    (["--at", "yesterday"], "--at: expected an RFC 3339 time"),
+    (["--config", "/nonexistent.yaml"], "/nonexistent.yaml: cannot read"),
+])
+def test_bad_options_are_one_line(capsys: pytest.CaptureFixture[str], manifests: Path, args: list[str],
+                                  message: str) -> None:
+    status, out, err = run_cli(capsys, "forecast", "-f", str(manifests), *args)
+    assert status == 2 and out == ""
+    assert err.startswith(f"kueue-provreq: error: {message}") and err.count("\n") == 1

@@ -1,0 +1,160 @@
+"""``simulate``: many workloads over time, the sampled Cluster Autoscaler and the job model."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from kueue_provreq import cli
+from kueue_provreq.simulation import load_document, parse, simulate
+from kueue_provreq.simulation.output import summary_json, workloads_csv
+from kueue_provreq.simulation.run import GANTT_LIMIT, Report
+
+from sim_builders import EXAMPLES, SETUP, job, simulation_file
+
+BUNDLED = sorted(EXAMPLES.glob("*.yaml"))
+
+
+def run(path: Path, count: int | None = None, seed: int | None = None, verify: bool = False) -> Report:
+    return simulate(parse(load_document(path), count=count, seed=seed), verify=verify)
+
+
+def test_there_are_three_bundled_simulations() -> None:
+    assert len(BUNDLED) >= 3
+
+
+@pytest.mark.parametrize("path", BUNDLED, ids=lambda p: p.stem)
+def test_each_bundled_simulation_writes_its_summary_csv_and_plots_the_same_way_twice(
+        path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    outs = []
+    for run_dir in ("a", "b"):
+        status = cli.main(["simulate", str(path), "--workloads", "60", "--out", str(tmp_path / run_dir), "-o", "json"])
+        out, err = capsys.readouterr()
+        assert status == 0 and err == ""
+        outs.append(out)
+    first, second = tmp_path / "a", tmp_path / "b"
+    assert (first / "summary.json").read_bytes() == (second / "summary.json").read_bytes()
+    assert (first / "workloads.csv").read_bytes() == (second / "workloads.csv").read_bytes()
+    assert outs[0] == outs[1] == (first / "summary.json").read_text()
+    summary = json.loads(outs[0])
+    assert summary["workloads"] == 60
+    assert summary["admitted"] + summary["finished"] + summary["deactivated"] + summary["pending"] == 60
+    rows = list(csv.DictReader((first / "workloads.csv").open()))
+    assert len(rows) == 60 and sum(int(r["attempts"]) for r in rows) == summary["provisioningRequests"]["created"]
+    assert sorted(p.name for p in first.glob("*.png")) == ["admission-latency-cdf.png", "workloads-over-time.png"]
+    assert all(p.stat().st_size > 10_000 for p in first.glob("*.png"))
+
+
+def test_small_runs_get_a_gantt_chart(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    status = cli.main(["simulate", str(simulation_file(tmp_path)), "--out", str(tmp_path / "out")])
+    assert status == 0 and "simulation small" in capsys.readouterr().out
+    assert (tmp_path / "out" / "gantt.png").is_file()
+    assert GANTT_LIMIT == 50
+
+
+def test_the_engine_misses_no_reconcile_during_a_simulation(tmp_path: Path) -> None:
+    report = run(simulation_file(tmp_path), verify=True)
+    assert report.summary.workloads == 12
+    assert report == run(simulation_file(tmp_path))  # verification changes nothing
+
+
+def test_the_seed_decides_and_the_file_seed_can_be_overridden(tmp_path: Path) -> None:
+    path = simulation_file(tmp_path, name="s.yaml")
+    assert summary_json(run(path, seed=5)) == summary_json(run(path))
+    assert workloads_csv(run(path, seed=6)) != workloads_csv(run(path))
+
+
+def test_outcomes_latencies_and_requests_add_up(tmp_path: Path) -> None:
+    report = run(simulation_file(tmp_path), count=30)
+    s = report.summary
+    latencies = sorted(r.admitted - r.created for r in report.workloads if r.admitted is not None)
+    assert s.admission_latency.max == latencies[-1] and s.admission_latency.p50 == latencies[(len(latencies) - 1) // 2]
+    assert s.requests.provisioned + s.requests.failed <= s.requests.created
+    assert s.requests.booking_consumed + s.requests.booking_expired <= s.requests.provisioned
+    assert sum(r.evictions for r in report.workloads) == sum(s.evictions.values())
+
+
+def test_capacity_caps_what_admitted_workloads_hold(tmp_path: Path) -> None:
+    path = simulation_file(tmp_path, autoscaler={"check-capacity.autoscaling.x-k8s.io": {"capacity": {"nvidia.com/gpu": 4}}})
+    report = run(path, count=30)
+    assert max(report.series.admitted_quota["nvidia.com/gpu"]) <= 4
+    assert report.summary.requests.failed == 0  # no noRetry: a try without capacity waits and retries
+    assert report.summary.finished == 30
+
+
+def test_no_retry_turns_missing_capacity_into_failures(tmp_path: Path) -> None:
+    data = yaml.safe_load(simulation_file(tmp_path).read_text())
+    prc = data["setup"]["manifests"][-1]
+    prc["spec"]["parameters"] = {"noRetry": "true"}
+    data["autoscaler"] = {"check-capacity.autoscaling.x-k8s.io": {"capacity": {"nvidia.com/gpu": 2}}}
+    path = tmp_path / "noretry.yaml"
+    path.write_text(yaml.safe_dump(data))
+    s = run(path, count=20).summary
+    assert s.requests.failed > 0 and s.evictions.get("AdmissionCheck", 0) > 0
+
+
+def test_revocations_deactivate_running_workloads(tmp_path: Path) -> None:
+    path = simulation_file(tmp_path, autoscaler={"check-capacity.autoscaling.x-k8s.io": {
+        "revocationProbability": 1, "revocationTime": "5m"}}, jobs={"runningTime": "1h"})
+    s = run(path, count=6).summary
+    assert s.requests.capacity_revoked == s.requests.provisioned == 6
+    assert s.deactivated == 6 and s.finished == 0
+
+
+def test_a_class_ca_does_not_handle_is_never_answered(tmp_path: Path) -> None:
+    data = yaml.safe_load(simulation_file(tmp_path).read_text())
+    data["setup"]["manifests"][-1]["spec"]["provisioningClassName"] = "queued-provisioning.gke.io"
+    data["horizon"] = "1h"
+    path = tmp_path / "gke.yaml"
+    path.write_text(yaml.safe_dump(data))
+    s = run(path, count=5).summary
+    # 8 GPUs of quota, 2 per job: four hold quota waiting for an answer that never comes
+    assert (s.pending, s.requests.created, s.requests.provisioned) == (5, 4, 0)
+    assert s.reserved_waiting_quota_seconds["nvidia.com/gpu"] > 0
+
+
+def test_a_trace_of_templates_is_repeated_or_truncated(tmp_path: Path) -> None:
+    path = simulation_file(tmp_path, workloads={
+        "templates": [{"name": "train", "job": yaml.safe_load(job(gpus=1))}],
+        "trace": [{"at": "0s", "template": "train"}, {"at": "10m", "template": "train"}]})
+    assert [r.created for r in run(path).workloads] == [0, 600]
+    assert [r.created for r in run(path, count=5).workloads] == [0, 600, 1200, 1800, 2400]
+    assert [r.created for r in run(path, count=1).workloads] == [0]
+
+
+def test_a_kubectl_dump_replays_its_workloads(tmp_path: Path) -> None:
+    def workload(name: str, created: str, gpus: int) -> dict[str, object]:
+        return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+                "metadata": {"name": name, "namespace": "default", "creationTimestamp": created, "uid": "x",
+                             "resourceVersion": "7", "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job",
+                                                                            "name": "j", "uid": "u"}]},
+                "spec": {"queueName": "lq", "active": False, "podSets": [{"name": "main", "count": 1, "template": {
+                    "spec": {"containers": [{"name": "c", "resources": {"requests": {"nvidia.com/gpu": gpus}}}]}}}]},
+                "status": {"conditions": [{"type": "Admitted", "status": "True", "reason": "Admitted", "message": "",
+                                           "lastTransitionTime": created}]}}
+    dump = {"apiVersion": "v1", "kind": "List", "items": [workload("b", "2025-03-01T10:05:00Z", 2),
+                                                           workload("a", "2025-03-01T10:00:00Z", 1)]}
+    (tmp_path / "workloads.json").write_text(json.dumps(dump))
+    path = simulation_file(tmp_path, workloads={"trace": {"file": "workloads.json"}})
+    report = run(path)
+    assert [(r.name, r.created, r.template) for r in report.workloads] == [("a", 0, ""), ("b", 300, "")]
+    assert report.summary.finished == 2
+    assert [(r.name, r.created) for r in run(path, count=3).workloads] == [("a", 0), ("b", 300), ("a-2", 600)]
+
+
+def test_simulate_json_output_is_the_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["simulate", str(simulation_file(tmp_path)), "-o", "json", "--seed", "9"]) == 0
+    assert json.loads(capsys.readouterr().out)["seed"] == 9
+
+
+def test_setup_files_and_a_configuration_file_are_read_relative_to_the_simulation(tmp_path: Path) -> None:
+    (tmp_path / "setup.yaml").write_text(SETUP)
+    (tmp_path / "kueue.yaml").write_text("apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n"
+                                         "waitForPodsReady: {timeout: 1m}\n")
+    path = simulation_file(tmp_path, setup={"files": ["setup.yaml"]}, configuration="kueue.yaml",
+                           jobs={"podsReadyTime": "5m", "runningTime": "10m"})
+    s = run(path, count=4).summary
+    assert s.evictions.get("PodsReadyTimeout", 0) >= 4  # pods take 5m, the timeout is 1m

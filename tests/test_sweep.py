@@ -1,0 +1,153 @@
+"""``sweep``: ``--set`` paths, the grid, and the same rows however the points run."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+from kueue_provreq import cli
+from kueue_provreq.manifests import ManifestError
+from kueue_provreq.simulation import SettingError, grid, load_document, parse_setting, sweep
+from kueue_provreq.simulation.settings import apply, parse_keys
+from kueue_provreq.simulation.sweep import flatten
+
+from sim_builders import simulation_file
+
+CLASS = "check-capacity.autoscaling.x-k8s.io"
+
+
+# --- paths -----------------------------------------------------------------------------------------
+
+
+def test_paths_with_dotted_keys_and_list_items() -> None:
+    assert parse_keys(f'autoscaler["{CLASS}"].failureProbability') == ("autoscaler", CLASS, "failureProbability")
+    assert parse_keys(f"autoscaler['{CLASS}'].capacity") == ("autoscaler", CLASS, "capacity")
+    assert parse_keys(f"autoscaler[{CLASS}].failureProbability") == ("autoscaler", CLASS, "failureProbability")
+    assert parse_keys("workloads.templates[0].weight") == ("workloads", "templates", 0, "weight")
+
+
+def test_values_are_yaml_scalars() -> None:
+    setting = parse_setting("jobs.runningTime=5m,1h")
+    assert setting.values == ("5m", "1h")
+    assert parse_setting("seed=1, 2").values == (1, 2)
+    assert parse_setting("retryStrategy.backoffLimitCount=0,3").shorthand == "backoffLimitCount"
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("seed", "--set seed: expected PATH=V1,V2,..."),
+    ("=1", "--set =1: expected PATH=V1,V2,..."),
+    ("seed=1,,2", "--set seed: an empty item is not a value"),
+    ("seed=[1]", "--set seed: '[1]' is not a value"),
+    ('autoscaler["x.y".failureProbability=1', "--set autoscaler[\"x.y\".failureProbability: cannot read the path"),
+])
+def test_bad_settings(text: str, message: str) -> None:
+    with pytest.raises(SettingError) as e:
+        parse_setting(text)
+    assert str(e.value).startswith(message)
+
+
+def test_apply_creates_mappings_on_the_way_and_refuses_to_walk_through_values() -> None:
+    doc = {"autoscaler": {}, "seed": 1, "workloads": {"templates": [{"weight": 1}]}}
+    setting = parse_setting(f'autoscaler["{CLASS}"].failureProbability=0.5')
+    assert apply(doc, [(setting, 0.5)])["autoscaler"] == {CLASS: {"failureProbability": 0.5}}
+    assert doc["autoscaler"] == {}  # a copy
+    assert apply(doc, [(parse_setting("workloads.templates[0].weight=3"), 3)])["workloads"]["templates"] == [
+        {"weight": 3}]
+    with pytest.raises(SettingError, match=r"^--set seed.x=1: seed is the value 1, it has no key 'x'$"):
+        apply(doc, [(parse_setting("seed.x=1"), 1)])
+    with pytest.raises(SettingError, match=r"workloads.templates has 1 items, no \[4\]"):
+        apply(doc, [(parse_setting("workloads.templates[4].weight=1"), 1)])
+
+
+def test_flatten() -> None:
+    assert flatten({"a": 1, "b": {"c": 2, "d": {"e": None}}}) == {"a": 1, "b.c": 2, "b.d.e": None}
+
+
+# --- the grid ------------------------------------------------------------------------------------
+
+
+def test_the_grid_is_every_combination_each_validated(tmp_path: Path) -> None:
+    document = load_document(simulation_file(tmp_path))
+    settings = [parse_setting("retryStrategy.backoffLimitCount=0,5"),
+                parse_setting(f'autoscaler["{CLASS}"].failureProbability=0.1,0.9,1')]
+    points = grid(document, settings, count=3)
+    assert [p.values for p in points] == [(0, 0.1), (0, 0.9), (0, 1), (5, 0.1), (5, 0.9), (5, 1)]
+    prc = next(o for o in points[4].simulation.setup if o.KIND == "ProvisioningRequestConfig")
+    assert prc.spec.retry_strategy.backoff_limit_count == 5  # type: ignore[attr-defined]
+    assert points[4].simulation.autoscaler[CLASS].failure_probability == 0.9
+    assert all(p.simulation.count == 3 for p in points)
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    (f'autoscaler["{CLASS}"].failureProbability=0.5,2',
+     f"--set autoscaler[\"{CLASS}\"].failureProbability=2: Simulation small: autoscaler[{CLASS}].failureProbability: "
+     "must be at least 0 and at most 1"),
+    (f'autoscaler["{CLASS}"].failureProbabilty=0.5',
+     f"--set autoscaler[\"{CLASS}\"].failureProbabilty=0.5: Simulation small: autoscaler[{CLASS}].failureProbabilty: "
+     "unknown field"),
+    ("retryStrategy.backoffLimitCount=many",
+     "--set retryStrategy.backoffLimitCount=many: ProvisioningRequestConfig prc: spec.retryStrategy.backoffLimitCount:"),
+    ("jobs.runningTime=soon", "--set jobs.runningTime=soon: Simulation small: jobs.runningTime: invalid duration"),
+])
+def test_a_bad_value_names_its_setting(tmp_path: Path, text: str, message: str) -> None:
+    with pytest.raises(ManifestError) as e:
+        grid(load_document(simulation_file(tmp_path)), [parse_setting(text)])
+    assert str(e.value).startswith(message)
+
+
+def test_sweep_command_bad_paths_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = simulation_file(tmp_path)
+    for setting, message in (("seed.x=1", "--set seed.x=1: seed is the value 5, it has no key 'x'"),
+                             ("workloads[0]=1", "--set workloads[0]=1: workloads is a mapping, it has no [0]"),
+                             ("nothing", "--set nothing: expected PATH=V1,V2,...")):
+        assert cli.main(["sweep", str(path), "--set", setting]) == 2
+        out, err = capsys.readouterr()
+        assert out == "" and err == f"kueue-provreq: error: {message}\n"
+    assert cli.main(["sweep", str(path), "--set", "seed=1", "-j", "0"]) == 2
+    assert "-j: must be at least 1" in capsys.readouterr().err
+
+
+# --- running it ----------------------------------------------------------------------------------
+
+
+def test_the_same_rows_in_process_in_worker_processes_and_on_dask(tmp_path: Path) -> None:
+    document = load_document(simulation_file(tmp_path))
+    texts = ["retryStrategy.backoffBaseSeconds=10,120", f'autoscaler["{CLASS}"].failureProbability=0.2,0.6']
+    settings = [parse_setting(t) for t in texts]
+    points = grid(document, settings, count=10)
+    here = sweep(texts, points, jobs=1)
+    assert here == sweep(texts, points, jobs=2)
+    assert here == sweep(texts, points, jobs=2, dask="local")
+    assert [tuple(r[t] for t in texts) for r in here.rows] == [(10, 0.2), (10, 0.6), (120, 0.2), (120, 0.6)]
+    assert here.rows[0]["workloads"] == 10
+
+
+def test_sweep_writes_its_csv_and_a_plot(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = simulation_file(tmp_path)
+    out = tmp_path / "out"
+    status = cli.main(["sweep", str(path), "--workloads", "6", "-j", "1", "--out", str(out),
+                       "--set", "retryStrategy.backoffLimitCount=0,2", "--set", "seed=1,2"])
+    assert status == 0
+    table = capsys.readouterr().out.splitlines()
+    assert table[0].split()[:3] == ["retryStrategy.backoffLimitCount", "seed", "finished"] and len(table) == 5
+    rows = list(csv.DictReader((out / "sweep.csv").open()))
+    assert len(rows) == 4
+    columns = list(rows[0])
+    assert columns[:4] == ["retryStrategy.backoffLimitCount", "seed", "simulation", "seed"][:2] + columns[2:4]
+    assert "admissionLatencySeconds.p90" in columns and "provisioningRequests.created" in columns
+    assert (out / "sweep.png").stat().st_size > 10_000
+    assert cli.main(["sweep", str(path), "--workloads", "4", "-j", "1", "-o", "json",
+                     "--set", "retryStrategy.backoffLimitCount=1"]) == 0
+    assert json.loads(capsys.readouterr().out)[0]["retryStrategy.backoffLimitCount"] == 1
+
+
+def test_one_parameter_gives_a_line_plot_and_three_none(tmp_path: Path) -> None:
+    from kueue_provreq.simulation.plots import sweep_plot
+
+    rows = [{"a": v, "b": 1, "c": 2, "deactivated": v, "admissionLatencySeconds.p50": 60 * v,
+             "admissionLatencySeconds.p90": 90 * v, "admissionLatencySeconds.p99": None} for v in (1, 2, 3)]
+    assert sweep_plot(["a", "b"], rows, tmp_path / "line.png") == tmp_path / "line.png"
+    grid_rows = [{**r, "b": b, "c": c} for r in rows for b in (1, 2) for c in (3, 4)]
+    assert sweep_plot(["a", "b", "c"], grid_rows, tmp_path / "none.png") is None
