@@ -214,3 +214,15 @@ def test_one_namespace_reads_namespaced_kinds_there_only(tmp_path: Path) -> None
         "/apis/kueue.x-k8s.io/v1beta2/namespaces/ml/localqueues", "/apis/batch/v1/namespaces/ml/jobs",
         "/apis/kueue.x-k8s.io/v1beta2/namespaces/ml/workloads",
         "/apis/autoscaling.x-k8s.io/v1/namespaces/ml/provisioningrequests", "/api/v1/namespaces/ml/podtemplates"}
+
+
+def test_forecast_runs_a_live_cluster_forward(healthy: tuple[RecordedAPIServer, Path]) -> None:
+    """forecast takes --kubeconfig as explain does: tune-d's failed attempt is retried at its
+    requeue time (10:00:30) and the second one, provisioned at once, admits it."""
+    _, kubeconfig = healthy
+    status, out, _ = run(["forecast", "--kubeconfig", str(kubeconfig), "--at", AT, "-o", "json"])
+    assert status == 0
+    outcomes = {w["name"]: w["outcome"] for w in json.loads(out)["workloads"]}
+    assert outcomes["job-tune-d-c12f0"] == "Admitted" and outcomes["job-train-a-5b3d0"] == "Admitted"
+    tune = next(w for w in json.loads(out)["workloads"] if w["name"] == "job-tune-d-c12f0")
+    assert (tune["admittedAt"], tune["attempts"]) == ("2026-11-20T10:00:30Z", 1)
