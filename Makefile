@@ -9,7 +9,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q --disable-pip-version-check -e '.[dev,docs,cluster,sim]'
 	touch $@
 
-.PHONY: setup demo test bench bench-sim docs docs-check
+.PHONY: setup demo test bench bench-sim docs docs-check docs-screenshots
 setup: $(STAMP)
 
 demo: $(STAMP)
@@ -26,17 +26,59 @@ test: $(STAMP)
 	$(BIN)/python -m pytest
 	$(MAKE) docs-check
 
-# the Sphinx site and its doctests, warnings as errors; diagrams as SVG when graphviz is
-# installed (`make docs` installs it from Debian's packages), as Mermaid text otherwise
+# the Sphinx site and its doctests, warnings as errors; no network (the diagrams show as Mermaid
+# text unless `make docs` has fetched the script that draws them)
 docs-check: $(STAMP)
 	$(BIN)/python -m sphinx -q -W --keep-going -b html docs docs/_build/html
 	$(BIN)/python -m sphinx -q -W -b doctest docs docs/_build/doctest
 
-docs: $(STAMP)
-	command -v dot >/dev/null || (apt-get update -qq && apt-get install -y -qq graphviz) || \
-		echo "graphviz not installed: diagrams will be Mermaid text only"
+# The browser side of the docs comes from the npm registry, each package pinned by version and
+# SHA-512, fetched once into .cache/docs/ (neither is committed; docs/diagrams.rst says why):
+# Mermaid's single-file build, served with the site to draw the state diagrams, and
+# playwright-core, which drives Debian's chromium for `make docs-screenshots`.
+DOCS_CACHE := .cache/docs
+MERMAID_VERSION := 12.3.0
+MERMAID_SHA512 := sha512-4113TdXeLAsMruJ79OpFL5O8+LTFXhQqZ260rF3tgUmiNAtRm4Uume04I+65PRN6yZ69J4f8rVYWW8zRk65UYw==
+PLAYWRIGHT_VERSION := 1.65.1
+PLAYWRIGHT_SHA512 := sha512-hqPpz7blSMPxWVdoeE1yiBSzXsKiVOd2k+kjCvmUywD2GPO2Dd9HfcWnq9NN0GHbNZDFgZ9JfBFr+X5/BLo0qw==
+MERMAID := docs/_vendor/mermaid/.mermaid-$(MERMAID_VERSION)
+PLAYWRIGHT := $(DOCS_CACHE)/playwright-core-$(PLAYWRIGHT_VERSION)/index.mjs
+
+# $(call npm_pack,NAME,VERSION,SHA512): fetch one package tarball and check it against the pin
+define npm_pack
+	@command -v npm >/dev/null || { echo "make: npm is needed to fetch $(1) (apt-get install npm)" >&2; exit 1; }
+	@echo "fetching $(1)@$(2) from the npm registry into $(DOCS_CACHE)/ (once)"
+	@mkdir -p $(DOCS_CACHE)
+	@cd $(DOCS_CACHE) && npm pack --silent --no-fund $(1)@$(2) >/dev/null
+	@$(PY) -c 'import base64, hashlib, sys; f, pin = sys.argv[1:]; got = "sha512-" + base64.b64encode(hashlib.sha512(open(f, "rb").read()).digest()).decode(); sys.exit(None if got == pin else f"{f}: SHA-512 {got} is not the pinned {pin}")' $(DOCS_CACHE)/$(1)-$(2).tgz '$(3)'
+endef
+
+$(DOCS_CACHE)/mermaid-$(MERMAID_VERSION).tgz:
+	$(call npm_pack,mermaid,$(MERMAID_VERSION),$(MERMAID_SHA512))
+
+$(DOCS_CACHE)/playwright-core-$(PLAYWRIGHT_VERSION).tgz:
+	$(call npm_pack,playwright-core,$(PLAYWRIGHT_VERSION),$(PLAYWRIGHT_SHA512))
+
+$(MERMAID): $(DOCS_CACHE)/mermaid-$(MERMAID_VERSION).tgz
+	rm -rf $(@D) && mkdir -p $(@D)
+	tar -xzf $< -C $(@D) --strip-components=2 package/dist/mermaid.min.js
+	tar -xzf $< -C $(@D) --strip-components=1 package/LICENSE
+	touch $@
+
+$(PLAYWRIGHT): $(DOCS_CACHE)/playwright-core-$(PLAYWRIGHT_VERSION).tgz
+	rm -rf $(@D) && mkdir -p $(@D)
+	tar -xzf $< -C $(@D) --strip-components=1
+	touch $@
+
+docs: $(STAMP) $(MERMAID)
 	$(MAKE) docs-check
 	@echo "open docs/_build/html/index.html"
+
+# the built site in a real browser, offline: every diagram drawn, complete, labels apart, within
+# its frame; PNGs of the pages and diagrams in docs/_build/screenshots/
+docs-screenshots: docs $(PLAYWRIGHT)
+	command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium)
+	PLAYWRIGHT_CORE=$(abspath $(PLAYWRIGHT)) node docs/screenshots.mjs docs/_build/html docs/_build/screenshots
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_core.py

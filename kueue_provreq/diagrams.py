@@ -1,29 +1,38 @@
 """State diagrams drawn from the machine declarations, as Graphviz DOT and Mermaid text.
 
 This is an edge module: the docs build and humans use it, the core never imports
-it.  Every state and edge comes from a :class:`~kueue_provreq.machines.MachineTable[Any, Any]`,
-so a diagram cannot drift from the tables the controllers consult (h11's warning
-about hand-drawn diagrams is the failure this avoids).
+it.  Every state and edge comes from a :class:`~kueue_provreq.machines.table.MachineTable`,
+so a diagram cannot drift from the tables the controllers consult (h11's warning about
+hand-drawn diagrams is the failure this avoids).
 
 Conventions shared by both formats:
 
 * an edge is labelled ``trigger [guard, !unless_guard]``; ``!`` marks an
   ``unless`` guard, so ``request_failed [!within_backoff_limit]`` reads "fires
   when the attempt is beyond the limit";
+* one arrow per pair of states, its label one line per declared edge in
+  declaration order: the check machine declares over forty edges between four
+  states, unreadable as separate arrows;
 * an internal transition (``dest=None``: the trigger is handled and the state
-  stays) is a self-loop, dashed in DOT;
+  stays) is a self-loop: dashed in DOT; in Mermaid, which cannot style one
+  transition, its line ends with ``(internal)`` and it shares the state's one
+  self-loop with the external self-transitions, so that two loops on one state
+  never stand side by side with labels that read as one;
 * states, then edges, appear in declaration order, so the text is
   deterministic and diffs of it are meaningful;
 * a state with no outgoing edge is terminal: double border in DOT, ``--> [*]``
   in Mermaid.
 
 Edges with the same source and trigger are tried in declaration order and the
-first whose guards hold wins (:meth:`MachineTable[Any, Any].fire`); the labels show each
-edge's own guards, not the negation of the earlier ones.
+first whose guards hold wins (:meth:`~kueue_provreq.machines.table.MachineTable.fire`);
+the labels show each edge's own guards, not the negation of the earlier ones.
 
 >>> from kueue_provreq.machines import PROVISIONING_REQUEST_MACHINE as pr
 >>> [line.strip() for line in to_mermaid(pr).splitlines() if "expire_booking" in line]
 ['provisioningrequest_Provisioned --> provisioningrequest_BookingExpired: expire_booking']
+>>> from kueue_provreq.machines import ADMISSION_CHECK_MACHINE as check
+>>> [line.strip() for line in to_mermaid(check).splitlines() if "Retry --> admissioncheck_Retry" in line]
+['admissioncheck_Retry --> admissioncheck_Retry: request_failed [newer_attempt]<br/>request_failed (internal)']
 """
 
 from __future__ import annotations
@@ -37,8 +46,8 @@ from typing import Any
 from kueue_provreq.errors import KueueProvreqError
 from kueue_provreq.machines import MACHINES, Edge, MachineTable
 
-__all__ = ["GraphvizError", "combined_dot", "combined_mermaid", "dot_available", "edge_label",
-           "render_svg", "to_dot", "to_mermaid"]
+__all__ = ["INTERNAL_MARK", "MERMAID_LINE_BREAK", "GraphvizError", "combined_dot", "combined_mermaid",
+           "dot_available", "edge_label", "render_svg", "to_dot", "to_mermaid"]
 
 
 class GraphvizError(KueueProvreqError, RuntimeError):
@@ -135,6 +144,13 @@ def combined_dot(tables: Iterable[MachineTable[Any, Any]] = MACHINES.values()) -
 # --- Mermaid ----------------------------------------------------------------------------
 
 
+MERMAID_LINE_BREAK = "<br/>"
+"""Separates the edges drawn by one Mermaid transition (Mermaid's own line break in labels)."""
+
+INTERNAL_MARK = " (internal)"
+"""Ends the label line of an internal transition in Mermaid, which cannot dash one transition."""
+
+
 def _mermaid_id(prefix: str, state: str) -> str:
     return re.sub(r"\W", "_", f"{prefix}_{state}")
 
@@ -143,8 +159,13 @@ def _mermaid_lines(table: MachineTable[Any, Any], indent: str) -> list[str]:
     ids = {s: _mermaid_id(table.name, s) for s in table.states}
     lines = [f'{indent}state "{s}" as {ids[s]}' for s in table.states]
     lines.append(f"{indent}[*] --> {ids[table.initial]}")
-    # Mermaid has no per-edge style, so internal self-loops look like ordinary ones.
-    lines += [f"{indent}{ids[e.source]} --> {ids[e.target]}: {edge_label(e)}" for e in table.edges]
+    # One transition per pair of states, so internal and external self-loops share one loop.
+    grouped: dict[tuple[str, str], list[str]] = {}
+    for e in table.edges:
+        label = edge_label(e) + (INTERNAL_MARK if e.dest is None else "")
+        grouped.setdefault((e.source, e.target), []).append(label)
+    lines += [f"{indent}{ids[source]} --> {ids[target]}: {MERMAID_LINE_BREAK.join(labels)}"
+              for (source, target), labels in grouped.items()]
     lines += [f"{indent}{ids[s]} --> [*]" for s in _terminal_states(table)]
     return lines
 
@@ -152,7 +173,7 @@ def _mermaid_lines(table: MachineTable[Any, Any], indent: str) -> list[str]:
 def to_mermaid(table: MachineTable[Any, Any]) -> str:
     """One machine as a Mermaid ``stateDiagram-v2``; state ids are ``<machine>_<state>``
     (Mermaid ids must be identifiers, and some state names repeat across machines)."""
-    lines = [f"%% {table.title}", "stateDiagram-v2", "    direction LR"]
+    lines = [f"%% {table.title}", "stateDiagram-v2", "    direction TB"]
     lines += _mermaid_lines(table, "    ")
     return "\n".join(lines) + "\n"
 
@@ -160,7 +181,7 @@ def to_mermaid(table: MachineTable[Any, Any]) -> str:
 def combined_mermaid(tables: Iterable[MachineTable[Any, Any]] = MACHINES.values()) -> str:
     """Every machine as a composite state of one diagram (the Mermaid twin of :func:`combined_dot`)."""
     lines = ["%% Workload, admission check and ProvisioningRequest lifecycles", "stateDiagram-v2",
-             "    direction LR"]
+             "    direction TB"]
     for table in tables:
         lines.append(f"    %% {table.title}")
         lines.append(f"    state {table.name} {{")

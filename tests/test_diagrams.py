@@ -59,17 +59,25 @@ def _dot_graph(text: str) -> tuple[dict[str, str], list[Triple], set[tuple[str, 
     return nodes, edges, dashed
 
 
-def _mermaid_graph(text: str) -> tuple[dict[str, str], list[Triple]]:
-    """State id -> name, and every labelled transition with its ids mapped back to names."""
+def _mermaid_graph(text: str) -> tuple[dict[str, str], list[Triple], list[Triple], list[tuple[str, str]]]:
+    """State id -> name; every labelled transition split back into single edges, ids as written;
+    the edges marked internal; and the (source, target) pair of each transition line."""
     names: dict[str, str] = {}
     edges: list[Triple] = []
+    internal: list[Triple] = []
+    pairs: list[tuple[str, str]] = []
     for line in text.splitlines():
         if m := _MERMAID_STATE.match(line):
             names[m["id"]] = m["name"]
         elif (m := _MERMAID_EDGE.match(line)) and m["label"] is not None:
-            trigger, guards = _parse_label(m["label"])
-            edges.append((m["src"], trigger, guards, m["dst"]))
-    return names, edges
+            pairs.append((m["src"], m["dst"]))
+            for part in m["label"].split(diagrams.MERMAID_LINE_BREAK):
+                bare = part.removesuffix(diagrams.INTERNAL_MARK)
+                trigger, guards = _parse_label(bare)
+                edges.append((m["src"], trigger, guards, m["dst"]))
+                if bare != part:
+                    internal.append(edges[-1])
+    return names, edges, internal, pairs
 
 
 def _same_edges(found: list[Triple], table: MachineTable, prefix: str = "") -> None:
@@ -92,12 +100,15 @@ def test_dot_has_every_state_and_transition(table: MachineTable) -> None:
 def test_mermaid_has_every_state_and_transition(table: MachineTable) -> None:
     text = diagrams.to_mermaid(table)
     assert text.splitlines()[1] == "stateDiagram-v2"
-    names, edges = _mermaid_graph(text)
+    names, edges, _, pairs = _mermaid_graph(text)
     assert sorted(names.values()) == sorted(table.states)
     named = [(names[s], t, g, names[d]) for s, t, g, d in edges]
     _same_edges(named, table)
-    # one line per declared edge, in declaration order
-    assert [(t, g) for _, t, g, _ in named] == [(t, g) for _, t, g, _ in _expected(table)]
+    # one arrow per pair of states, its lines in declaration order
+    assert len(pairs) == len(set(pairs)) == len({(e.source, e.target) for e in table.edges})
+    for pair in pairs:
+        mine = [(t, g) for s, t, g, d in named if (s, d) == (names[pair[0]], names[pair[1]])]
+        assert mine == [(t, g) for s, t, g, d in _expected(table) if (s, d) == (names[pair[0]], names[pair[1]])]
     initial_id = next(i for i, n in names.items() if n == table.initial)
     assert f"[*] --> {initial_id}" in text
 
@@ -111,12 +122,11 @@ def test_guards_and_unless_are_labelled() -> None:
 
 
 @pytest.mark.parametrize("table", TABLES, ids=IDS)
-def test_internal_transitions_are_self_loops(table: MachineTable) -> None:
-    names, edges = _mermaid_graph(diagrams.to_mermaid(table))
-    loops = [(names[s], t, g) for s, t, g, d in edges if s == d]
-    for e in table.edges:
-        if e.dest is None:
-            assert (e.source, *_parse_label(diagrams.edge_label(e))) in loops
+def test_internal_transitions_are_marked_self_loops(table: MachineTable) -> None:
+    names, _, internal, _ = _mermaid_graph(diagrams.to_mermaid(table))
+    marked = [(names[s], t, g, names[d]) for s, t, g, d in internal]
+    assert sorted(marked) == sorted(t for t, e in zip(_expected(table), table.edges) if e.dest is None)
+    assert all(s == d for s, _, _, d in marked)
 
 
 def test_combined_dot_has_every_edge_of_every_machine() -> None:
@@ -133,7 +143,7 @@ def test_combined_dot_has_every_edge_of_every_machine() -> None:
 
 def test_combined_mermaid_has_every_edge_of_every_machine() -> None:
     text = diagrams.combined_mermaid()
-    names, edges = _mermaid_graph(text)
+    names, edges, _, _ = _mermaid_graph(text)
     for table in TABLES:
         assert f"state {table.name} {{" in text
         ids = {i: n for i, n in names.items() if i.startswith(f"{table.name}_")}

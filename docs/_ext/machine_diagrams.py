@@ -1,40 +1,104 @@
-"""Sphinx directives that draw the declared machines at build time.
+"""Sphinx directives that draw the declared machines in the built site.
 
-``.. machine-diagram:: <name>`` (a key of ``MACHINES``, or ``combined``) renders
-an inline SVG through Graphviz when ``dot`` is installed, and always adds the
-Mermaid text of the same diagram, so a build without Graphviz still shows every
-state and edge.  ``.. machine-transitions:: <name>`` lists the edges as a table.
-Nothing is checked in: the pages are redrawn whenever the declarations change.
+``.. machine-diagram:: <name>`` (a key of ``MACHINES``) puts the Mermaid text of that
+machine into the page, the text ``kueue-provreq diagram -o mermaid`` prints, and the browser
+draws it with the Mermaid script served from ``_static/mermaid/``.  A diagram is drawn at
+natural size: wider than the column, its frame scrolls sideways, and its "full size" link
+shows it alone over the whole window (CSS ``:target``, no script).
+``.. machine-transitions:: <name>`` lists the edges as a table, and
+``.. machine-triggers:: <name>`` who fires each trigger (``MachineTable.fired_by``).  Nothing
+is checked in: the pages are redrawn whenever the declarations change.
+
+The script is Mermaid's single-file build (``dist/mermaid.min.js`` of the npm package),
+which ``make docs`` fetches into ``docs/_vendor/mermaid/`` (see the Makefile).  It is loaded
+as a classic script, not as the ES module sphinxcontrib-mermaid imports: browsers refuse
+module imports from ``file://`` pages, so a site opened from disk would show no picture.
+When the script has not been fetched the build still succeeds (``make test`` needs no
+network) and each diagram shows as its Mermaid text.
 """
 
 from __future__ import annotations
 
+import html
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from docutils import nodes
 from docutils.parsers.rst import directives
 from kueue_provreq import diagrams
-from kueue_provreq.machines import MACHINES, MachineTable, declarations
+from kueue_provreq.machines import MACHINES, declarations
 from sphinx.application import Sphinx
+from sphinx.config import Config
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 
 logger = logging.getLogger(__name__)
-COMBINED = "combined"
+VENDOR_DIR = "_vendor"
+"""Under the docs folder; its ``mermaid/`` is served as ``_static/mermaid/``."""
+MERMAID_JS = "mermaid/mermaid.min.js"
+
+#: The ``kueue-provreq diagram`` argument that prints each diagram.
+_CLI_ARGUMENT = {"admissioncheck": "check"}
+
+# Drawn at natural size (a wide diagram scrolls sideways rather than shrinking its labels),
+# ids numbered per page so that two diagrams on one page never share one.  A frame narrower
+# than its diagram opens on the start state, not on the left edge; ``data-machine-diagrams``
+# on <html> tells a browser test that drawing is over.
+_MERMAID_INIT = """\
+mermaid.initialize({
+  startOnLoad: false,
+  deterministicIds: true,
+  securityLevel: "strict",
+  state: {useMaxWidth: false},
+  themeVariables: {fontSize: "14px"}
+});
+window.addEventListener("load", async () => {
+  try {
+    await mermaid.run({querySelector: "div.machine-diagram-canvas pre.mermaid"});
+  } finally {
+    for (const canvas of document.querySelectorAll("div.machine-diagram-canvas")) {
+      const start = canvas.querySelector('g[id*="-state-root_start"]');
+      if (!start) continue;
+      const dot = start.getBoundingClientRect(), frame = canvas.getBoundingClientRect();
+      canvas.scrollLeft += dot.left + dot.width / 2 - (frame.left + frame.width / 2);
+    }
+    document.documentElement.dataset.machineDiagrams = "drawn";
+  }
+});"""
 
 
 def _choose(argument: str) -> str:
-    return str(directives.choice(argument, [*MACHINES, COMBINED]))
+    return str(directives.choice(argument, list(MACHINES)))
 
 
-def _tables(name: str) -> list[MachineTable]:
-    return list(MACHINES.values()) if name == COMBINED else [MACHINES[name]]
+class machine_diagram(nodes.General, nodes.Element):
+    """A diagram's Mermaid text; only the HTML writer draws it."""
 
 
-def _svg_body(svg: str) -> str:
-    """Drop the XML prolog and DOCTYPE: the SVG is inlined into an HTML page."""
-    return svg[svg.index("<svg"):]
+def _mermaid_js(app: Sphinx) -> Path:
+    return Path(app.confdir) / VENDOR_DIR / MERMAID_JS
+
+
+def _visit_html(self: Any, node: machine_diagram) -> None:
+    text = html.escape(node["mermaid"])
+    machine = node["machine"]
+    command = f"kueue-provreq diagram {_CLI_ARGUMENT.get(machine, machine)}"
+    drawn = _mermaid_js(self.builder.app).is_file()
+    parts = [f'<span id="{machine}-diagram-frame"></span>',
+             f'<figure class="machine-diagram" id="{machine}-diagram" data-machine="{machine}">']
+    if drawn:
+        parts.append(f'<div class="machine-diagram-bar"><a class="machine-diagram-open" '
+                     f'href="#{machine}-diagram">full size</a><a class="machine-diagram-close" '
+                     f'href="#{machine}-diagram-frame">close</a></div>')
+    parts.append(f'<div class="machine-diagram-canvas"><pre class="mermaid">{text}</pre></div>')
+    # Without the script the canvas already shows the text; once drawn, the text is one click away.
+    if drawn:
+        parts.append(f'<details class="machine-diagram-source"><summary>Mermaid source '
+                     f"(<code>{command}</code> prints the same)</summary><pre>{text}</pre></details>")
+    parts.append("</figure>\n")
+    self.body.append("".join(parts))
+    raise nodes.SkipNode
 
 
 class MachineDiagram(SphinxDirective):
@@ -43,27 +107,12 @@ class MachineDiagram(SphinxDirective):
     def run(self) -> list[nodes.Node]:
         name = _choose(self.arguments[0])
         self.env.note_dependency(declarations.__file__)
-        tables = _tables(name)
-        dot = diagrams.combined_dot(tables) if name == COMBINED else diagrams.to_dot(tables[0])
-        mermaid = diagrams.combined_mermaid(tables) if name == COMBINED else diagrams.to_mermaid(tables[0])
-        out: list[nodes.Node] = []
-        n_states = sum(len(t.states) for t in tables)
-        n_edges = sum(len(t.edges) for t in tables)
-        n_internal = sum(1 for t in tables for e in t.edges if e.dest is None)
-        out.append(nodes.paragraph(
-            text=f"{n_states} states, {n_edges} declared transitions ({n_internal} internal), "
-                 "drawn from kueue_provreq.machines at build time."))
-        if diagrams.dot_available():
-            svg = _svg_body(diagrams.render_svg(dot))
-            box = nodes.container(classes=["machine-diagram"])
-            box += nodes.raw("", f'<div style="overflow-x:auto">{svg}</div>', format="html")
-            out.append(box)
-        else:
-            logger.info("machine-diagram %s: Graphviz 'dot' not found, showing Mermaid text only", name,
-                        location=self.get_location())
-        out.append(nodes.paragraph(text="Mermaid source of the same diagram (stateDiagram-v2):"))
-        out.append(nodes.literal_block(mermaid, mermaid, language="none"))
-        return out
+        table = MACHINES[name]
+        n_internal = sum(1 for e in table.edges if e.dest is None)
+        summary = nodes.paragraph(
+            text=f"{len(table.states)} states, {len(table.edges)} declared transitions "
+                 f"({n_internal} internal), drawn from kueue_provreq.machines when the site is built.")
+        return [summary, machine_diagram(machine=name, mermaid=diagrams.to_mermaid(table))]
 
 
 class MachineTransitions(SphinxDirective):
@@ -73,8 +122,6 @@ class MachineTransitions(SphinxDirective):
 
     def run(self) -> list[nodes.Node]:
         name = _choose(self.arguments[0])
-        if name == COMBINED:
-            raise self.error("machine-transitions takes one machine, not 'combined'")
         self.env.note_dependency(declarations.__file__)
         table = MACHINES[name]
         header = ("source", "trigger", "guards", "target")
@@ -82,6 +129,21 @@ class MachineTransitions(SphinxDirective):
                  ", ".join([*e.conditions, *(f"not {g}" for g in e.unless)]),
                  f"{e.target} (internal)" if e.dest is None else e.target)
                 for e in table.edges]
+        return [_table(header, rows)]
+
+
+class MachineTriggers(SphinxDirective):
+    """Each trigger of one machine, the actors that fire it, and how many edges it has."""
+
+    required_arguments = 1
+
+    def run(self) -> list[nodes.Node]:
+        name = _choose(self.arguments[0])
+        self.env.note_dependency(declarations.__file__)
+        table = MACHINES[name]
+        header = ("trigger", "fired by", "edges")
+        rows = [(str(t), ", ".join(table.fired_by[t]), str(sum(1 for e in table.edges if e.trigger == t)))
+                for t in table.triggers]
         return [_table(header, rows)]
 
 
@@ -105,7 +167,29 @@ def _table(header: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> nodes.ta
     return table
 
 
+def _serve_vendored_mermaid(app: Sphinx, config: Config) -> None:
+    if _mermaid_js(app).is_file():
+        config.html_static_path.append(str(Path(app.confdir) / VENDOR_DIR))
+    else:
+        logger.info("machine-diagram: %s not found, so the diagrams show as Mermaid text; "
+                    "'make docs' fetches it", _mermaid_js(app))
+
+
+def _add_mermaid_to_pages_with_diagrams(app: Sphinx, pagename: str, templatename: str,
+                                        context: dict[str, Any], doctree: nodes.document | None) -> None:
+    if doctree is None or doctree.next_node(machine_diagram) is None:
+        return
+    if _mermaid_js(app).is_file():
+        app.add_js_file(MERMAID_JS)
+        app.add_js_file(None, body=_MERMAID_INIT)
+
+
 def setup(app: Sphinx) -> dict[str, Any]:
+    app.add_node(machine_diagram, html=(_visit_html, None))
     app.add_directive("machine-diagram", MachineDiagram)
     app.add_directive("machine-transitions", MachineTransitions)
-    return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}
+    app.add_directive("machine-triggers", MachineTriggers)
+    app.add_css_file("machine-diagrams.css")
+    app.connect("config-inited", _serve_vendored_mermaid)
+    app.connect("html-page-context", _add_mermaid_to_pages_with_diagrams)
+    return {"version": "2", "parallel_read_safe": True, "parallel_write_safe": True}
