@@ -3,6 +3,7 @@ stream answered as the SCRIPT says, status written through the subresource."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -134,3 +135,32 @@ def test_stand_in_command_checks_its_script(tmp_path: Path, capsys: pytest.Captu
     assert status_ == 2
     assert capsys.readouterr().err.startswith("kueue-provreq: error: --autoscaler: item 1 'provison@5m': "
                                               "unknown answer 'provison'")
+
+
+def test_the_command_answers_what_is_due_and_stops(tmp_path: Path) -> None:
+    """``kueue-provreq autoscaler --for 0s``: one pass over the listed requests, on the wall clock."""
+    from kueue_provreq.manifests.codec import format_time
+
+    from builders import cli as run
+
+    created = format_time(int(time.time()) - 10)
+    pending = request("job-y-prov-1", created, "200")
+    answered = request("job-y-prov-1", created, "201", conditions=[
+        {"type": "Accepted", "status": "True", "reason": "Accepted", "message": "", "lastTransitionTime": created}])
+    all_ns = "/apis/autoscaling.x-k8s.io/v1/namespaces/ml/provisioningrequests"
+    exchanges = [
+        {"request": {"method": "GET", "path": all_ns, "query": {"limit": "500"}},
+         "response": ok({"apiVersion": "autoscaling.x-k8s.io/v1", "kind": "ProvisioningRequestList",
+                         "metadata": {"resourceVersion": "200"}, "items": [pending]})},
+        {"request": {"method": "PATCH", "path": f"{PR_PATH}/job-y-prov-1/status",
+                     "query": {"fieldManager": FIELD_MANAGER}}, "response": ok(answered)},
+    ]
+    with RecordedAPIServer(exchanges) as server:
+        done = run("autoscaler", "--kubeconfig", str(server.kubeconfig(tmp_path)), "-n", "ml", "--for", "0s")
+    assert server.unexpected == [] and done.returncode == 0, done.stderr
+    (patch,) = [r for r in server.requests if r.method == "PATCH"]
+    assert [c["type"] for c in patch.body["status"]["conditions"]] == ["Accepted", "Provisioned"]
+    header, written = done.stdout.splitlines()
+    assert header == f"answering ProvisioningRequests on {server.url} (namespace ml) with provision@0s"
+    assert written.endswith("ml/job-y-prov-1: Accepted=True (Accepted: ProvisioningRequest is accepted by "
+                            "ClusterAutoscaler), Provisioned=True (CapacityIsFound: Capacity is found in the cluster)")

@@ -24,7 +24,7 @@ from kueue_provreq.controllers.context import Context
 from kueue_provreq.engine import Manager, Recorder
 from kueue_provreq.world import Create, Delete, Effect, Update, World
 
-Action = Callable[[], None]
+Callback = Callable[[], None]
 
 Listener = Callable[[str, Effect], None]
 """``(actor, effect)``, called after ``effect`` is applied: ``actor`` is the controller, or for
@@ -43,18 +43,18 @@ class Loop:
         self.manager = Manager(world, Recorder(self._record), verify=verify)
         self._events: list[Event] = []
         self._seq = count()
-        self._after_settle: list[Action] = []
+        self._after_settle: list[Callback] = []
 
     def _record(self, controller: str, key: Key, effect: Effect) -> None:
         self.listener(controller, effect)
 
-    def at(self, time: int, action: Action) -> Event:
+    def at(self, time: int, action: Callback) -> Event:
         """Run ``action`` at ``time`` (now at the earliest), before that instant's settle."""
         event = Event(max(time, self.now), next(self._seq), action)
         heapq.heappush(self._events, event)
         return event
 
-    def after_settle(self, action: Action) -> None:
+    def after_settle(self, action: Callback) -> None:
         """Run ``action`` once the current instant's next settle is over, to act on what the
         controllers did in it.  What it writes is settled with the next instant's events: it
         is for writes nobody needs to react to at once (removing a finished workload)."""
@@ -115,9 +115,9 @@ class Event:
 
     __slots__ = ("time", "seq", "action")
 
-    def __init__(self, time: int, seq: int, action: Action) -> None:
+    def __init__(self, time: int, seq: int, action: Callback) -> None:
         self.time, self.seq = time, seq
-        self.action: Action | None = action
+        self.action: Callback | None = action
 
     def __lt__(self, other: Event) -> bool:
         return (self.time, self.seq) < (other.time, other.seq)
