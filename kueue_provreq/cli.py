@@ -1,8 +1,10 @@
 """``kueue-provreq``: kubectl-style commands over the model.
 
 ``conform`` judges conformance scenarios, ``run`` watches one unfold, ``explain`` says what
-each controller would do next to real manifests, ``forecast`` runs them forward in time,
-``simulate`` and ``sweep`` run simulation files, ``validate`` checks manifests as the API
+each controller would do next to real manifests or a live cluster, ``forecast`` runs them
+forward in time, ``simulate`` and ``sweep`` run simulation files, ``audit`` checks a cluster
+snapshot against the model's guarantees, ``autoscaler`` answers ProvisioningRequests on a test
+cluster, ``validate`` checks manifests as the API
 server would, ``diagram`` draws the lifecycles, and ``explore`` (when present) searches a
 small world exhaustively.  Manifests are given as ``-f FILE|DIR|-``, kubectl's way, with
 kubectl's ``--validate=strict|warn|ignore``; a Kueue Configuration with ``--config FILE``.
@@ -31,6 +33,7 @@ import yaml
 from kueue_provreq import __version__, diagrams
 from kueue_provreq.api.config import SEMANTICS, Configuration, parse_semantics
 from kueue_provreq.api.meta import Time
+from kueue_provreq.api.objects import KubeObject
 from kueue_provreq.conformance.runner import Outcome, Run, collect, conform, load_scenarios
 from kueue_provreq.conformance.scenario import Scenario
 from kueue_provreq.conformance.timeline import Timeline, jsonl_writer, text_writer
@@ -100,12 +103,27 @@ def build_parser() -> argparse.ArgumentParser:
                     "integrations create it), run every controller's reconcile once at TIME, and "
                     "print where each job, workload and admission check stands, with the rule that "
                     "decides it, then each controller's next effects. As kubectl apply does, an "
-                    "object the API server would refuse is left out and reported (exit status 2).")
-    _manifest_options(explain_cmd, ("table", "yaml", "json"))
-    explain_cmd.add_argument("--at", metavar="TIME", default=None,
-                             help="the clock, an RFC 3339 time like 2024-01-01T00:10:00Z (default: the "
-                                  "newest time the manifests record, as in a cluster dump, else now)")
+                    "object the API server would refuse is left out and reported (exit status 2). With --kubeconfig it reads the same "
+                    "objects from a live cluster (list calls only).")
+    _source_options(explain_cmd, ("table", "yaml", "json"))
     explain_cmd.set_defaults(func=_explain)
+
+    audit_cmd = commands.add_parser(
+        "audit", parents=[debug], help="check a cluster snapshot: broken invariants, orphans, "
+                                       "misconfiguration, stuck work",
+        description="Check the objects of a dump (-f) or a live cluster (--kubeconfig) against what "
+                    "the model guarantees and print one line per finding with its object and rule. "
+                    "Broken invariants, orphans and duplicate requests are errors (exit status 1); "
+                    "misconfiguration and stuck work are warnings (exit status 0, or 1 with --strict).")
+    _source_options(audit_cmd, ("table", "json"))
+    audit_cmd.add_argument("--strict", action="store_true", help="exit with status 1 on warnings too")
+    audit_cmd.add_argument("--overdue", metavar="DURATION", default="5m",
+                           help="how long past its time a Retry, or a Provisioned request whose check is "
+                                "still Pending, is reported (default 5m)")
+    audit_cmd.add_argument("--quota-wait", metavar="DURATION", default="30m",
+                           help="how long a workload may hold quota while its checks are not Ready "
+                                "(default 30m)")
+    audit_cmd.set_defaults(func=_audit)
 
     validate_cmd = commands.add_parser(
         "validate", parents=[debug], help="check manifests as the API server would on create",
@@ -132,10 +150,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "controllers forward in time, Cluster Autoscaler answering each ProvisioningRequest "
                     "as SCRIPT says, until every workload is admitted, deactivated or finished, or "
                     "--until has passed. Prints each workload's timeline.")
-    _manifest_options(forecast_cmd, ("table", "yaml", "json"))
-    forecast_cmd.add_argument("--at", metavar="TIME", default=None,
-                              help="the start, an RFC 3339 time like 2024-01-01T00:00:00Z (default: the "
-                                   "newest time the manifests record, as in a cluster dump, else now)")
+    _source_options(forecast_cmd, ("table", "yaml", "json"))
     forecast_cmd.add_argument("--autoscaler", metavar="SCRIPT", default="provision@0s",
                               help="what CA answers to attempt 1, 2, ... of each provisioning check, "
                                    "comma-separated; the last item repeats. Items: provision@D, fail@D, "
@@ -172,6 +187,23 @@ def build_parser() -> argparse.ArgumentParser:
                                 "'local' to start a local Dask cluster of -j workers")
     sweep_cmd.set_defaults(func=_sweep)
 
+    autoscaler_cmd = commands.add_parser(
+        "autoscaler", parents=[debug], help="play Cluster Autoscaler for ProvisioningRequests on a test cluster",
+        description="Watch the ProvisioningRequests of a (kind or test) cluster and answer them as "
+                    "Cluster Autoscaler would, following SCRIPT: item i answers attempt i, the last item "
+                    "repeats. It writes only ProvisioningRequest status, through the status "
+                    "subresource. Runs until interrupted, or for --for DURATION.")
+    autoscaler_cmd.add_argument("--kubeconfig", metavar="PATH", required=True, help="the cluster's kubeconfig")
+    autoscaler_cmd.add_argument("--context", metavar="NAME", help="the kubeconfig context (default: its current one)")
+    autoscaler_cmd.add_argument("-n", "--namespace", metavar="NS", default="",
+                                help="answer requests of NS only (default: all namespaces)")
+    autoscaler_cmd.add_argument("--autoscaler", metavar="SCRIPT", default="provision",
+                                help="what each attempt gets, e.g. fail@1m,provision@5m (default provision: "
+                                     "every attempt provisioned at once); the grammar of forecast --autoscaler")
+    autoscaler_cmd.add_argument("--for", dest="duration", metavar="DURATION", default=None,
+                                help="stop after DURATION (default: run until interrupted)")
+    autoscaler_cmd.set_defaults(func=_autoscaler)
+
     add_explore_command(commands)
     return parser
 
@@ -204,6 +236,10 @@ def _manifest_options(cmd: argparse.ArgumentParser, outputs: tuple[str, ...]) ->
                           "dropped silently (ignore), as kubectl's --validate (true and false too)")
     _config_option(cmd, "for manageJobsWithoutQueueName, integrations.frameworks, waitForPodsReady and "
                         "feature gates")
+    _semantics_option(cmd)
+
+
+def _semantics_option(cmd: argparse.ArgumentParser) -> None:
     cmd.add_argument("--semantics", type=_semantics, default=None, metavar="SWITCH,...",
                      help="semantics switches the model follows, comma-separated (" + ", ".join(SEMANTICS) +
                           "; default none); kep-993-preemption also lets manifests use KEP-993's "
@@ -216,6 +252,94 @@ def _validation_level(text: str) -> str:
     if level not in VALIDATION_LEVELS:
         raise argparse.ArgumentTypeError(f"invalid choice: {text!r} (choose from strict, warn, ignore)")
     return level
+
+
+def _source_options(cmd: argparse.ArgumentParser, outputs: tuple[str, ...]) -> None:
+    """``-f`` manifests or dumps, or a live cluster; the clock; the manifest options."""
+    source = cmd.add_mutually_exclusive_group(required=True)
+    source.add_argument("-f", "--filename", action="append", metavar="FILE|DIR|-",
+                        help="a manifest file, a folder of *.yaml/*.yml/*.json files, or - for stdin; "
+                             "repeatable; kubectl get -o yaml|json output (a List) too")
+    source.add_argument("--kubeconfig", metavar="PATH",
+                        help="read a live cluster through this kubeconfig instead (read-only: list calls; "
+                             "needs the 'cluster' extra)")
+    source.add_argument("--in-cluster", action="store_true",
+                        help="read the cluster this pod runs in, with its service account (as in a CronJob)")
+    cmd.add_argument("--context", metavar="NAME", help="the kubeconfig context (default: its current one)")
+    cmd.add_argument("-n", "--namespace", metavar="NS", default="",
+                     help="with --kubeconfig: read namespaced objects of NS only (default: all namespaces)")
+    cmd.add_argument("-o", "--output", choices=outputs, default=outputs[0],
+                     help=f"{', '.join(outputs)} (default {outputs[0]})")
+    cmd.add_argument("--validate", type=_validation_level, default=STRICT, metavar="|".join(VALIDATION_LEVELS),
+                     help="unknown fields are errors (strict, the default), warnings (warn) or "
+                          "dropped silently (ignore), as kubectl's --validate (true and false too)")
+    _config_option(cmd, "for manageJobsWithoutQueueName, waitForPodsReady and feature gates")
+    _semantics_option(cmd)
+    cmd.add_argument("--at", metavar="TIME", default=None,
+                     help="the clock, an RFC 3339 time like 2024-01-01T00:10:00Z (default: for files, the "
+                          "newest time they record, as in a cluster dump, else now; for a cluster, now)")
+
+
+@attrs.frozen
+class Input:
+    """What explain and audit read: the objects, the kinds that could not be read, the time."""
+
+    objects: tuple[KubeObject, ...]
+    now: Time
+    unread: frozenset[str] = frozenset()
+    refused: int = 0
+    """Objects of ``-f`` left out because the API server would refuse them (``keep_going``)."""
+
+
+def read_input(args: argparse.Namespace, config: Configuration, keep_going: bool = False) -> Input:
+    """The objects of ``-f`` or of the live cluster named, checked as ``config``'s semantics
+    switches say; warnings go to stderr, and with ``keep_going`` the errors of the objects left
+    out too (as ``kubectl apply`` goes on)."""
+    if args.context is not None and args.kubeconfig is None:
+        raise UsageError("--context needs --kubeconfig")
+    live = args.kubeconfig is not None or args.in_cluster
+    if args.namespace and not live:
+        raise UsageError("--namespace needs --kubeconfig or --in-cluster (a dump holds what it holds)")
+    at = _clock(args.at) if args.at is not None else None
+    if not live:
+        inputs = load_manifests(args, config, keep_going)
+        newest = inputs.newest_timestamp
+        now = at if at is not None else Time(newest) if newest is not None else _clock(None)
+        return Input(inputs.objects, now, refused=len(inputs.errors))
+    from kueue_provreq.cluster import client, snapshot
+
+    try:
+        connection = client.connect_in_cluster() if args.in_cluster else client.connect(args.kubeconfig, args.context)
+        with connection as api:
+            snap = snapshot.read(api, args.namespace)
+    except (client.ClusterError, client.ApiError) as e:
+        raise UsageError(str(e)) from None
+    for warning in snap.warnings:
+        print(f"{PROG}: warning: {warning}", file=sys.stderr)
+    objects, problems = snapshot.to_objects(snap.documents, snap.source, args.validate,
+                                             semantics=config.semantics)
+    for problem in problems:
+        print(f"{PROG}: warning: {problem}", file=sys.stderr)
+    return Input(tuple(objects), at if at is not None else _clock(None), snap.unread)
+
+
+def _clock(at: str | None) -> Time:
+    if at is None:
+        return Time(int(time.time()))
+    try:
+        return Time(parse_time(at))
+    except ValueError as e:
+        raise UsageError(f"--at: {e}") from None
+
+
+def _duration(option: str, text: str) -> int:
+    try:
+        seconds = parse_duration(text)
+    except ValueError as e:
+        raise UsageError(f"{option}: {e}") from None
+    if seconds < 0:
+        raise UsageError(f"{option}: must not be negative, got {text}")
+    return int(seconds)
 
 
 def _config_option(cmd: argparse.ArgumentParser, purpose: str) -> None:
@@ -276,22 +400,56 @@ def _print_data(data: Any, output: str) -> None:
 
 
 def _explain(args: argparse.Namespace) -> int:
-    at = None
-    if args.at is not None:
-        try:
-            at = parse_time(args.at)
-        except ValueError as e:
-            raise UsageError(f"--at: {e}") from None
     config = _configuration(args) or Configuration()
-    inputs = load_manifests(args, config, keep_going=True)
-    now = at if at is not None else inputs.newest_timestamp if inputs.newest_timestamp is not None \
-        else int(time.time())
-    report = explain(inputs.objects, Time(now), config)
+    given = read_input(args, config, keep_going=True)
+    report = explain(given.objects, given.now, config)
     if args.output == "table":
         print(report.table(), end="")
     else:
         _print_data(report.to_json(), args.output)
-    return 2 if inputs.errors else 0
+    return 2 if given.refused else 0
+
+
+def _audit(args: argparse.Namespace) -> int:
+    from kueue_provreq.audit import Thresholds, audit
+
+    limits = Thresholds(overdue=_duration("--overdue", args.overdue),
+                        quota_wait=_duration("--quota-wait", args.quota_wait))
+    config = _configuration(args) or Configuration()
+    given = read_input(args, config)
+    report = audit(given.objects, given.now, limits, given.unread, config)
+    if args.output == "json":
+        print(json.dumps(report.to_json(), indent=2))
+    else:
+        print(report.table(), end="")
+    return report.exit_status(args.strict)
+
+
+def _autoscaler(args: argparse.Namespace) -> int:
+    from kueue_provreq.simulation.autoscaler import ScriptError, parse_script
+
+    try:
+        script = parse_script(args.autoscaler)
+    except ScriptError as e:
+        raise UsageError(f"--autoscaler: {e}") from None
+    duration = _duration("--for", args.duration) if args.duration is not None else None
+    from kueue_provreq.cluster import client
+    from kueue_provreq.cluster.autoscaler import StandIn
+
+    def log(line: str) -> None:
+        print(line, flush=True)
+
+    try:
+        with client.connect(args.kubeconfig, args.context) as api:
+            log(f"answering ProvisioningRequests on {api.server} "
+                f"({'namespace ' + args.namespace if args.namespace else 'all namespaces'}) with {script}")
+            stand_in = StandIn(api, script, args.namespace, time.time, log)
+            stand_in.run(None if duration is None else time.time() + duration)
+    except (client.ClusterError, client.ApiError) as e:
+        raise UsageError(str(e)) from None
+    except KeyboardInterrupt:
+        return 0
+    return 0
 
 
 def _forecast(args: argparse.Namespace) -> int:
@@ -302,36 +460,14 @@ def _forecast(args: argparse.Namespace) -> int:
     except ScriptError as e:
         raise UsageError(f"--autoscaler {args.autoscaler}: {e}") from None
     until = _duration("--until", args.until)
-    at = _time("--at", args.at)
     config = _configuration(args) or Configuration()
-    inputs = load_manifests(args, config)
-    start = at if at is not None else inputs.newest_timestamp if inputs.newest_timestamp is not None \
-        else int(time.time())
-    result = _guarded(lambda: forecast(inputs.objects, Time(start), script, config, until))
+    given = read_input(args, config)
+    result = _guarded(lambda: forecast(given.objects, given.now, script, config, until))
     if args.output == "table":
         print(result.table(), end="")
     else:
         _print_data(result.to_json(), args.output)
     return 0
-
-
-def _time(option: str, text: str | None) -> int | None:
-    if text is None:
-        return None
-    try:
-        return parse_time(text)
-    except ValueError as e:
-        raise UsageError(f"{option}: {e}") from None
-
-
-def _duration(option: str, text: str) -> int:
-    try:
-        seconds = parse_duration(text)
-    except ValueError as e:
-        raise UsageError(f"{option}: {e}") from None
-    if seconds < 0:
-        raise UsageError(f"{option}: must not be negative")
-    return int(seconds)
 
 
 def _guarded(run: Callable[[], T]) -> T:

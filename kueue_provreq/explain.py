@@ -49,6 +49,7 @@ from kueue_provreq.machines import WorkloadPhase as P
 from kueue_provreq.machines.phases import workload_phase
 from kueue_provreq.manifests.codec import format_duration, format_time
 from kueue_provreq.timestamps import to_time
+from kueue_provreq.waits import Wait, waits
 from kueue_provreq.world import Create, Delete, Effect, Event, MetricInc, Result, Update, World
 
 # --- the world ------------------------------------------------------------------------------
@@ -119,15 +120,20 @@ class Report:
     at: Time
     findings: tuple[Finding, ...]
     actions: tuple[Action, ...]
+    waits: tuple[Wait, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {"at": format_time(self.at),
                 "state": [{"subject": f.subject, "state": f.state, "why": f.why} for f in self.findings],
+                "waits": [w.to_json() for w in self.waits],
                 "next": [a.to_json() for a in self.actions]}
 
     def table(self) -> str:
         lines = [f"at {format_time(self.at)}", "", "STATE"]
         lines += [f"  {f.line()}" for f in self.findings] or ["  (no workloads)"]
+        if self.waits:
+            lines += ["", "WAITS FOR"]
+            lines += [f"  {line}" for w in self.waits for line in w.lines()]
         lines += ["", "NEXT"]
         for a in self.actions:
             tail = [f"requeue after {format_duration(a.requeue_after)}"] if a.requeue_after is not None else []
@@ -439,4 +445,5 @@ def explain(objects: Sequence[KubeObject], at: TimeLike, config: Configuration =
         for effect in provisioning.reconcile(after, key, ctx).effects:
             if isinstance(effect, Update) and isinstance(effect.obj, Workload):
                 after.apply(effect)
-    return Report(now, tuple(findings(world, after, now, config)), tuple(next_actions(world, ctx)))
+    return Report(now, tuple(findings(world, after, now, config)), tuple(next_actions(world, ctx)),
+                  tuple(waits(world, ctx)))

@@ -77,7 +77,7 @@ def test_a_provisioning_story_passes(tmp_path: Path) -> None:
     assert outcome.line() == "PASS a workload is admitted after provisioning"
 
 
-# examples/*.yaml are runnable stories; its sub-folders hold the what-if commands' inputs
+# examples/ itself holds runnable stories; its sub-folders hold other inputs (clusters, simulations)
 BUNDLED = collect([ROOT / "specs"]) + sorted((ROOT / "examples").glob("*.yaml"))
 
 

@@ -108,8 +108,8 @@ def test_validate_takes_the_switch_on_the_command_line(tmp_path: Any) -> None:
     assert out.returncode == 0 and "valid AdmissionCheck ac" in out.stdout
 
 
-@pytest.mark.parametrize("command", ["explain", "forecast"])
-def test_explain_and_forecast_take_the_switch_too(tmp_path: Any, command: str) -> None:
+@pytest.mark.parametrize("command", ["explain", "audit", "forecast"])
+def test_explain_audit_and_forecast_take_the_switch_too(tmp_path: Any, command: str) -> None:
     import yaml
 
     from builders import cli

@@ -13,8 +13,9 @@ CORE = [
     "kueue_provreq.controllers.integrations", "kueue_provreq.controllers.podsets",
     "kueue_provreq.controllers.context", "kueue_provreq.controllers.registry",
 ]
-FORBIDDEN = ["kubernetes", "kubernetes_validate", "jsonschema", "yaml", "random", "datetime", "kueue_provreq.manifests",
-             "kueue_provreq.conformance", "kueue_provreq.cli", "kueue_provreq.timestamps", "kueue_provreq.explain"]
+FORBIDDEN = ["kubernetes", "kubernetes_validate", "jsonschema", "urllib3", "yaml", "random", "datetime",
+             "kueue_provreq.manifests", "kueue_provreq.conformance", "kueue_provreq.cli", "kueue_provreq.timestamps",
+             "kueue_provreq.explain", "kueue_provreq.cluster", "kueue_provreq.audit", "kueue_provreq.waits"]
 
 
 def test_core_imports_no_io_clock_or_randomness() -> None:
@@ -61,6 +62,19 @@ def test_core_source_never_reads_the_clock() -> None:
             if needle in text:
                 offenders.append(f"{rel}: {needle}")
     assert offenders == []
+
+
+def test_the_cluster_client_is_imported_only_when_a_cluster_is_read() -> None:
+    """The ``cluster`` extra is optional and slow to import: the CLI, explain, audit and the
+    cluster package itself load without it."""
+    code = (
+        "import sys\n"
+        "import kueue_provreq.cli, kueue_provreq.audit, kueue_provreq.explain, kueue_provreq.waits\n"
+        "import kueue_provreq.cluster, kueue_provreq.cluster.resources\n"
+        "print(','.join(m for m in ('kubernetes', 'urllib3') if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""
 
 
 def _imported_by(code: str) -> set[str]:

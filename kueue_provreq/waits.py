@@ -1,0 +1,213 @@
+"""What a waiting workload waits for, and what happens next, in the words ``kubectl describe``
+users expect: the ProvisioningRequest by name with its last condition, the attempt out of
+the attempts the retry strategy allows and the backoff left, the place in the queue.
+
+Read off one world at one time (``explain`` on a dump or a live cluster); every rule it
+states comes from the model: the queue order of :mod:`~kueue_provreq.controllers.queues`, the
+attempt numbering and backoff of the provisioning controller.  An edge module: it is given
+the clock.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from kueue_provreq.api import constants as c
+from kueue_provreq.api import naming
+from kueue_provreq.api.meta import Condition, Time
+from kueue_provreq.api.provisioning import ProvisioningRequest, ProvisioningRequestConfig
+from kueue_provreq.api.queues import AdmissionCheck, ClusterQueue
+from kueue_provreq.api.workload import AdmissionCheckState, Workload
+from kueue_provreq.controllers import clusterqueue, queues
+from kueue_provreq.controllers.backoff import nominal_delay_seconds
+from kueue_provreq.controllers.context import Context
+from kueue_provreq.machines import WorkloadPhase as P
+from kueue_provreq.machines.phases import provisioning_request_phase, workload_phase
+from kueue_provreq.manifests.codec import format_duration, format_time
+from kueue_provreq.world import World
+
+
+@attrs.frozen
+class Wait:
+    """One waiting workload: what it waits for, and what happens next."""
+
+    workload: str
+    job: str | None
+    waits_for: tuple[str, ...]
+    next: tuple[str, ...]
+
+    def lines(self) -> list[str]:
+        head = f"workload {self.workload}" + (f" (Job {self.job})" if self.job else "")
+        return [head, *(f"  {w}" for w in self.waits_for), *(f"  next: {n}" for n in self.next)]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"workload": self.workload, "job": self.job, "waitsFor": list(self.waits_for),
+                "next": list(self.next)}
+
+
+def _relative(now: Time, t: Time) -> str:
+    if t == now:
+        return "just now"
+    return f"in {format_duration(t - now)}" if t > now else f"{format_duration(now - t)} ago"
+
+
+def _last_condition(pr: ProvisioningRequest) -> Condition | None:
+    """The condition Cluster Autoscaler wrote last (latest transition; the later in the list on a tie)."""
+    found: Condition | None = None
+    for cd in pr.status.conditions:
+        if found is None or (cd.last_transition_time or 0) >= (found.last_transition_time or 0):
+            found = cd
+    return found
+
+
+def _job_of(wl: Workload) -> str | None:
+    ref = next((r for r in wl.metadata.owner_references if r.kind == c.JOB), None)
+    return f"{wl.metadata.namespace}/{ref.name}" if ref is not None else None
+
+
+def _config(world: World, check: str) -> ProvisioningRequestConfig | None:
+    ac = world.get(c.ADMISSION_CHECK, "", check)
+    if not isinstance(ac, AdmissionCheck) or ac.spec.controller_name != c.PROVISIONING_REQUEST_CONTROLLER_NAME:
+        return None
+    ref = ac.spec.parameters
+    prc = world.get(c.PROVISIONING_REQUEST_CONFIG, "", ref.name) if ref is not None else None
+    return prc if isinstance(prc, ProvisioningRequestConfig) else None
+
+
+def _newest_request(world: World, wl: Workload, check: str) -> tuple[int, ProvisioningRequest] | None:
+    found = []
+    for pr in world.owned_by_name(c.PROVISIONING_REQUEST, wl.metadata.namespace, wl.metadata.name):
+        n = naming.attempt_of(pr.metadata.name, wl.metadata.name, check)
+        if n is not None and isinstance(pr, ProvisioningRequest):
+            found.append((n, pr))
+    return max(found, key=lambda t: t[0]) if found else None
+
+
+def _request_line(newest: tuple[int, ProvisioningRequest], check: str, attempts: int, now: Time) -> str:
+    n, pr = newest
+    cond = _last_condition(pr)
+    said = "no condition yet" if cond is None else (
+        f"{cond.type}={cond.status} ({cond.reason}: {cond.message})"
+        + (f", {_relative(now, cond.last_transition_time)}" if cond.last_transition_time is not None else ""))
+    return f"ProvisioningRequest {pr.metadata.namespace}/{pr.metadata.name} (check {check}, attempt {n} of " \
+           f"{attempts}): {said}"
+
+
+def _check(world: World, wl: Workload, st: AdmissionCheckState, now: Time) -> tuple[list[str], list[str]]:
+    """(waits for, next) for one check that is not Ready."""
+    prc = _config(world, st.name)
+    if prc is None:
+        return [f"check {st.name} ({st.state})" + (f": {st.message}" if st.message else "")], []
+    rs = prc.spec.retry_strategy
+    attempts = rs.backoff_limit_count + 1
+    newest = _newest_request(world, wl, st.name)
+    if st.state == c.CHECK_RETRY:
+        due = st.last_transition_time + (st.requeue_after_seconds or 0) if st.last_transition_time else None
+        req = wl.status.requeue_state
+        if req is not None and req.requeue_at is not None and (due is None or req.requeue_at > due):
+            due = req.requeue_at
+        n = (st.retry_count or 0) + 1
+        waits = [f"check {st.name} Retry: {st.message}" if st.message else f"check {st.name} Retry"]
+        if newest is not None:
+            waits.append(_request_line(newest, st.name, attempts, now))
+        when = f"at {format_time(Time(due))} ({_relative(now, Time(due))})" if due is not None else "now"
+        return waits, [f"evicted {when} to release its quota, then queued again; attempt {n + 1} of "
+                       f"{attempts} once quota is reserved again"]
+    if st.state == c.CHECK_REJECTED:
+        return [f"check {st.name} Rejected: {st.message}"], ["deactivated (spec.active=false) and evicted"]
+    if newest is None:
+        n = (st.retry_count or 0) + 1
+        name = naming.provisioning_request_name(wl.metadata.name, st.name, n)
+        return ([f"check {st.name}: no ProvisioningRequest yet"],
+                [f"the provisioning controller creates {wl.metadata.namespace}/{name} "
+                 f"(attempt {n} of {attempts})"])
+    n, pr = newest
+    waits = [_request_line(newest, st.name, attempts, now)]
+    phase = provisioning_request_phase(pr)
+    if phase == c.PR_PROVISIONED:
+        return waits, [f"check {st.name} turns Ready on the provisioning controller's next reconcile"]
+    if n > rs.backoff_limit_count:
+        fail = f"Failed=True rejects check {st.name}: it was the last attempt and the workload is deactivated"
+    else:
+        delay = nominal_delay_seconds((st.retry_count or 0) + 1, rs.backoff_base_seconds, rs.backoff_max_seconds)
+        fail = f"Failed=True puts check {st.name} in Retry: attempt {n + 1} of {attempts} after a " \
+               f"{format_duration(delay)} backoff"
+    who = "Cluster Autoscaler" if pr.spec.provisioning_class_name in (
+        c.CLASS_CHECK_CAPACITY, c.CLASS_BEST_EFFORT_ATOMIC) else \
+        f"the provisioner of class {pr.spec.provisioning_class_name}"
+    return waits, [f"{who} answers: Provisioned=True makes check {st.name} Ready; {fail}"]
+
+
+Positions = dict[str, dict[tuple[str, str], int]]
+
+
+def _queued(world: World, wl: Workload, ctx: Context, found: queues.Scan,
+            positions: Positions) -> tuple[list[str], list[str]]:
+    """(waits for, next) for a workload without quota."""
+    ns = wl.metadata.namespace
+    if not wl.spec.queue_name:
+        return ["a queue: spec.queueName is empty"], []
+    cq_name = queues.cluster_queue_name(world, wl)
+    if cq_name is None:
+        return [f"LocalQueue {ns}/{wl.spec.queue_name}, which does not exist"], []
+    cq = world.get(c.CLUSTER_QUEUE, "", cq_name)
+    if not isinstance(cq, ClusterQueue):
+        return [f"ClusterQueue {cq_name}, which does not exist"], []
+    problem = clusterqueue.inactive_reason(world, cq)
+    if problem is not None:
+        return [f"ClusterQueue {cq_name} to become active: {problem[1]}"], []
+    if queues.in_backoff(wl, ctx.now):
+        rs = wl.status.requeue_state
+        at = rs.requeue_at if rs is not None else None
+        when = f" at {format_time(at)} ({_relative(ctx.now, at)})" if at is not None else ""
+        return [f"its backoff to end{when}"], [f"back in ClusterQueue {cq_name}'s queue"]
+    ready = found.ready.get(cq_name, [])
+    if cq_name not in positions:
+        positions[cq_name] = {(o.metadata.namespace, o.metadata.name): i for i, o in enumerate(ready, 1)}
+    place = positions[cq_name].get((ns, wl.metadata.name))
+    where = f"position {place} of {len(ready)} in ClusterQueue {cq_name}" if place is not None \
+        else f"ClusterQueue {cq_name}"
+    verdict = wl.condition(c.WORKLOAD_QUOTA_RESERVED)
+    why = f"; last try: {verdict.message}" if verdict is not None and verdict.status == c.FALSE and verdict.message \
+        else ""
+    return [f"quota: {where}{why}"], ["the scheduler reserves quota once the podSets fit, then the admission "
+                                      "checks run"]
+
+
+def waits(world: World, ctx: Context) -> list[Wait]:
+    """One :class:`Wait` per workload that is neither admitted nor finished."""
+    found = queues.scan(world, ctx)
+    positions: Positions = {}
+    out = []
+    for obj in world.objects(c.WORKLOAD):
+        if not isinstance(obj, Workload):
+            continue
+        wl = obj
+        phase = workload_phase(wl)
+        label = f"{wl.metadata.namespace}/{wl.metadata.name}"
+        if phase in (P.ADMITTED, P.FINISHED):
+            continue
+        waits_for: list[str] = []
+        nexts: list[str] = []
+        if phase == P.INACTIVE:
+            waits_for.append("reactivation: spec.active is false")
+        elif phase == P.EVICTED:
+            ev = wl.condition(c.WORKLOAD_EVICTED)
+            waits_for.append(f"its eviction to finish ({ev.reason}: {ev.message})" if ev else "its eviction")
+            nexts.append("the job integration stops the job and releases the quota; then it is queued again")
+        elif phase == P.QUOTA_RESERVED:
+            for st in wl.status.admission_checks:
+                if st.state != c.CHECK_READY:
+                    w, n = _check(world, wl, st, ctx.now)
+                    waits_for += w
+                    nexts += n
+            if not waits_for:
+                waits_for.append("the workload controller to set Admitted (every check is Ready)")
+        else:
+            w, n = _queued(world, wl, ctx, found, positions)
+            waits_for += w
+            nexts += n
+        out.append(Wait(label, _job_of(wl), tuple(waits_for), tuple(nexts)))
+    return out

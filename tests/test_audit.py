@@ -1,0 +1,155 @@
+"""Each audit rule on the healthy cluster's objects with one thing broken, and the states a
+snapshot catches in passing that are not findings."""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kueue_provreq.api.meta import Time
+from kueue_provreq.audit import RULES, Thresholds, audit
+from kueue_provreq.cluster.snapshot import to_objects
+from kueue_provreq.manifests.codec import parse_time
+
+DATA = Path(__file__).parent / "data" / "cluster"
+DOCS = Path(__file__).parents[1] / "docs"
+UNMODELLED = {"Pod", "Event", "Service", "Deployment", "ConfigMap"}
+ITEMS: list[dict[str, Any]] = [i for i in json.loads((DATA / "healthy" / "dump.json").read_text())["items"]
+                               if i["kind"] not in UNMODELLED]
+AT = "2026-11-20T10:00:00Z"
+
+Obj = dict[str, Any]
+
+
+def find(items: list[Obj], kind: str, prefix: str) -> Obj:
+    return next(i for i in items if i["kind"] == kind and i["metadata"]["name"].startswith(prefix))
+
+
+def cond(wl: Obj, type_: str) -> Obj:
+    return next(c for c in wl["status"]["conditions"] if c["type"] == type_)
+
+
+def findings(change: Callable[[list[Obj]], None] = lambda items: None, at: str = AT,
+             **limits: int) -> list[tuple[str, str, str]]:
+    items = copy.deepcopy(ITEMS)
+    change(items)
+    report = audit(to_objects(items)[0], Time(parse_time(at)), Thresholds(**limits))
+    return [(f.severity, f.rule, f.object) for f in report.findings]
+
+
+def test_the_healthy_cluster_is_clean() -> None:
+    assert findings() == []
+
+
+def quota_gone(items: list[Obj]) -> None:
+    wl = find(items, "Workload", "job-train-a")
+    cond(wl, "QuotaReserved").update(status="False", reason="PendingEvaluation")
+
+
+def rejected(items: list[Obj]) -> None:
+    wl = find(items, "Workload", "job-train-b")
+    wl["status"]["admissionChecks"][0]["state"] = "Rejected"
+
+
+def deactivated(items: list[Obj]) -> None:
+    find(items, "Workload", "job-train-b")["spec"]["active"] = False
+
+
+def finished(items: list[Obj]) -> None:
+    wl = find(items, "Workload", "job-train-a")
+    wl["status"]["conditions"].append({"type": "Finished", "status": "True", "reason": "Succeeded",
+                                       "message": "Job finished successfully",
+                                       "lastTransitionTime": "2026-11-20T09:59:00Z"})
+
+
+def not_controlled(items: list[Obj]) -> None:
+    find(items, "ProvisioningRequest", "job-train-a")["metadata"]["ownerReferences"][0]["controller"] = False
+
+
+def bad_ref(items: list[Obj]) -> None:
+    find(items, "AdmissionCheck", "gpu-capacity")["spec"]["parameters"]["kind"] = "ConfigMap"
+
+
+@pytest.mark.parametrize(("change", "want"), [
+    (quota_gone, [("error", "admitted-without-quota", "Workload ml/job-train-a-5b3d0"),
+                  ("error", "admission-without-reservation", "Workload ml/job-train-a-5b3d0")]),
+    (rejected, [("error", "rejected-check-active", "Workload ml/job-train-b-9fa8c")]),
+    (deactivated, [("error", "deactivated-holds-quota", "Workload ml/job-train-b-9fa8c")]),
+    (finished, [("error", "finished-keeps-requests", "Workload ml/job-train-a-5b3d0")]),
+    (not_controlled, [("error", "not-owned-as-kueue-owns", "ProvisioningRequest ml/job-train-a-5b3d0-gpu-capacity-1")]),
+    (bad_ref, [("warning", "check-config-missing", "AdmissionCheck gpu-capacity")]),
+], ids=lambda v: getattr(v, "__name__", ""))
+def test_each_rule(change: Callable[[list[Obj]], None], want: list[tuple[str, str, str]]) -> None:
+    assert sorted(findings(change)) == sorted(want)
+
+
+def test_stuck_work_is_judged_against_the_time() -> None:
+    """tune-d's Retry is due at 10:00:30; the default --overdue is 5 minutes."""
+    assert findings(at="2026-11-20T10:05:30Z") == []
+    assert findings(at="2026-11-20T10:05:31Z") == [("warning", "retry-overdue", "Workload ml/job-tune-d-c12f0")]
+    assert findings(at="2026-11-20T10:05:31Z", overdue=600) == []
+    # train-b has held quota since 09:59:08 waiting for its check
+    assert ("warning", "quota-held-waiting", "Workload ml/job-train-b-9fa8c") in \
+        findings(at="2026-11-20T10:00:00Z", quota_wait=50)
+
+
+def test_what_a_snapshot_catches_in_passing_is_not_a_finding() -> None:
+    def being_evicted(items: list[Obj]) -> None:
+        """Admitted, then evicted: the checks are reset to Pending before the quota is released."""
+        wl = find(items, "Workload", "job-train-a")
+        wl["status"]["conditions"].append({"type": "Evicted", "status": "True", "reason": "PodsReadyTimeout",
+                                           "message": "Exceeded the PodsReady timeout ml/job-train-a-5b3d0",
+                                           "lastTransitionTime": "2026-11-20T09:59:00Z"})
+        wl["status"]["admissionChecks"][0].update(state="Pending", lastTransitionTime="2026-11-20T09:59:00Z")
+        wl["spec"]["active"] = True
+
+    def check_added_after_admission(items: list[Obj]) -> None:
+        """AR A.2: a check added to the ClusterQueue later is Pending on an admitted workload."""
+        wl = find(items, "Workload", "job-train-a")
+        wl["status"]["admissionChecks"].append({"name": "late-check", "state": "Pending", "message": "",
+                                                "lastTransitionTime": "2026-11-20T09:45:00Z"})
+
+    def being_deactivated(items: list[Obj]) -> None:
+        rejected(items)
+        wl = find(items, "Workload", "job-train-b")
+        wl["status"]["conditions"].append({"type": "DeactivationTarget", "status": "True", "reason": "AdmissionCheck",
+                                           "message": 'AdmissionCheck in Rejected state: "gpu-capacity"',
+                                           "lastTransitionTime": "2026-11-20T10:00:00Z"})
+
+    def rejected_during_the_retry_wait(items: list[Obj]) -> None:
+        """tune-d waits for its requeueAt (10:00:30): the workload controller acts after it."""
+        find(items, "Workload", "job-tune-d")["status"]["admissionChecks"][0]["state"] = "Rejected"
+
+    for change in (being_evicted, check_added_after_admission, being_deactivated, rejected_during_the_retry_wait):
+        assert findings(change) == [], change.__name__
+
+
+def test_every_rule_is_documented_with_its_source() -> None:
+    page = (DOCS / "cluster.rst").read_text()
+    for rule in RULES.values():
+        assert f"``{rule.name}``" in page, rule.name
+        row = page[page.index(f"``{rule.name}``"):].split("\n", 3)
+        assert rule.source in " ".join(row), rule.name
+
+
+def test_live_is_what_the_provisioning_controller_counts() -> None:
+    """A booking that expired after admission does not end the attempt (PC §1.7): a second
+    request beside it is a duplicate.  Before admission it does, and the next attempt is due."""
+    def second_attempt(items: list[Obj], admitted: bool) -> None:
+        first = find(items, "ProvisioningRequest", "job-train-a")  # BookingExpired, workload admitted
+        second = copy.deepcopy(first)
+        second["metadata"].update(name=first["metadata"]["name"][:-1] + "2", uid="second-attempt")
+        second["status"] = {"conditions": [c for c in first["status"]["conditions"] if c["type"] == "Accepted"]}
+        items.append(second)
+        if not admitted:
+            cond(find(items, "Workload", "job-train-a"), "Admitted").update(status="False", reason="NoReservation")
+
+    assert findings(lambda items: second_attempt(items, admitted=True)) == [
+        ("error", "duplicate-live-requests", "ProvisioningRequest ml/job-train-a-5b3d0-gpu-capacity-1"),
+        ("error", "duplicate-live-requests", "ProvisioningRequest ml/job-train-a-5b3d0-gpu-capacity-2")]
+    assert [f for f in findings(lambda items: second_attempt(items, admitted=False))
+            if f[1] == "duplicate-live-requests"] == []

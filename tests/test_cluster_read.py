@@ -1,0 +1,229 @@
+"""Reading a live cluster, tested at the HTTP boundary: the real Kubernetes client talks to a
+loopback server that replays recorded API-server answers (tests/data/cluster/*/apiserver.json,
+written by tests/data/cluster/generate.py)."""
+
+from __future__ import annotations
+
+import json
+import socket
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from kueue_provreq.cluster import client, snapshot
+
+from apiserver import RecordedAPIServer
+from builders import cli
+
+DATA = Path(__file__).parent / "data" / "cluster"
+AT = "2026-11-20T10:00:00Z"
+
+
+@pytest.fixture(autouse=True)
+def pages_of_two(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The recordings were made with ``limit=2``, so every kind with more objects pages."""
+    monkeypatch.setattr(snapshot, "PAGE_SIZE", 2)
+
+
+def serve(name: str) -> RecordedAPIServer:
+    return RecordedAPIServer.from_file(DATA / name / "apiserver.json")
+
+
+@pytest.fixture
+def healthy(tmp_path: Path) -> Iterator[tuple[RecordedAPIServer, Path]]:
+    with serve("healthy") as server:
+        yield server, server.kubeconfig(tmp_path)
+
+
+def run(argv: list[str]) -> tuple[int, str, str]:
+    """The command in process (tests/builders.py): exit status, stdout, stderr."""
+    done = cli(*argv)
+    return done.returncode, done.stdout, done.stderr
+
+
+# --- the port -----------------------------------------------------------------------------------------
+
+
+def test_snapshot_lists_every_kind_page_by_page(healthy: tuple[RecordedAPIServer, Path]) -> None:
+    server, kubeconfig = healthy
+    with client.connect(str(kubeconfig)) as api:
+        snap = snapshot.read(api)
+    assert server.unexpected == []
+    assert {r.method for r in server.requests} == {"GET"}  # read-only
+    continued = [r for r in server.requests if "continue" in r.query]
+    assert {r.path.rsplit("/", 1)[-1] for r in continued} >= {"workloads", "jobs", "podtemplates"}
+    kinds = [d["kind"] for d in snap.documents]
+    assert kinds.count("Workload") == 4 and kinds.count("Job") == 4 and kinds.count("PodTemplate") == 3
+    # list items of built-in kinds come without kind/apiVersion; the snapshot restores them
+    job = next(d for d in snap.documents if d["kind"] == "Job")
+    assert job["apiVersion"] == "batch/v1"
+    assert job["metadata"]["labels"]["batch.kubernetes.io/controller-uid"] == job["metadata"]["uid"]
+    assert snap.unread == frozenset() and snap.warnings == ()
+    assert snap.source == f"cluster kind-ml ({server.url})"
+    jobs = next(r for r in server.requests if r.path.endswith("/jobs"))
+    assert jobs.query["labelSelector"] == "kueue.x-k8s.io/queue-name"
+    assert jobs.headers["authorization"] == "Bearer recorded-token"
+
+
+def test_forbidden_kind_is_skipped_with_a_warning(tmp_path: Path) -> None:
+    with serve("restricted") as server:
+        with client.connect(str(server.kubeconfig(tmp_path))) as api:
+            snap = snapshot.read(api)
+    assert snap.unread == {"PodTemplate"}
+    assert [d for d in snap.documents if d["kind"] == "PodTemplate"] == []
+    assert snap.warnings == ('cannot list podtemplates: forbidden; skipped (podtemplates is forbidden: User '
+                             '"alice@example.com" cannot list resource "podtemplates" in API group "" at the '
+                             'cluster scope)',)
+
+
+def test_context_is_chosen_and_checked(tmp_path: Path) -> None:
+    with serve("healthy") as server:
+        kubeconfig = server.kubeconfig(tmp_path, ("kind-ml", "kind-other"))
+        with client.connect(str(kubeconfig), "kind-other") as api:
+            assert api.context == "kind-other"
+        with pytest.raises(client.ClusterError, match=r"no context 'prod' \(contexts: kind-ml, kind-other\)"):
+            client.connect(str(kubeconfig), "prod")
+    with pytest.raises(client.ClusterError, match="no such file"):
+        client.connect(str(tmp_path / "missing"))
+
+
+def test_unreachable_server_is_one_line(tmp_path: Path) -> None:
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    config = tmp_path / "kubeconfig"
+    config.write_text(json.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": "c",
+        "clusters": [{"name": "x", "cluster": {"server": f"http://127.0.0.1:{port}"}}],
+        "users": [{"name": "u", "user": {"token": "t"}}],
+        "contexts": [{"name": "c", "context": {"cluster": "x", "user": "u"}}]}))
+    status, out, err = run(["audit", "--kubeconfig", str(config)])
+    assert status == 2 and out == ""
+    assert err.startswith(f"kueue-provreq: error: cannot reach the API server at http://127.0.0.1:{port}: ")
+    assert err.count("\n") == 1
+
+
+def test_without_the_extra_a_clear_message(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setitem(sys.modules, "kubernetes", None)  # what an environment without it sees
+    status, _, err = run(["explain", "--kubeconfig", str(tmp_path / "k")])
+    assert status == 2
+    assert err == ("kueue-provreq: error: reading a cluster needs the Kubernetes client: "
+                   "pip install 'kueue-provreq[cluster]'\n")
+
+
+# --- audit ----------------------------------------------------------------------------------------------
+
+
+def test_audit_of_a_healthy_cluster_is_clean(healthy: tuple[RecordedAPIServer, Path]) -> None:
+    _, kubeconfig = healthy
+    status, out, err = run(["audit", "--kubeconfig", str(kubeconfig), "--at", AT])
+    assert (status, out, err) == (0, "0 errors, 0 warnings\n", "")
+
+
+def test_audit_names_each_offending_object(tmp_path: Path) -> None:
+    with serve("troubled") as server:
+        status, out, _ = run(["audit", "--kubeconfig", str(server.kubeconfig(tmp_path)), "--at", AT])
+    assert status == 1
+    lines = out.splitlines()
+    assert lines[-1] == "5 errors, 7 warnings"
+    errors = [(line.split(": ", 1)[0], line.rsplit("[", 1)[1].rstrip("]")) for line in lines
+              if line.startswith("error")]
+    assert errors == [
+        ("error   PodTemplate ml/ppt-job-old-f-2052c-gpu-capacity-2-main", "orphaned-template"),
+        ("error   ProvisioningRequest ml/job-old-f-2052c-gpu-capacity-1", "orphaned-request"),
+        ("error   ProvisioningRequest ml/job-train-g-88ed5-gpu-capacity-1", "duplicate-live-requests"),
+        ("error   ProvisioningRequest ml/job-train-g-88ed5-gpu-capacity-2", "duplicate-live-requests"),
+        ("error   Workload ml/job-serve-e-51cd2", "admitted-check-not-ready"),
+    ]
+    # the two live requests each name the other
+    duplicate = [line for line in lines if "duplicate-live-requests" in line]
+    assert all("job-train-g-88ed5-gpu-capacity-1, job-train-g-88ed5-gpu-capacity-2" in line for line in duplicate)
+
+
+def test_audit_json_and_strict(tmp_path: Path) -> None:
+    with serve("troubled") as server:
+        kubeconfig = str(server.kubeconfig(tmp_path))
+        status, out, _ = run(["audit", "--kubeconfig", kubeconfig, "--at", AT, "-o", "json"])
+        assert status == 1
+        findings = json.loads(out)["findings"]
+        assert set(findings[0]) == {"severity", "rule", "object", "message"}
+        assert {f["severity"] for f in findings} == {"error", "warning"}
+        stuck = {f["rule"] for f in findings if f["severity"] == "warning"}
+        assert stuck == {"cluster-queue-inactive", "check-config-missing", "managed-resources-unused",
+                         "retry-overdue", "provisioned-check-pending", "quota-held-waiting"}
+        # thresholds: a generous --overdue and --quota-wait silence the stuck-work warnings
+        status, out, _ = run(["audit", "--kubeconfig", kubeconfig, "--at", AT, "-o", "json",
+                              "--overdue", "2h", "--quota-wait", "2h"])
+        rules = {f["rule"] for f in json.loads(out)["findings"]}
+        assert not rules & {"retry-overdue", "provisioned-check-pending", "quota-held-waiting"}
+        status, _, err = run(["audit", "--kubeconfig", kubeconfig, "--overdue", "soon"])
+        assert status == 2 and err.startswith("kueue-provreq: error: --overdue: ")
+
+
+def test_a_forbidden_owner_kind_is_not_judged(tmp_path: Path) -> None:
+    """Without PodTemplates the audit still runs, says what it could not read, and judges the rest."""
+    with serve("restricted") as server:
+        status, out, err = run(["audit", "--kubeconfig", str(server.kubeconfig(tmp_path)), "--at", AT])
+    assert status == 0 and out == "0 errors, 0 warnings\n"
+    assert err.startswith("kueue-provreq: warning: cannot list podtemplates: forbidden; skipped")
+
+
+def test_source_options_are_checked(tmp_path: Path) -> None:
+    status, _, err = run(["audit", "-f", str(tmp_path), "--context", "x"])
+    assert status == 2 and err == "kueue-provreq: error: --context needs --kubeconfig\n"
+    status, _, err = run(["audit", "-f", "x", "--kubeconfig", "y"])
+    assert status == 2 and "not allowed with argument" in err
+
+
+# --- explain on live state ------------------------------------------------------------------------------
+
+
+def test_explain_says_what_a_waiting_workload_waits_for(healthy: tuple[RecordedAPIServer, Path]) -> None:
+    _, kubeconfig = healthy
+    status, out, _ = run(["explain", "--kubeconfig", str(kubeconfig), "--at", AT])
+    assert status == 0
+    waits = out[out.index("WAITS FOR"):out.index("NEXT")]
+    assert ("  workload ml/job-train-b-9fa8c (Job ml/train-b)\n"
+            "    ProvisioningRequest ml/job-train-b-9fa8c-gpu-capacity-2 (check gpu-capacity, attempt 2 of 4): "
+            "Accepted=True (Accepted: ProvisioningRequest is accepted by ClusterAutoscaler), just now\n"
+            "    next: Cluster Autoscaler answers: Provisioned=True makes check gpu-capacity Ready; Failed=True "
+            "puts check gpu-capacity in Retry: attempt 3 of 4 after a 2m0s backoff\n") in waits
+    assert "next: evicted at 2026-11-20T10:00:30Z (in 30s) to release its quota" in waits
+    assert "quota: position 1 of 1 in ClusterQueue gpu-queue; last try: couldn't assign flavors" in waits
+    # the healthy cluster is settled as far as the model can tell: only a timer is pending
+    assert out[out.index("NEXT"):] == "NEXT\n  workload Workload ml/job-tune-d-c12f0:\n    requeue after 30s\n"
+    status, out, _ = run(["explain", "--kubeconfig", str(kubeconfig), "--at", AT, "-o", "json"])
+    wait = next(w for w in json.loads(out)["waits"] if w["job"] == "ml/train-b")
+    assert wait["workload"] == "ml/job-train-b-9fa8c" and len(wait["waitsFor"]) == 1
+
+
+def test_one_namespace_reads_namespaced_kinds_there_only(tmp_path: Path) -> None:
+    """-n ml: namespaced kinds through /namespaces/ml/..., cluster-scoped ones as before."""
+    exchanges = json.loads((DATA / "healthy" / "apiserver.json").read_text())["exchanges"]
+    namespaced = {"localqueues", "jobs", "workloads", "provisioningrequests", "podtemplates"}
+    for ex in exchanges:
+        prefix, plural = ex["request"]["path"].rsplit("/", 1)
+        if plural in namespaced:
+            ex["request"]["path"] = f"{prefix}/namespaces/ml/{plural}"
+    with RecordedAPIServer(exchanges) as server:
+        status, out, _ = run(["audit", "--kubeconfig", str(server.kubeconfig(tmp_path)), "-n", "ml", "--at", AT])
+    assert (status, out) == (0, "0 errors, 0 warnings\n")
+    assert server.unexpected == []
+    assert {r.path for r in server.requests if "/namespaces/" in r.path} == {
+        "/apis/kueue.x-k8s.io/v1beta2/namespaces/ml/localqueues", "/apis/batch/v1/namespaces/ml/jobs",
+        "/apis/kueue.x-k8s.io/v1beta2/namespaces/ml/workloads",
+        "/apis/autoscaling.x-k8s.io/v1/namespaces/ml/provisioningrequests", "/api/v1/namespaces/ml/podtemplates"}
+
+
+def test_forecast_runs_a_live_cluster_forward(healthy: tuple[RecordedAPIServer, Path]) -> None:
+    """forecast takes --kubeconfig as explain does: tune-d's failed attempt is retried at its
+    requeue time (10:00:30) and the second one, provisioned at once, admits it."""
+    _, kubeconfig = healthy
+    status, out, _ = run(["forecast", "--kubeconfig", str(kubeconfig), "--at", AT, "-o", "json"])
+    assert status == 0
+    outcomes = {w["name"]: w["outcome"] for w in json.loads(out)["workloads"]}
+    assert outcomes["job-tune-d-c12f0"] == "Admitted" and outcomes["job-train-a-5b3d0"] == "Admitted"
+    tune = next(w for w in json.loads(out)["workloads"] if w["name"] == "job-tune-d-c12f0")
+    # the failed attempt the dump holds, then the one that admits it
+    assert (tune["admittedAt"], tune["attempts"]) == ("2026-11-20T10:00:30Z", 2)
