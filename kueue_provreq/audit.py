@@ -32,7 +32,7 @@ from kueue_provreq.api.objects import KubeObject
 from kueue_provreq.api.provisioning import ProvisioningRequest, ProvisioningRequestConfig
 from kueue_provreq.api.queues import AdmissionCheck, ClusterQueue
 from kueue_provreq.api.workload import AdmissionCheckState, PodSetAssignment, Workload
-from kueue_provreq.controllers import clusterqueue, provisioning
+from kueue_provreq.controllers import activity, provisioning
 from kueue_provreq.machines.phases import provisioning_request_phase
 from kueue_provreq.machines.requests import attempt_over
 from kueue_provreq.manifests.codec import format_duration, format_time
@@ -75,8 +75,9 @@ RULES: dict[str, Rule] = {r.name: r for r in (
     Rule("not-owned-as-kueue-owns", ERROR, "PC §1.7",
          "a Kueue-managed request or template without the controller reference Kueue gives it "
          "(invariant requests_and_templates_owned)"),
-    Rule("cluster-queue-inactive", WARNING, "AR A.3; model: clusterqueue.inactive_reason",
-         "a ClusterQueue admits nothing: missing ResourceFlavors, missing or inactive AdmissionChecks"),
+    Rule("cluster-queue-inactive", WARNING, "AR A.3; model: activity.inactive_reason",
+         "a ClusterQueue admits nothing: missing ResourceFlavors, missing or inactive AdmissionChecks, "
+         "MultiKueue checks Kueue does not accept"),
     Rule("check-config-missing", WARNING, "PC §1.3, §3",
          "a provisioning AdmissionCheck whose parameters do not name an existing ProvisioningRequestConfig"),
     Rule("managed-resources-unused", WARNING, "PC §1.4",
@@ -333,7 +334,7 @@ def _config_of(world: World, ac: AdmissionCheck, now: Time) -> tuple[Provisionin
 def misconfiguration(world: World, now: Time) -> Iterator[Finding]:
     for cq in world.objects(c.CLUSTER_QUEUE):
         assert isinstance(cq, ClusterQueue)
-        problem = clusterqueue.inactive_reason(world, cq)
+        problem = activity.inactive_reason(world, cq)
         if problem is not None and problem[0] != c.REASON_CQ_STOPPED:
             yield _finding("cluster-queue-inactive", cq, f"admits nothing: {problem[1]} ({problem[0]})")
     checks = _provisioning_checks(world)

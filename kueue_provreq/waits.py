@@ -20,7 +20,7 @@ from kueue_provreq.api.meta import Condition, Time
 from kueue_provreq.api.provisioning import ProvisioningRequest, ProvisioningRequestConfig
 from kueue_provreq.api.queues import AdmissionCheck, ClusterQueue
 from kueue_provreq.api.workload import AdmissionCheckState, Workload
-from kueue_provreq.controllers import clusterqueue, queues
+from kueue_provreq.controllers import activity, queues, workload_status
 from kueue_provreq.controllers.backoff import nominal_delay_seconds
 from kueue_provreq.controllers.context import Context
 from kueue_provreq.machines import WorkloadPhase as P
@@ -149,13 +149,17 @@ def _queued(world: World, wl: Workload, ctx: Context, found: queues.Scan,
     ns = wl.metadata.namespace
     if not wl.spec.queue_name:
         return ["a queue: spec.queueName is empty"], []
+    gates = workload_status.admission_gates(wl, ctx.config)
+    if gates is not None:
+        return [f"its admission gates to be removed ({c.ANNOTATION_ADMISSION_GATED_BY}: {gates})"], \
+            ["queued once the annotation is removed or empty"]
     cq_name = queues.cluster_queue_name(world, wl)
     if cq_name is None:
         return [f"LocalQueue {ns}/{wl.spec.queue_name}, which does not exist"], []
     cq = world.get(c.CLUSTER_QUEUE, "", cq_name)
     if not isinstance(cq, ClusterQueue):
         return [f"ClusterQueue {cq_name}, which does not exist"], []
-    problem = clusterqueue.inactive_reason(world, cq)
+    problem = activity.inactive_reason(world, cq)
     if problem is not None:
         return [f"ClusterQueue {cq_name} to become active: {problem[1]}"], []
     if queues.in_backoff(wl, ctx.now):
@@ -174,6 +178,17 @@ def _queued(world: World, wl: Workload, ctx: Context, found: queues.Scan,
         else ""
     return [f"quota: {where}{why}"], ["the scheduler reserves quota once the podSets fit, then the admission "
                                       "checks run"]
+
+
+def _all_ready(wl: Workload, ctx: Context) -> str:
+    """What a reservation whose checks are all Ready waits for: the workload controller, or
+    under KEP-993 the scheduler, once the workloads it preempts have released their quota."""
+    if not ctx.config.kep_993_preemption:
+        return "the workload controller to set Admitted (every check is Ready)"
+    verdict = wl.condition(c.WORKLOAD_ADMITTED)
+    why = f": {verdict.message}" if verdict is not None and verdict.status == c.FALSE and \
+        verdict.reason == c.REASON_WAITING_FOR_PREEMPTED_WORKLOADS and verdict.message else ""
+    return f"the scheduler to set Admitted once the workload fits beside what may still run (KEP-993){why}"
 
 
 def waits(world: World, ctx: Context) -> list[Wait]:
@@ -204,7 +219,7 @@ def waits(world: World, ctx: Context) -> list[Wait]:
                     waits_for += w
                     nexts += n
             if not waits_for:
-                waits_for.append("the workload controller to set Admitted (every check is Ready)")
+                waits_for.append(_all_ready(wl, ctx))
         else:
             w, n = _queued(world, wl, ctx, found, positions)
             waits_for += w

@@ -1,0 +1,56 @@
+"""What a waiting workload waits for (``explain``'s WAITS FOR column): an admission gate, and
+under KEP-993 the scheduler's admission of a reservation whose checks are all Ready."""
+
+from __future__ import annotations
+
+from kueue_provreq.api import constants as c
+from kueue_provreq.api.config import SEMANTICS_KEP_993_PREEMPTION, Configuration
+from kueue_provreq.api.meta import ObjectMeta
+from kueue_provreq.api.quantity import Quantity
+from kueue_provreq.api.queues import (
+    ClusterQueue,
+    ClusterQueueSpec,
+    FlavorQuotas,
+    LocalQueue,
+    LocalQueueSpec,
+    ResourceGroup,
+    ResourceQuota,
+)
+from kueue_provreq.api.workload import Workload
+from kueue_provreq.controllers.context import Context
+from kueue_provreq.waits import waits
+from kueue_provreq.world import World
+
+from builders import T0, admission, check_state, cond, reserved_in, workload
+
+CQ = ClusterQueue(ObjectMeta(name="cq", uid="cq"), ClusterQueueSpec(resource_groups=(
+    ResourceGroup(("cpu",), (FlavorQuotas("default", (ResourceQuota("cpu", Quantity.parse("5")),)),)),)))
+LQ = LocalQueue(ObjectMeta(name="lq", namespace="ns", uid="lq"), LocalQueueSpec("cq"))
+KEP_993 = Configuration(semantics=frozenset({SEMANTICS_KEP_993_PREEMPTION}))
+
+
+def waits_of(wl: Workload, config: Configuration = Configuration()) -> tuple[str, ...]:
+    (wait,) = waits(World([CQ, LQ, wl]), Context(T0, config))
+    return wait.waits_for
+
+
+def test_a_gated_workload_waits_for_its_gates() -> None:
+    wl = workload(annotations={c.ANNOTATION_ADMISSION_GATED_BY: "example.com/a"})
+    assert waits_of(wl) == (f"its admission gates to be removed ({c.ANNOTATION_ADMISSION_GATED_BY}: "
+                            "example.com/a)",)
+
+
+def ready_reservation(*conditions: object) -> Workload:
+    return workload(conditions=(reserved_in(), *conditions), admission=admission(),  # type: ignore[arg-type]
+                    checks=(check_state(state=c.CHECK_READY),))
+
+
+def test_every_check_ready_waits_for_the_workload_controller() -> None:
+    assert waits_of(ready_reservation()) == ("the workload controller to set Admitted (every check is Ready)",)
+
+
+def test_under_kep_993_it_waits_for_the_scheduler_and_says_why() -> None:
+    message = "Pending the preemption of 1 workload(s)"
+    wl = ready_reservation(cond(c.WORKLOAD_ADMITTED, c.FALSE, c.REASON_WAITING_FOR_PREEMPTED_WORKLOADS, message))
+    assert waits_of(wl, KEP_993) == ("the scheduler to set Admitted once the workload fits beside what may "
+                                     f"still run (KEP-993): {message}",)
