@@ -86,6 +86,9 @@ class RecordedAPIServer:
                 self.send_response(answer.get("status", 200))
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Transfer-Encoding", "chunked")
+                # the connection ends with the stream: say so, or the client may send its next
+                # request on a socket the server is closing (RemoteDisconnected, now and then)
+                self.send_header("Connection", "close")
                 self.end_headers()
                 for event in answer["stream"]:
                     line = json.dumps(event).encode() + b"\n"
