@@ -20,12 +20,14 @@ from itertools import count
 import attrs
 
 from kueue_provreq.api import constants as c
+from kueue_provreq.api.config import Configuration
 from kueue_provreq.api.evolve import same
 from kueue_provreq.api.meta import TimeLike
 from kueue_provreq.api.objects import JOB_KINDS, Key, KubeObject, key_of
 from kueue_provreq.api.workload import Workload
 from kueue_provreq.controllers import registry, scheduler
 from kueue_provreq.controllers.context import Context
+from kueue_provreq.controllers.parts import Parts, changed_parts
 from kueue_provreq.controllers.registry import Route, Watch
 from kueue_provreq.errors import KueueProvreqError
 from kueue_provreq.machines import (
@@ -107,8 +109,15 @@ class Manager:
     everything.  The ClusterQueue and AdmissionCheck reconcilers, one per queue or check and
     time-dependent through the queue counts, run at every settle.
 
-    With ``verify`` (the default) it also proves that nothing was missed: before a settle every
-    reconcile it does not schedule, and after it every reconcile, must change nothing.
+    A controller that declares what it reads of a Workload (``registry.Controller.reads``) is
+    woken by a write only when the write changes a part of it (:mod:`~.controllers.parts`) that
+    its last pass read, a pass that changed nothing or ran to its end (``Result.settled``); and
+    not at all for a Workload in which it has nothing to do (``registry.Controller.idle``).
+
+    With ``verify`` (the default) it also proves that nothing was missed: every reconcile it
+    leaves out would change nothing, ask for no earlier wake-up and fail with no error, and
+    after a settle every reconcile changes nothing (as before a settle every one it does not
+    schedule).
     """
 
     def __init__(self, world: World, record: Recorder | None = None, verify: bool = True,
@@ -120,9 +129,8 @@ class Manager:
         #: proportional to the world, since every object may legitimately need many passes
         self.max_reconciles = max_reconciles
         self.reconciles = 0
-        #: owner Workload of each ProvisioningRequest deleted by a reconcile, so that the
-        #: deletion can still be routed to the owner's provisioning reconcile
-        self.deleted_owners: dict[Key, str] = {}
+        #: of those, the ones that changed an object
+        self.changing_reconciles = 0
         #: (controller, key) pairs due for a reconcile, in the order they became due; kept
         #: across settles (a settle restricted to some controllers leaves the others' work)
         self._queue: deque[tuple[str, Key]] = deque()
@@ -131,12 +139,8 @@ class Manager:
         self._timers: list[tuple[float, int, str, Key]] = []
         self._timer_seq = count()
         self._wake_at: dict[tuple[str, Key], float] = {}  # the earliest wake-up of each pair
-        self._journal: dict[Key, None] = {}
+        self._journal: dict[Key, KubeObject | None] = {}
         self._swept = False
-        #: per watched controller, Workload key -> what its last reconcile read, when that
-        #: reconcile changed nothing (so a change elsewhere in the Workload need not wake it)
-        self._quiet: dict[str, dict[Key, Hashable]] = {}
-        self._cq_keys: list[Key] | None = None
         #: the controllers this Manager runs (the registry's, as it stands when it starts), and
         #: who watches each kind, in the registry's order (the order reconciles become due)
         self.controllers: dict[str, registry.Controller] = dict(registry.BY_NAME)
@@ -144,6 +148,16 @@ class Manager:
         for ctl in self.controllers.values():
             for w in ctl.watches:
                 self._watchers.setdefault(w.kind, []).append((ctl, w))
+        #: per controller with a watch predicate, Workload key -> the parts its last pass read
+        #: and its view of them, when that pass left it nothing to do (kept until a write
+        #: changes them)
+        self._quiet: dict[str, dict[Key, Quiet]] = {
+            name: {} for name, ctl in self.controllers.items() if ctl.reads is not None}
+        #: the configuration the quiet passes were made under (another one voids them)
+        self._config: Configuration | None = None
+        #: (controller, key) pairs left out since the last proof, to prove quiet (verify mode)
+        self._skipped: dict[tuple[str, Key], str] = {}
+        self._cq_keys: list[Key] | None = None
         world.journal = self._journal
 
     # --- what is due --------------------------------------------------------------------
@@ -153,66 +167,111 @@ class Manager:
             self._queued.add(item)
             self._queue.append(item)
 
-    def _enqueue_all(self) -> None:
+    def _enqueue_all(self, config: Configuration) -> None:
         self._cq_keys = None
         for ctl in self.controllers.values():
-            self._enqueue_every(ctl)
+            self._enqueue_every(ctl, config)
 
-    def _enqueue_every(self, ctl: registry.Controller) -> None:
+    def _enqueue_every(self, ctl: registry.Controller, config: Configuration) -> None:
         keys = self._cluster_queues() if ctl.kinds == (c.CLUSTER_QUEUE,) else ctl.keys(self.world)
+        name = ctl.name
+        idle, quiet = ctl.idle, self._quiet.get(name)
+        if idle is None or quiet is None:
+            for key in keys:
+                self._enqueue(name, key)
+            return
+        world, queued = self.world, self._queued
         for key in keys:
-            self._enqueue(ctl.name, key)
+            wl = world.get(*key)
+            if isinstance(wl, Workload) and (name, key) not in queued and idle(wl, config):
+                quiet[key] = _quiet(ctl, world, wl, config)
+                self._skip(name, key, "it has nothing to do for such a Workload")
+            else:
+                quiet.pop(key, None)
+                self._enqueue(name, key)
 
-    def _on_change(self, writer: str, keys: Iterable[Key], ctx: Context) -> None:
+    def _skip(self, name: str, key: Key, why: str) -> None:
+        """Leave a reconcile out (verify mode proves it quiet before the next reconcile runs)."""
+        if self.verify:
+            self._skipped.setdefault((name, key), why)
+
+    def _on_change(self, writer: str, changes: Iterable[tuple[Key, KubeObject | None]], ctx: Context,
+                   origin: tuple[str, Key] | None = None) -> None:
         """The watches (``controllers.registry``): which reconciles a change made by ``writer``
-        makes due."""
-        world = self.world
-        for key in keys:
+        makes due.  ``changes`` are the keys changed, each with the object it held before;
+        ``origin``: the reconcile that made them, when its pass settled them."""
+        world, config = self.world, ctx.config
+        for key, old in changes:
             kind = key[0]
             if kind == c.CLUSTER_QUEUE and writer != Actor.CLUSTER_QUEUE:
                 self._cq_keys = None  # queues come and go only by writes from outside
             obj = world.get(*key)
-            if obj is None:
-                for quiet in self._quiet.values():
-                    quiet.pop(key, None)  # the watch views of a deleted object would be kept forever
+            if obj is old:
+                continue  # created and deleted again, or put back as it was
+            diff: Parts | None = None
             for ctl, watch in self._watchers.get(kind, ()):
                 if watch.unless_written_by == writer:
                     continue
                 route = watch.route
                 if route is Route.SELF:
-                    self._changed_self(ctl, key, obj, writer, ctx)
+                    if obj is None:
+                        quiet = self._quiet.get(ctl.name)
+                        if quiet is not None:
+                            quiet.pop(key, None)  # what it read of a deleted object would be kept forever
+                        continue  # nothing left to reconcile
+                    if ctl.reads is not None and isinstance(obj, Workload):
+                        if diff is None and isinstance(old, Workload):
+                            diff = changed_parts(old, obj)
+                        self._changed_self(ctl, key, obj, diff, writer, origin, config)
+                    else:
+                        self._enqueue(ctl.name, key)
                 elif route is Route.ALL:
-                    self._enqueue_every(ctl)
+                    self._enqueue_every(ctl, config)
                 elif route is Route.OWNING_JOB:
-                    if obj is None:  # deleted: which job it was is no longer known
-                        self._enqueue_every(ctl)
-                    for job_key in _owning_jobs(key, obj):
-                        self._enqueue(ctl.name, job_key)
+                    for job_key in {*_owning_jobs(key, old), *_owning_jobs(key, obj)}:
+                        self._due(ctl, job_key, origin)
                 else:
-                    owners = _owners(world, key, obj) if route is Route.OWNER else _owned(world, key, obj)
-                    if owners is None:  # deleted: whose it was is no longer known
-                        owner = self.deleted_owners.get(key) if route is Route.OWNER else None
-                        if owner is None:
-                            self._enqueue_all()
-                            continue
-                        owners = [(c.WORKLOAD, key[1], owner)]
-                    for owner_key in owners:
-                        self._enqueue(ctl.name, owner_key)
-            self.deleted_owners.pop(key, None)
+                    if route is Route.OWNER:
+                        targets = _owners(world, key, obj if obj is not None else old)
+                    else:
+                        targets = _owned(world, key)
+                    for target in targets:
+                        self._due(ctl, target, origin)
 
-    def _changed_self(self, ctl: registry.Controller, key: Key, obj: KubeObject | None, writer: str,
-                      ctx: Context) -> None:
-        """An object the controller reconciles changed: due, unless its watch predicate says the
-        reconcile, which changed nothing last time, reads nothing that changed."""
-        view = ctl.watched
-        if view is None or (ctl.name, key) in self._queued:
-            self._enqueue(ctl.name, key)
+    def _due(self, ctl: registry.Controller, key: Key, origin: tuple[str, Key] | None) -> None:
+        """``key`` is due for ``ctl``, unless the reconcile that made the change is that very
+        one and its pass settled it."""
+        if origin is not None and origin == (ctl.name, key):
+            self._skip(ctl.name, key, "its own write settled it")
             return
-        quiet = self._quiet.get(ctl.name, {}).get(key)
-        if quiet is None or not isinstance(obj, Workload) or quiet != view(obj):
-            self._enqueue(ctl.name, key)
-        elif self.verify:
-            self._check_quiet_one(ctl.name, key, f"its watch ignored a change by {writer or 'a client'}", ctx)
+        quiet = self._quiet.get(ctl.name)
+        if quiet is not None:
+            quiet.pop(key, None)
+        self._enqueue(ctl.name, key)
+
+    def _changed_self(self, ctl: registry.Controller, key: Key, wl: Workload, diff: Parts | None, writer: str,
+                      origin: tuple[str, Key] | None, config: Configuration) -> None:
+        """A Workload the controller reconciles changed: due, unless the parts its last quiet pass
+        read are untouched, its own settled pass made the change, or it has nothing to do."""
+        name = ctl.name
+        quiet = self._quiet[name]
+        if (name, key) in self._queued:
+            quiet.pop(key, None)
+            return
+        if origin is not None and origin == (name, key):
+            self._skip(name, key, "its own write settled it")  # reconcile() notes what it reads now
+            return
+        last = quiet.get(key)
+        if last is not None:
+            if diff is not None and (diff.isdisjoint(last[0]) or (ctl.view is not None and ctl.view(wl) == last[1])):
+                self._skip(name, key, f"its watch ignored a change by {writer or 'a client'}")
+                return
+        elif diff is None and ctl.idle is not None and ctl.idle(wl, config):
+            quiet[key] = _quiet(ctl, self.world, wl, config)
+            self._skip(name, key, "it has nothing to do for such a Workload")
+            return
+        quiet.pop(key, None)
+        self._enqueue(name, key)
 
     def _cluster_queues(self) -> list[Key]:
         """The ClusterQueues' keys, kept between calls (every Workload change asks for them)."""
@@ -223,14 +282,23 @@ class Manager:
     def _collect_due(self, ctx: Context) -> None:
         """Make due what became due since the last settle: outside writes, ended wake-ups."""
         world = self.world
+        config = ctx.config
+        if self._config is not config and self._config != config:
+            # what the quiet passes read was read under another configuration
+            for quiet in self._quiet.values():
+                quiet.clear()
+            self._swept = self._swept and self._config is None
+        self._config = config
         if not self._swept or world.journal is not self._journal:
             # first settle, or another Manager took over the journal: nothing is known
             self._swept = True
             self._journal.clear()
             world.journal = self._journal
-            self._enqueue_all()
+            for quiet in self._quiet.values():
+                quiet.clear()
+            self._enqueue_all(config)
         elif self._journal:
-            changed = list(self._journal)
+            changed = list(self._journal.items())
             self._journal.clear()
             self._on_change("", changed, ctx)
         timers, wake_at = self._timers, self._wake_at
@@ -238,10 +306,10 @@ class Manager:
             at, _, name, key = heapq.heappop(timers)
             if wake_at.get((name, key)) == at:
                 del wake_at[(name, key)]
-            self._enqueue(name, key)
+            self._due(self.controllers[name], key, None)
         for ctl in self.controllers.values():
             if ctl.every_settle:
-                self._enqueue_every(ctl)
+                self._enqueue_every(ctl, config)
 
     def _wake_up(self, at: float, controller: str, key: Key) -> None:
         """Ask for a reconcile at ``at``.  A wake-up already asked for no later is enough: the
@@ -269,6 +337,9 @@ class Manager:
     def reconcile(self, controller: str, key: Key, ctx: Context) -> tuple[Result, list[Key]]:
         """One reconcile, its effects applied; returns its Result and the keys it changed."""
         world = self.world
+        if self._skipped:
+            self._prove_skipped(ctx)
+        settled = False
         if controller == SCHEDULER:
             result = scheduler.schedule(world, ctx, None if key[0] == SCHEDULER else key)
         else:
@@ -276,27 +347,39 @@ class Manager:
             result = ctl.reconcile(world, key, ctx)
             if result.requeue_after is not None or result.error is not None:
                 self._wake_up(ctx.now + (result.requeue_after or 0.0), controller, key)
-            if ctl.watched is not None:
-                quiet = self._quiet.setdefault(controller, {})
-                wl = world.get(*key) if not result.effects and result.error is None else None
-                if isinstance(wl, Workload):
-                    quiet[key] = ctl.watched(wl)
-                else:
-                    quiet.pop(key, None)
+            quiet = self._quiet.get(controller)
+            if quiet is not None:
+                quiet.pop(key, None)
+                if result.error is None:
+                    if not result.effects:
+                        wl = world.get(*key)
+                        if isinstance(wl, Workload):
+                            quiet[key] = _quiet(ctl, world, wl, ctx.config)
+                    else:
+                        settled = result.settled
+            else:
+                settled = result.settled and result.error is None
         self.reconciles += 1
         if not result.effects:  # most reconciles change nothing
             return result, []
-        changed = self._apply(controller, key, result.effects)
-        if changed:
-            self._on_change(controller, changed, ctx)
-        return result, changed
+        changes = self._apply(controller, key, result.effects)
+        if not changes:
+            return result, []
+        self.changing_reconciles += 1
+        self._on_change(controller, changes.items(), ctx, (controller, key) if settled else None)
+        if settled:
+            quiet = self._quiet.get(controller)
+            wl = world.get(*key)
+            if quiet is not None and isinstance(wl, Workload) and (controller, key) not in self._queued:
+                quiet[key] = _quiet(self.controllers[controller], world, wl, ctx.config)
+        return result, list(changes)
 
-    def _apply(self, controller: str, key: Key, effects: tuple[Effect, ...]) -> list[Key]:
-        """Apply effects in order; returns the keys of the objects that really changed.
-        Updates that change nothing are dropped; with ``verify``, a Workload change no
-        declared transition allows raises."""
+    def _apply(self, controller: str, key: Key, effects: tuple[Effect, ...]) -> dict[Key, KubeObject | None]:
+        """Apply effects in order; returns the keys of the objects that really changed, each
+        with the object it held before the first of these effects.  Updates that change nothing
+        are dropped; with ``verify``, a Workload change no declared transition allows raises."""
         world, verify, on_effect = self.world, self.verify, self.record.on_effect
-        changed: list[Key] = []
+        changed: dict[Key, KubeObject | None] = {}
         journal, world.journal = world.journal, None  # routed by the caller, not as an outside write
         try:
             for effect in effects:
@@ -307,26 +390,17 @@ class Manager:
                         continue
                     if verify:
                         verify_change(old, effect)
-                elif isinstance(effect, Delete):
-                    if effect.kind == c.PROVISIONING_REQUEST:
-                        self._remember_owner(effect)
-                elif not isinstance(effect, Create):  # an event or a metric
+                elif not isinstance(effect, (Create, Delete)):  # an event or a metric
                     if on_effect is not None:
                         on_effect(controller, key, effect)
                     continue
-                changed.extend(world.apply(effect))
+                for k, before in world.apply_changes(effect):
+                    changed.setdefault(k, before)
                 if on_effect is not None:
                     on_effect(controller, key, effect)
         finally:
             world.journal = journal
         return changed
-
-    def _remember_owner(self, effect: Delete) -> None:
-        """A deleted request's owning Workload, to route the deletion to its reconcile."""
-        gone = self.world.get(c.PROVISIONING_REQUEST, effect.namespace, effect.name)
-        ref = gone.metadata.controller_ref() if gone is not None else None
-        if ref is not None and ref.kind == c.WORKLOAD:
-            self.deleted_owners[(c.PROVISIONING_REQUEST, effect.namespace, effect.name)] = ref.name
 
     # --- settle -------------------------------------------------------------------
     def settle(self, ctx: Context | TimeLike, controllers: Iterable[str] = ALL_CONTROLLERS) -> None:
@@ -351,6 +425,7 @@ class Manager:
         names = [n for n in self.controllers if n in wanted]
         self._collect_due(ctx)
         if self.verify:
+            self._prove_skipped(ctx)
             self._check_quiet(ctx, names, skip=self._queued)
 
         queue, queued = self._queue, self._queued
@@ -400,7 +475,16 @@ class Manager:
         finally:
             queue.extendleft(reversed(later))
         if self.verify:
+            self._prove_skipped(ctx)
             self._check_quiet(ctx, names)
+
+    # --- verify mode ------------------------------------------------------------------
+    def _prove_skipped(self, ctx: Context) -> None:
+        """Every reconcile left out since the last proof would change nothing now."""
+        skipped, self._skipped = self._skipped, {}
+        for (name, key), why in skipped.items():
+            if (name, key) not in self._queued and key in self.world:
+                self._check_quiet_one(name, key, why, ctx)
 
     def _check_quiet(self, ctx: Context, names: list[str], skip: AbstractSet[tuple[str, Key]] = frozenset()) -> None:
         """Every reconcile of ``names`` not in ``skip`` would change nothing: what the engine
@@ -415,13 +499,30 @@ class Manager:
         if changes_world(self.world, result):
             raise SettleError(f"{name} reconcile of {key[1]}/{key[2]} would still change the world "
                               f"but {why}: {describe(result)}")
+        if result.error is not None:
+            raise SettleError(f"{name} reconcile of {key[1]}/{key[2]} would fail but {why}: {result.error}")
+        if result.requeue_after is not None:
+            asked = self._wake_at.get((name, key))
+            if asked is None or asked > ctx.now + result.requeue_after:
+                raise SettleError(f"{name} reconcile of {key[1]}/{key[2]} would ask to be woken in "
+                                  f"{result.requeue_after}s but {why}")
 
 
-def _owners(world: World, key: Key, obj: KubeObject | None) -> list[Key] | None:
-    """The Workload that controls ``obj``: a request's controller, or a template's through the
-    request that owns it (or the Workload itself, before the hand-over); None when deleted."""
+Quiet = tuple[Parts, Hashable]
+"""What a quiet pass read of its Workload: the parts, and the controller's view of them."""
+
+
+def _quiet(ctl: registry.Controller, world: World, wl: Workload, config: Configuration) -> Quiet:
+    assert ctl.reads is not None
+    return ctl.reads(world, wl, config), None if ctl.view is None else ctl.view(wl)
+
+
+def _owners(world: World, key: Key, obj: KubeObject | None) -> list[Key]:
+    """The Workload that controls ``obj`` (as it is, or was before its deletion): a request's
+    controller, or a template's through the request that owns it (or the Workload itself,
+    before the hand-over)."""
     if obj is None:
-        return None
+        return []
     ns = key[1]
     out = []
     for ref in obj.metadata.owner_references:
@@ -436,17 +537,15 @@ def _owners(world: World, key: Key, obj: KubeObject | None) -> list[Key] | None:
 
 
 def _owning_jobs(key: Key, obj: KubeObject | None) -> list[Key]:
-    """The jobs ``obj`` (a Workload) names as owners: those whose Workload it is
-    (``controllers.job.workload_of``)."""
+    """The jobs ``obj`` (a Workload, as it is or was) names as owners: those whose Workload it
+    is (``controllers.job.workload_of``)."""
     if obj is None:
         return []
     return [(ref.kind, key[1], ref.name) for ref in obj.metadata.owner_references if ref.kind in JOB_KINDS]
 
 
-def _owned(world: World, key: Key, obj: KubeObject | None) -> list[Key] | None:
-    """The Workloads ``obj`` (a job) owns; None when it was deleted."""
-    if obj is None:
-        return None
+def _owned(world: World, key: Key) -> list[Key]:
+    """The Workloads a job (``key``, existing or deleted) owns by name."""
     return [key_of(wl) for wl in world.owned_by_name(c.WORKLOAD, key[1], key[2])]
 
 

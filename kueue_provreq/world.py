@@ -84,6 +84,11 @@ class Result:
     effects: tuple[Effect, ...] = ()
     requeue_after: float | None = None
     error: str | None = None
+    settled: bool = False
+    """The reconcile ran its whole pass: once its writes are applied, another pass would change
+    nothing (and ask no earlier wake-up), so they need not wake it again.  False (the default)
+    when it ended its pass early after a write, as upstream's controllers return after a patch
+    and are triggered again by it.  The engine's verify mode checks the claim."""
 
 
 NOTHING = Result()
@@ -125,9 +130,10 @@ class World:
         self._dependents: dict[str, dict[Key, None]] = {}
         self.uid_counter = 0
         self.faults = faults
-        #: where ``apply`` and ``put`` record the keys they touch, for the one Manager that
+        #: where ``apply`` and ``put`` record the keys they touch, each with the object it held
+        #: before the first of those changes (None: it did not exist), for the one Manager that
         #: drives this world (it learns of changes made outside its reconciles from it)
-        self.journal: dict[Key, None] | None = None
+        self.journal: dict[Key, KubeObject | None] | None = None
         for obj in objects:
             self._put(obj)
 
@@ -189,47 +195,54 @@ class World:
     # --- writes (drivers only) ------------------------------------------------------
     def apply(self, effect: Effect) -> list[Key]:
         """Apply one effect; returns the keys of every object it created, changed or deleted."""
-        keys = self._apply(effect)
-        if self.journal is not None:
-            self.journal.update(dict.fromkeys(keys))
-        return keys
+        return [key for key, _ in self.apply_changes(effect)]
 
-    def _apply(self, effect: Effect) -> list[Key]:
+    def apply_changes(self, effect: Effect) -> list[tuple[Key, KubeObject | None]]:
+        """:meth:`apply`, returning each key with the object it held before (None for a create),
+        so that a driver can tell what changed, and whose a deleted object was."""
+        changes = self._apply(effect)
+        journal = self.journal
+        if journal is not None:
+            for key, old in changes:
+                journal.setdefault(key, old)
+        return changes
+
+    def _apply(self, effect: Effect) -> list[tuple[Key, KubeObject | None]]:
+        if isinstance(effect, Update):
+            obj = effect.obj
+            key = (obj.KIND, obj.metadata.namespace, obj.metadata.name)
+            old = self._objects.get(key)
+            if old is None:
+                raise ValueError(not_found(key[0], key[2]))
+            if old.metadata.owner_references == obj.metadata.owner_references:
+                # the indexes hold keys, not objects: only the two maps of objects change
+                self._objects[key] = obj
+                self._by_kind[key[0]][key] = obj
+            else:
+                self._drop(old)
+                self._put(obj)
+            return [(key, old)]
         if isinstance(effect, Create):
             key = key_of(effect.obj)
             if key in self._objects:
                 raise ValueError(already_exists(key[0], key[2]))
             self._put(effect.obj)
             self._bump_uid(effect.obj)
-            return [key]
-        if isinstance(effect, Update):
-            key = key_of(effect.obj)
-            old = self._objects.get(key)
-            if old is None:
-                raise ValueError(not_found(key[0], key[2]))
-            new = effect.obj
-            if old.metadata.owner_references == new.metadata.owner_references:
-                # the indexes hold keys, not objects: only the two maps of objects change
-                self._objects[key] = new
-                self._by_kind[key[0]][key] = new
-            else:
-                self._drop(old)
-                self._put(new)
-            return [key]
+            return [(key, None)]
         if isinstance(effect, Delete):
             return self._delete_cascading((effect.kind, effect.namespace, effect.name))
         return []
 
     def put(self, obj: KubeObject) -> list[Key]:
         """Create or replace, as ``kubectl apply`` would."""
-        old = self._objects.get(key_of(obj))
+        key = key_of(obj)
+        old = self._objects.get(key)
         if old is not None:
             self._drop(old)
         self._put(obj)
         self._bump_uid(obj)
-        key = key_of(obj)
         if self.journal is not None:
-            self.journal[key] = None
+            self.journal.setdefault(key, old)
         return [key]
 
     def copy(self) -> World:
@@ -282,12 +295,12 @@ class World:
                     if not dep:
                         del self._dependents[ref.uid]
 
-    def _delete_cascading(self, key: Key) -> list[Key]:
+    def _delete_cascading(self, key: Key) -> list[tuple[Key, KubeObject | None]]:
         obj = self._objects.get(key)
         if obj is None:
             return []
         self._drop(obj)
-        gone = [key]
+        gone: list[tuple[Key, KubeObject | None]] = [(key, obj)]
         uid = obj.metadata.uid
         if uid:
             for dep in list(self._dependents.get(uid, ())):
@@ -430,10 +443,11 @@ class Txn:
     def metric(self, name: str, labels: dict[str, str], value: float = 1.0) -> None:
         self.effects.append(MetricInc(name, FrozenMap(labels), value))
 
-    def result(self, requeue_after: float | None = None, error: str | None = None) -> Result:
+    def result(self, requeue_after: float | None = None, error: str | None = None, settled: bool = False) -> Result:
+        """What the reconcile wants done; ``settled``: see :attr:`Result.settled`."""
         if not self.effects and requeue_after is None and error is None:
             return NOTHING
-        return Result(tuple(self.effects), requeue_after, error)
+        return Result(tuple(self.effects), requeue_after, error, settled and error is None)
 
 
 def truncate(message: str, limit: int) -> str:

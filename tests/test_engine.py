@@ -131,22 +131,36 @@ def test_nothing_of_a_deleted_workload_is_kept() -> None:
 
 
 def test_a_watch_skips_changes_its_controller_does_not_read() -> None:
-    """A change to a field the job integration does not read (a check's message) wakes the
-    workload controller and the provisioning controller (which puts the message back), never
-    the job integration."""
+    """A change to a field only the provisioning controller reads (a Pending check's message)
+    wakes it (it puts the message back), never the workload controller nor the job integration."""
     world, manager, counts = fresh()
     wl = workload(world)
     state = wl.status.admission_checks[0]
     manager.world.put(wl.with_status(admission_checks=(attrs.evolve(state, message="seen by provisioning"),)))
     manager.settle(ctx())
-    assert counts["workload"] >= 1 and counts["provisioning"] >= 1 and counts["job"] == 0
+    assert counts["provisioning"] >= 1 and counts["workload"] == 0 and counts["job"] == 0
     assert workload(world).status.admission_checks[0].message == ""
+
+
+def test_a_watch_wakes_a_controller_when_what_it_reads_changes() -> None:
+    """The same check in Retry: the workload controller reads its times and message then."""
+    world, manager, counts = fresh()
+    autoscaler_step(world, request(world), "fail", T0)
+    manager.settle(ctx())
+    counts.clear()
+    wl = workload(world)
+    state = wl.status.admission_checks[0]
+    assert state.state == c.CHECK_RETRY
+    manager.world.put(wl.with_status(admission_checks=(attrs.evolve(state, requeue_after_seconds=120),)))
+    manager.settle(ctx())
+    assert counts["workload"] >= 1 and counts["job"] == 0
+    assert workload(world).status.requeue_state.requeue_at == T0 + 120  # type: ignore[union-attr]
 
 
 def test_verify_catches_a_watch_that_ignores_what_its_controller_reads(monkeypatch: pytest.MonkeyPatch) -> None:
     # pretends to read nothing of its Workload
     monkeypatch.setitem(registry.BY_NAME, "provisioning", attrs.evolve(registry.BY_NAME["provisioning"],
-                                                                      watched=lambda wl: ()))
+                                                                      reads=lambda world, wl, config: frozenset()))
     manager = Manager(World(build_objects(OPTS)))
     # the scheduler reserves quota, which the provisioning controller must answer with a request
     with pytest.raises(SettleError, match="provisioning reconcile of default/wla would still change the "

@@ -88,6 +88,7 @@ from kueue_provreq.controllers import podsets
 from kueue_provreq.controllers import workload_status as ws
 from kueue_provreq.controllers.context import Context
 from kueue_provreq.controllers.integrations import INTEGRATIONS, Integration, JobIntegration, integration_of
+from kueue_provreq.controllers.parts import METADATA, SPEC, Parts, parts
 from kueue_provreq.machines import Guard, WorkloadPhase, WorkloadTrigger
 from kueue_provreq.machines.phases import workload_phase
 from kueue_provreq.world import NOTHING, Result, Txn, World
@@ -98,12 +99,38 @@ _REQUEUED_AT_ONCE = (c.REASON_PREEMPTED, c.REASON_NODE_FAILURES)
 _JOB_TYPES = (Job, JobSet, PyTorchJob)
 
 
-def watched(wl: Workload) -> Hashable:
-    """What a Workload reconcile that changes nothing reads of its Workload (its watch
-    predicate): when none of it changed, reconciling again changes nothing either.  The release
-    of quota reads more (the admission, the checks), but it is a write, never remembered."""
-    return (wl.status.conditions, wl.metadata.generation, wl.metadata.owner_references, wl.spec.active,
-            wl.status.requeue_state)
+_READS = parts(c.WORKLOAD_FINISHED, c.WORKLOAD_EVICTED, c.WORKLOAD_QUOTA_RESERVED, c.WORKLOAD_PODS_READY,
+               c.WORKLOAD_ADMITTED, METADATA, SPEC)
+
+
+def reads(world: World, wl: Workload, config: Configuration) -> Parts:
+    """What a Workload reconcile reads of its Workload: the parts :func:`view` is made of."""
+    return _READS
+
+
+def view(wl: Workload) -> Hashable:
+    """What a Workload reconcile decides from (its watch predicate, finer than :func:`reads`):
+    whether the workload is finished, and whether evicted with its quota (the release); for a
+    workload owned by a job, the eviction that stops the job and the podsets it restores; and
+    whether ``PodsReady`` already says what it would write."""
+    status = wl.status
+    if status.is_true(c.WORKLOAD_FINISHED):
+        return True
+    evicted = status.conditions_by_type.get(c.WORKLOAD_EVICTED)
+    refs = wl.metadata.owner_references
+    if any(ref.kind in INTEGRATIONS for ref in refs):
+        stopping: Hashable = (refs, evicted, wl.spec.pod_sets)
+    else:
+        stopping = None
+    releasing = evicted is not None and evicted.status == c.TRUE and status.is_true(c.WORKLOAD_QUOTA_RESERVED)
+    return (releasing, stopping, _pods_ready_current(wl))
+
+
+def idle(wl: Workload, config: Configuration) -> bool:
+    """A finished Workload is left alone."""
+    return wl.status.is_true(c.WORKLOAD_FINISHED)
+
+
 
 
 def reconcile(world: World, key: Key, ctx: Context) -> Result:
@@ -360,9 +387,11 @@ def _reconcile_workload(world: World, key: Key, ctx: Context) -> Result:
                 Guard.DEACTIVATED: not wl.is_active,
                 Guard.REQUEUED: requeued and (rs is None or rs.requeue_at is None)})
             released = _release_quota(wl, requeued, evicted, ctx)
-            return txn.result(error=txn.update(released, (release,)))
+            # the next pass stops the (stopped) job again and syncs PodsReady: settled unless
+            # the release left PodsReady to write
+            return txn.result(error=txn.update(released, (release,)), settled=_pods_ready_current(released))
         if txn.effects:
-            return txn.result()
+            return txn.result(settled=_pods_ready_current(wl))
     return _sync_pods_ready(txn, wl)
 
 
@@ -378,18 +407,28 @@ def _release_quota(wl: Workload, requeued: bool, evicted: Condition, ctx: Contex
     return ws.unset_quota_reservation(wl, release_reason, message, now, ctx.config)
 
 
+def _pods_not_ready_already(wl: Workload, ready: Condition) -> bool:
+    """``ready`` is what :func:`_sync_pods_ready` writes (``set_condition``'s no-op, without
+    building the condition)."""
+    return (ready.status == c.FALSE and ready.reason == c.REASON_WAIT_FOR_START
+            and ready.message == c.MSG_PODS_NOT_READY and ready.observed_generation == wl.metadata.generation)
+
+
+def _pods_ready_current(wl: Workload) -> bool:
+    """Whether :func:`_sync_pods_ready` leaves ``wl`` as it is."""
+    ready = wl.condition(c.WORKLOAD_PODS_READY)
+    return ready is not None and (wl.is_admitted() or _pods_not_ready_already(wl, ready))
+
+
 def _sync_pods_ready(txn: Txn, wl: Workload) -> Result:
     """No pod is ready while the workload is not admitted, nor while nothing says otherwise."""
-    ready = wl.condition(c.WORKLOAD_PODS_READY)
-    if ready is not None and (wl.is_admitted() or (
-            ready.status == c.FALSE and ready.reason == c.REASON_WAIT_FOR_START
-            and ready.message == c.MSG_PODS_NOT_READY and ready.observed_generation == wl.metadata.generation)):
-        return NOTHING  # the second test is ``set_condition``'s no-op, without building the condition
+    if _pods_ready_current(wl):
+        return NOTHING
     new = ws.set_cond(wl, c.WORKLOAD_PODS_READY, c.FALSE, c.REASON_WAIT_FOR_START,
                       c.MSG_PODS_NOT_READY, txn.now)
     if new is wl:
         return NOTHING
-    return txn.result(error=txn.update(new))
+    return txn.result(error=txn.update(new), settled=True)
 
 
 def _owner_job(txn: Txn, wl: Workload) -> JobObject | None:

@@ -30,7 +30,7 @@ AfterCheckPassedOrOnDemand`` would otherwise hold back the very preemptions it w
 from __future__ import annotations
 
 import functools
-from collections.abc import Hashable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from itertools import chain
 from typing import Any
 
@@ -38,6 +38,7 @@ import attrs
 
 from kueue_provreq.api import constants as c
 from kueue_provreq.api import naming
+from kueue_provreq.api.config import Configuration
 from kueue_provreq.api.evolve import evolve
 from kueue_provreq.api.frozen import EMPTY, FrozenMap, freeze, thaw
 from kueue_provreq.api.meta import Condition, ObjectMeta, OwnerReference, Time
@@ -74,6 +75,16 @@ from kueue_provreq.controllers.backoff import (
     wait_time_ns,
 )
 from kueue_provreq.controllers.context import Context
+from kueue_provreq.controllers.parts import (
+    ADMISSION,
+    CHECK_DETAILS,
+    CHECKS,
+    METADATA,
+    REQUEUE_STATE,
+    SPEC,
+    Parts,
+    parts,
+)
 from kueue_provreq.controllers.workload_status import set_admission_check_state
 from kueue_provreq.errors import KueueProvreqError
 from kueue_provreq.machines import (
@@ -456,13 +467,16 @@ def _state_for_request(st: AdmissionCheckState, wl: Workload, pr: ProvisioningRe
 
 def _sync_check_states(txn: Txn, wl: Workload, configs: Mapping[str, ProvisioningRequestConfig | None],
                        needed: Mapping[str, bool], active: Mapping[str, tuple[ProvisioningRequest, int]],
-                       keep_quota: bool, ctx: Context) -> Workload:
+                       keep_quota: bool, ctx: Context) -> tuple[Workload, list[str] | None]:
     """One status write for every check, then one event per check whose state moved.  A check
-    that needs a request but has none yet aborts the whole write (upstream's early return)."""
+    that needs a request but has none yet aborts the whole write (upstream's early return):
+    returns the workload and the checks left undecided (the one without a request and those
+    after it; none when every check was decided), or None when a check before that one was to
+    change (the aborted write is left to the next pass)."""
     states = wl.status.admission_checks
     by_name = {s.name: s for s in states}
     changed: list[tuple[AdmissionCheckState, Decision]] = []
-    for check, prc in configs.items():
+    for i, (check, prc) in enumerate(configs.items()):
         old = by_name[check]
         decision: Decision | None
         if prc is None:
@@ -474,12 +488,12 @@ def _sync_check_states(txn: Txn, wl: Workload, configs: Mapping[str, Provisionin
         else:
             found = active.get(check)
             if found is None:
-                return wl
+                return wl, None if changed else list(configs)[i:]
             decision = _state_for_request(old, wl, found[0], found[1], prc, keep_quota, ctx)
         if decision is not None:
             changed.append((old, decision))
     if not changed:
-        return wl
+        return wl, []
     for _, (new, _t) in changed:
         states = set_admission_check_state(states, new, ctx.now)
     wl = wl.with_status(admission_checks=states)
@@ -494,7 +508,7 @@ def _sync_check_states(txn: Txn, wl: Workload, configs: Mapping[str, Provisionin
             if new.message:
                 msg += c.MSG_WITH_MESSAGE.format(message=new.message)
             txn.event(c.EVENT_TYPE_NORMAL, c.EVENT_ADMISSION_CHECK_UPDATED, msg, wl)
-    return wl
+    return wl, []
 
 
 # --- creating requests ---------------------------------------------------------------------
@@ -574,11 +588,14 @@ def _create_request(txn: Txn, wl: Workload, check: str, prc: ProvisioningRequest
 
 def _sync_owned_requests(txn: Txn, wl: Workload, configs: Mapping[str, ProvisioningRequestConfig | None],
                          needed: Mapping[str, bool], active: dict[str, tuple[ProvisioningRequest, int]],
-                         assignments: Mapping[str, PodSetAssignment], keep_quota: bool) -> int | None:
+                         assignments: Mapping[str, PodSetAssignment], keep_quota: bool
+                         ) -> tuple[int | None, list[str]]:
     """Never (re)creates for a Ready check.  Without a request the attempt is
     ``retryCount + 1``, so naming survives the cleanup of failed requests on eviction; after a
-    failure seen while Pending it is the failed attempt + 1.  Returns the keep-quota wake-up."""
+    failure seen while Pending it is the failed attempt + 1.  Returns the keep-quota wake-up
+    and the checks it created a request for."""
     wake: int | None = None
+    created: list[str] = []
     states = {s.name: s for s in wl.status.admission_checks}
     for check, prc in configs.items():
         if prc is None or not needed[check]:
@@ -602,9 +619,10 @@ def _sync_owned_requests(txn: Txn, wl: Workload, configs: Mapping[str, Provision
         if create:
             name = naming.provisioning_request_name(wl.metadata.name, check, attempt)
             req = _create_request(txn, wl, check, prc, name, assignments)
+            created.append(check)
         if req is not None:
             _transfer_templates(txn, wl, req)
-    return wake
+    return wake, created
 
 
 # --- reconcile -----------------------------------------------------------------------------
@@ -638,28 +656,44 @@ def _active_requests(wl: Workload, configs: Mapping[str, ProvisioningRequestConf
     return active
 
 
-def _reconcile(txn: Txn, key: Key, ctx: Context) -> int | None:
+def _handled(wl: Workload, config: Configuration) -> bool:
+    """Whether the reconcile goes past its first test: a workload that is finished, evicted or
+    holding quota (before KEP-3258, an evicted one only while it still holds quota)."""
+    status = wl.status
+    reserved = status.is_true(c.WORKLOAD_QUOTA_RESERVED)
+    if status.is_true(c.WORKLOAD_FINISHED):
+        return True
+    if status.is_true(c.WORKLOAD_EVICTED):
+        return reserved or not config.pre_kep_3258
+    return reserved
+
+
+def _syncing(wl: Workload, config: Configuration) -> bool:
+    """Whether the reconcile syncs checks and requests (a workload holding quota that is
+    neither finished nor evicted, before KEP-3258 evicted or not), rather than only cleaning
+    up (or doing nothing)."""
+    status = wl.status
+    if status.is_true(c.WORKLOAD_FINISHED) or not status.is_true(c.WORKLOAD_QUOTA_RESERVED):
+        return False
+    return config.pre_kep_3258 or not status.is_true(c.WORKLOAD_EVICTED)
+
+
+def _reconcile(txn: Txn, key: Key, ctx: Context) -> tuple[int | None, bool]:
+    """Returns the keep-quota wake-up and whether the pass settled what it wrote."""
     wl = txn.get(*key)
     if not isinstance(wl, Workload):
-        return None
-    finished, evicted, reserved = wl.is_finished(), wl.is_evicted(), wl.has_quota_reservation()
-    if not finished and not evicted and not reserved:
-        return None
-    if ctx.config.pre_kep_3258 and not finished and evicted:
-        # before KEP-3258 (and before CleanupProvisioningRequestsOnEviction) an evicted workload
-        # still holding quota was handled like any reserved one
-        evicted = False
-        if not reserved:
-            return None
+        return None, True
+    config = ctx.config
+    if not _handled(wl, config):
+        return None, True
     owned = [pr for pr in txn.owned_by_name(c.PROVISIONING_REQUEST, key[1], key[2])
              if isinstance(pr, ProvisioningRequest)]
-    if finished or (evicted and ctx.config.gate(c.GATE_CLEANUP_ON_EVICTION)):
-        # PodTemplates go with their request through the garbage collector.
-        for pr in owned:
-            _delete(txn, pr)
-        return None
-    if evicted:
-        return None
+    if not _syncing(wl, config):
+        if wl.is_finished() or config.gate(c.GATE_CLEANUP_ON_EVICTION):
+            # PodTemplates go with their request through the garbage collector.
+            for pr in owned:
+                _delete(txn, pr)
+        return None, True
 
     configs: dict[str, ProvisioningRequestConfig | None] = {}
     for st in wl.status.admission_checks:
@@ -670,34 +704,72 @@ def _reconcile(txn: Txn, key: Key, ctx: Context) -> int | None:
     assignments = {psa.name: psa for psa in admission.pod_set_assignments} if admission else {}
     needed = {check: req_is_needed(wl, prc, assignments) for check, prc in configs.items() if prc is not None}
     active = _active_requests(wl, configs, needed, owned)
-    keep_quota = ctx.config.gate(c.GATE_KEEP_QUOTA_FOR_PROVREQ_RETRY)
+    keep_quota = config.gate(c.GATE_KEEP_QUOTA_FOR_PROVREQ_RETRY)
 
-    wl = _sync_check_states(txn, wl, configs, needed, active, keep_quota, ctx)
+    wl, undecided = _sync_check_states(txn, wl, configs, needed, active, keep_quota, ctx)
     in_use = {pr.metadata.name for pr, _ in active.values()}
     for pr in owned:
         if pr.metadata.name not in in_use:
             _delete(txn, pr)
-    return _sync_owned_requests(txn, wl, configs, needed, active, assignments, keep_quota)
+    wake, created = _sync_owned_requests(txn, wl, configs, needed, active, assignments, keep_quota)
+    # A new request is what the next pass decides its check from (no condition yet: Pending,
+    # no message).  The pass is settled when every check it left undecided got a request and
+    # already says so (none of the others changes: their requests are the same).
+    if undecided is None:
+        return wake, False
+    settled = set(undecided) <= set(created) and all(_decides_nothing_yet(wl, check) for check in created)
+    return wake, settled
 
 
-def watched(wl: Workload) -> Hashable:
-    """What a reconcile reads of its Workload (its watch predicate): when none of it changed,
-    a reconcile that changed nothing would change nothing again.  Other conditions (PodsReady,
-    Requeued, ...) and ``status.extra`` are not read."""
+def _decides_nothing_yet(wl: Workload, check: str) -> bool:
+    """Whether a request without conditions leaves ``check`` as it is (``_state_for_request``
+    for a new request)."""
+    st = wl.check_state(check)
+    return st is not None and _patch(st, _check_transition(st.state, CheckTrigger.NO_DECISION, check), "") is None
+
+
+_FINISHED = parts(c.WORKLOAD_FINISHED)
+_FIRST_TEST = parts(c.WORKLOAD_FINISHED, c.WORKLOAD_EVICTED, c.WORKLOAD_QUOTA_RESERVED)
+_EVICTED = parts(c.WORKLOAD_FINISHED, c.WORKLOAD_EVICTED)
+_SYNCED = _FIRST_TEST | parts(METADATA, SPEC, ADMISSION, CHECKS, CHECK_DETAILS)
+_ENDS_ONLY_UNADMITTED = frozenset(row.condition for row in requests.REQUEST_CONDITIONS if not row.while_admitted)
+
+
+def reads(world: World, wl: Workload, config: Configuration) -> Parts:
+    """What a reconcile reads of its Workload (its watch predicate).  Only whether it is
+    finished, evicted or holding quota, unless it holds quota undisturbed; then its metadata
+    (names, parameters), spec, admission and checks, ``Admitted`` only while one of its
+    requests has a True condition that counts only before admission (BookingExpired), and the
+    requeueState only before KEP-3258.  Its requests are watched as requests."""
     status = wl.status
-    by_type = status.conditions_by_type
-    return (wl.metadata, wl.spec, status.admission, status.admission_checks, status.requeue_state,
-            by_type.get(c.WORKLOAD_FINISHED), by_type.get(c.WORKLOAD_EVICTED),
-            by_type.get(c.WORKLOAD_QUOTA_RESERVED), by_type.get(c.WORKLOAD_ADMITTED))
+    if status.is_true(c.WORKLOAD_FINISHED):
+        return _FINISHED
+    if not _syncing(wl, config):
+        # once evicted (since KEP-3258) the quota it may still hold changes nothing
+        return _EVICTED if status.is_true(c.WORKLOAD_EVICTED) and not config.pre_kep_3258 else _FIRST_TEST
+    out = _SYNCED
+    if config.pre_kep_3258:
+        out = out | {REQUEUE_STATE}
+    meta = wl.metadata
+    for pr in world.owned_by_name(c.PROVISIONING_REQUEST, meta.namespace, meta.name):
+        if isinstance(pr, ProvisioningRequest) and any(
+                cd.status == c.TRUE and cd.type in _ENDS_ONLY_UNADMITTED for cd in pr.status.conditions):
+            return out | {c.WORKLOAD_ADMITTED}
+    return out
+
+
+def idle(wl: Workload, config: Configuration) -> bool:
+    """A workload neither finished, evicted nor holding quota has nothing to provision."""
+    return not _handled(wl, config)
 
 
 def reconcile(world: World, key: Key, ctx: Context) -> Result:
     txn = Txn(world, ctx.now)
     try:
-        wake = _reconcile(txn, key, ctx)
+        wake, settled = _reconcile(txn, key, ctx)
     except ReconcileError as e:
         return txn.result(error=str(e))
-    return txn.result(requeue_after=wake)
+    return txn.result(requeue_after=wake, settled=settled)
 
 
 # --- pre-KEP-3258 semantics (Kueue v0.9 - v0.14), selected by the pre-kep-3258 switch ---

@@ -13,6 +13,7 @@ from collections.abc import Callable, Hashable
 import attrs
 
 from kueue_provreq.api import constants as c
+from kueue_provreq.api.config import Configuration
 from kueue_provreq.api.objects import JOB_KINDS, Key
 from kueue_provreq.api.workload import Workload
 from kueue_provreq.controllers import (
@@ -23,10 +24,16 @@ from kueue_provreq.controllers import (
     workload,
 )
 from kueue_provreq.controllers.context import Context
+from kueue_provreq.controllers.parts import Parts
 from kueue_provreq.machines import Actor
 from kueue_provreq.world import Result, World
 
 Reconcile = Callable[[World, Key, Context], Result]
+Reads = Callable[[World, Workload, Configuration], Parts]
+"""A watch predicate: the parts of a Workload (:mod:`.parts`) a reconcile of it reads, in its
+state; a function of those parts alone, of the configuration, and of objects whose changes
+the controller's watches route to it."""
+Idle = Callable[[Workload, Configuration], bool]
 
 
 class Route(enum.Enum):
@@ -71,9 +78,16 @@ class Controller:
     """The kinds it reconciles."""
     reconcile: Reconcile
     watches: tuple[Watch, ...]
-    watched: Callable[[Workload], Hashable] | None = None
-    """Its watch predicate on its own Workloads: what a reconcile reads of one.  A change that
-    leaves it equal does not wake a reconcile that last changed nothing."""
+    reads: Reads | None = None
+    """Its watch predicate on its own Workloads: what a reconcile reads of one.  A write that
+    changes none of it does not wake a reconcile that last left the Workload with nothing to
+    do (it changed nothing, or its whole pass was :attr:`~kueue_provreq.world.Result.settled`)."""
+    view: Callable[[Workload], Hashable] | None = None
+    """A finer watch predicate, for a write that does change what ``reads`` names: what the
+    reconcile decides from, as a value (a write that leaves it equal does not wake it either)."""
+    idle: Idle | None = None
+    """Whether its reconcile of a Workload in this state does nothing, whatever else holds: a
+    Workload seen first so (created, or at the first settle) is not reconciled."""
     owns: tuple[str, ...] = ()
     """Kinds it creates and deletes (for the record and the docs; routed by ``watches``)."""
     every_settle: bool = False
@@ -89,17 +103,17 @@ _JOBS_OWNED = tuple(Watch(kind, Route.OWNED, unless_written_by=Actor.JOB) for ki
 
 CONTROLLERS: tuple[Controller, ...] = (
     Controller(Actor.WORKLOAD, (c.WORKLOAD,), workload.reconcile, (
-        Watch(c.WORKLOAD, Route.SELF), *_JOBS_OWNED, *_CONFIGURATION)),
+        Watch(c.WORKLOAD, Route.SELF), *_JOBS_OWNED, *_CONFIGURATION), reads=workload.reads, idle=workload.idle),
     Controller(Actor.PROVISIONING, (c.WORKLOAD,), provisioning.reconcile, (
         Watch(c.WORKLOAD, Route.SELF), Watch(c.PROVISIONING_REQUEST, Route.OWNER),
         Watch(c.POD_TEMPLATE, Route.OWNER, unless_written_by=Actor.PROVISIONING),
         *_JOBS_OWNED, *_CONFIGURATION),
-        watched=provisioning.watched, owns=(c.PROVISIONING_REQUEST, c.POD_TEMPLATE)),
+        reads=provisioning.reads, idle=provisioning.idle, owns=(c.PROVISIONING_REQUEST, c.POD_TEMPLATE)),
     # The job reconciler: its Workloads (eviction, PodsReady) and every job (creation, start, stop).
     Controller(Actor.JOB, (c.WORKLOAD, *JOB_KINDS), job.reconcile, (
         Watch(c.WORKLOAD, Route.SELF), Watch(c.WORKLOAD, Route.OWNING_JOB),
         *(Watch(kind, Route.SELF) for kind in JOB_KINDS), *_JOBS_OWNED, *_CONFIGURATION),
-        watched=job.watched, owns=(c.WORKLOAD,)),
+        reads=job.reads, view=job.view, idle=job.idle, owns=(c.WORKLOAD,)),
     Controller(Actor.ADMISSION_CHECK, (c.ADMISSION_CHECK,), admissioncheck.reconcile, _CONFIGURATION,
                every_settle=True),
     Controller(Actor.CLUSTER_QUEUE, (c.CLUSTER_QUEUE,), clusterqueue.reconcile, (

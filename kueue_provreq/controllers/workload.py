@@ -48,7 +48,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from kueue_provreq.api import constants as c
-from kueue_provreq.api.config import WaitForPodsReady
+from kueue_provreq.api.config import Configuration, WaitForPodsReady
 from kueue_provreq.api.evolve import evolve
 from kueue_provreq.api.meta import Condition, Time
 from kueue_provreq.api.objects import Key
@@ -57,6 +57,7 @@ from kueue_provreq.api.workload import Workload
 from kueue_provreq.controllers import workload_status as ws
 from kueue_provreq.controllers.backoff import NS, wait_time_ns
 from kueue_provreq.controllers.context import Context
+from kueue_provreq.controllers.parts import CHECK_DETAILS, CONDITIONS, EVERYTHING, EXTRA, Parts, parts
 from kueue_provreq.machines import Guard, Transition, WorkloadTrigger
 from kueue_provreq.world import NOTHING, Effect, Event, Result, Txn, World, truncate
 
@@ -85,9 +86,14 @@ def reconcile(world: World, key: Key, ctx: Context) -> Result:
 
     until = _needs_requeue_at_update(wl, now)
     if until is not None:
-        # on a workload without quota this holds it back: the delay of KEP-3258's race
+        # on a workload without quota this holds it back: the delay of KEP-3258's race.  An
+        # active workload's next pass stops at step 3's gate until then: this write asks for
+        # that wake-up itself
+        held = wl.is_active and not _true(conds, c.WORKLOAD_DEACTIVATION_TARGET) and \
+            not (ctx.config.pre_kep_3258 and _true(conds, c.WORKLOAD_QUOTA_RESERVED))
         return _write(txn, ws.set_requeue_state(wl, until, increment=False),
-                      (ws.fire(wl, WorkloadTrigger.DELAY),))
+                      (ws.fire(wl, WorkloadTrigger.DELAY),),
+                      requeue_after=until - now if held else None, settled=held)
 
     early = _active_branch(txn, wl, conds, ctx.config.pre_kep_3258) if wl.is_active \
         else _inactive_branch(txn, wl, conds, ctx.config.pre_14309)
@@ -122,7 +128,41 @@ def reconcile(world: World, key: Key, ctx: Context) -> Result:
         new, requeue_after = _reconcile_quota_held(new, conds, ctx, events, fired)
     if new is wl:
         return NOTHING if requeue_after is None else Result(requeue_after=requeue_after)
-    return _write(txn, new, tuple(fired), events, requeue_after)
+    # The whole pass ran.  Its write settles it unless it set what an earlier step acts on:
+    # a DeactivationTarget (step 3 deactivates) or a requeueState (the PodsReady timeout's
+    # eviction: step 3's backoff gate).  An eviction for a Retry check resets the checks to
+    # Pending and leaves Admitted as it was, which no step then acts on.
+    settled = new.status.requeue_state is wl.status.requeue_state and \
+        new.condition(c.WORKLOAD_DEACTIVATION_TARGET) is wl.condition(c.WORKLOAD_DEACTIVATION_TARGET)
+    return _write(txn, new, tuple(fired), events, requeue_after, settled)
+
+
+_DECIDING = parts(EVERYTHING - CONDITIONS - {CHECK_DETAILS, EXTRA}, c.WORKLOAD_FINISHED,
+                  c.WORKLOAD_QUOTA_RESERVED, c.WORKLOAD_ADMITTED, c.WORKLOAD_EVICTED, c.WORKLOAD_REQUEUED,
+                  c.WORKLOAD_DEACTIVATION_TARGET)
+_FINISHED = parts(c.WORKLOAD_FINISHED)
+_FAILED_CHECK_STATES = (c.CHECK_RETRY, c.CHECK_REJECTED)
+
+
+def reads(world: World, wl: Workload, config: Configuration) -> Parts:
+    """What a reconcile reads of its Workload (its watch predicate): nearly everything, but
+    of the checks only names and states unless one is Retry or Rejected (whose times and
+    messages it reads), ``PodsReady`` only for the PodsReady timeout of an admitted workload,
+    and nothing of the fields it does not model."""
+    conds = wl.status.conditions_by_type
+    if _true(conds, c.WORKLOAD_FINISHED):
+        return _FINISHED
+    out = _DECIDING
+    if any(s.state in _FAILED_CHECK_STATES for s in wl.status.admission_checks):
+        out = out | {CHECK_DETAILS}
+    if config.wait_for_pods_ready is not None and _true(conds, c.WORKLOAD_ADMITTED):
+        out = out | {c.WORKLOAD_PODS_READY}
+    return out
+
+
+def idle(wl: Workload, config: Configuration) -> bool:
+    """A finished Workload is left alone."""
+    return wl.status.is_true(c.WORKLOAD_FINISHED)
 
 
 # --- step 2: delayed Retry checks (KEP-3258) -------------------------------------------
@@ -447,12 +487,13 @@ def _ltt(cond: Condition | None) -> Time:
 
 
 def _write(txn: Txn, wl: Workload, fired: ws.Fired = (), events: list[Effect] | None = None,
-           requeue_after: float | None = None) -> Result:
+           requeue_after: float | None = None, settled: bool = False) -> Result:
     """One workload write, carrying the fires that decided it; the events it reports follow it
-    only if it succeeds."""
+    only if it succeeds.  Unless ``settled``, the pass ended early at the write (as upstream
+    returns after each patch), and its own write wakes it again."""
     err = txn.update(wl, fired)
     if err is not None:
         return txn.result(error=err)
     if events:
         txn.effects.extend(events)
-    return txn.result(requeue_after=requeue_after)
+    return txn.result(requeue_after=requeue_after, settled=settled)
