@@ -16,6 +16,7 @@ from collections import deque
 from collections.abc import Callable, Hashable, Iterable
 from collections.abc import Set as AbstractSet
 from itertools import count
+from typing import Union
 
 import attrs
 
@@ -25,7 +26,7 @@ from kueue_provreq.api.evolve import same
 from kueue_provreq.api.meta import TimeLike
 from kueue_provreq.api.objects import JOB_KINDS, Key, KubeObject, key_of
 from kueue_provreq.api.workload import Workload
-from kueue_provreq.controllers import registry, scheduler
+from kueue_provreq.controllers import queues, registry, scheduler
 from kueue_provreq.controllers.context import Context
 from kueue_provreq.controllers.parts import Parts, changed_parts
 from kueue_provreq.controllers.registry import Route, Watch
@@ -153,6 +154,8 @@ class Manager:
         #: changes them)
         self._quiet: dict[str, dict[Key, Quiet]] = {
             name: {} for name, ctl in self.controllers.items() if ctl.reads is not None}
+        self._workload_routes = [(ctl, w.route, w.unless_written_by, self._quiet.get(ctl.name))
+                                 for ctl, w in self._watchers.get(c.WORKLOAD, ())]
         #: the configuration the quiet passes were made under (another one voids them)
         self._config: Configuration | None = None
         #: (controller, key) pairs left out since the last proof, to prove quiet (verify mode)
@@ -184,7 +187,7 @@ class Manager:
         for key in keys:
             wl = world.get(*key)
             if isinstance(wl, Workload) and (name, key) not in queued and idle(wl, config):
-                quiet[key] = _quiet(ctl, world, wl, config)
+                quiet[key] = wl
                 self._skip(name, key, "it has nothing to do for such a Workload")
             else:
                 quiet.pop(key, None)
@@ -203,33 +206,23 @@ class Manager:
         world, config = self.world, ctx.config
         for key, old in changes:
             kind = key[0]
-            if kind == c.CLUSTER_QUEUE and writer != Actor.CLUSTER_QUEUE:
-                self._cq_keys = None  # queues come and go only by writes from outside
             obj = world.get(*key)
             if obj is old:
                 continue  # created and deleted again, or put back as it was
-            diff: Parts | None = None
+            if kind == c.WORKLOAD:
+                self._workload_changed(writer, key, old, obj, origin, config)
+                continue
+            if kind == c.CLUSTER_QUEUE and writer != Actor.CLUSTER_QUEUE:
+                self._cq_keys = None  # queues come and go only by writes from outside
             for ctl, watch in self._watchers.get(kind, ()):
                 if watch.unless_written_by == writer:
                     continue
                 route = watch.route
                 if route is Route.SELF:
-                    if obj is None:
-                        quiet = self._quiet.get(ctl.name)
-                        if quiet is not None:
-                            quiet.pop(key, None)  # what it read of a deleted object would be kept forever
-                        continue  # nothing left to reconcile
-                    if ctl.reads is not None and isinstance(obj, Workload):
-                        if diff is None and isinstance(old, Workload):
-                            diff = changed_parts(old, obj)
-                        self._changed_self(ctl, key, obj, diff, writer, origin, config)
-                    else:
-                        self._enqueue(ctl.name, key)
+                    if obj is not None:
+                        self._due(ctl, key, origin)
                 elif route is Route.ALL:
                     self._enqueue_every(ctl, config)
-                elif route is Route.OWNING_JOB:
-                    for job_key in {*_owning_jobs(key, old), *_owning_jobs(key, obj)}:
-                        self._due(ctl, job_key, origin)
                 else:
                     if route is Route.OWNER:
                         targets = _owners(world, key, obj if obj is not None else old)
@@ -237,6 +230,70 @@ class Manager:
                         targets = _owned(world, key)
                     for target in targets:
                         self._due(ctl, target, origin)
+
+    def _workload_changed(self, writer: str, key: Key, old: KubeObject | None, obj: KubeObject | None,
+                          origin: tuple[str, Key] | None, config: Configuration) -> None:
+        """:meth:`_on_change` for a Workload (most changes are): its own reconcilers are woken
+        by what their last quiet pass read of it (``registry.Controller.reads``)."""
+        queued, verify = self._queued, self.verify
+        diff: Parts | None = None
+        for ctl, route, unless, quiet in self._workload_routes:
+            if unless is not None and unless == writer:
+                continue
+            name = ctl.name
+            if route is Route.SELF:
+                if obj is None:
+                    if quiet is not None:
+                        quiet.pop(key, None)  # what it read of a deleted object would be kept forever
+                    continue  # nothing left to reconcile
+                item = (name, key)
+                if item in queued:
+                    if quiet is not None:
+                        quiet.pop(key, None)
+                    continue
+                if quiet is not None:
+                    assert isinstance(obj, Workload)
+                    if origin == item:
+                        if verify:
+                            self._skipped.setdefault(item, "its own write settled it")
+                        continue  # reconcile() notes what its pass left
+                    last = quiet.get(key)
+                    if last is not None and isinstance(old, Workload):
+                        if diff is None:
+                            diff = changed_parts(old, obj)
+                        if isinstance(last, Workload):
+                            last = quiet[key] = _quiet(ctl, self.world, last, config)
+                        if diff.isdisjoint(last[0]) or (ctl.view is not None and ctl.view(obj) == last[1]):
+                            if verify:
+                                self._skipped.setdefault(item, f"its watch ignored a change by {writer or 'a client'}")
+                            continue
+                    elif last is None and old is None and ctl.idle is not None and ctl.idle(obj, config):
+                        quiet[key] = obj
+                        if verify:
+                            self._skipped.setdefault(item, "it has nothing to do for such a Workload")
+                        continue
+                    if last is not None:
+                        del quiet[key]
+                queued.add(item)
+                self._queue.append(item)
+            elif route is Route.QUEUES:
+                for cq in queues.recounted(self.world, old, obj):
+                    self._enqueue(name, (c.CLUSTER_QUEUE, "", cq))
+            elif route is Route.OWNING_JOB:
+                before = old.metadata.owner_references if old is not None else ()
+                after = obj.metadata.owner_references if obj is not None else ()
+                if before or after:
+                    jobs = _owning_jobs(key, old) if before is after else \
+                        list(dict.fromkeys([*_owning_jobs(key, old), *_owning_jobs(key, obj)]))
+                    for job_key in jobs:
+                        self._due(ctl, job_key, origin)
+            elif route is Route.ALL:
+                self._enqueue_every(ctl, config)
+            else:
+                targets = _owners(self.world, key, obj if obj is not None else old) if route is Route.OWNER \
+                    else _owned(self.world, key)
+                for target in targets:
+                    self._due(ctl, target, origin)
 
     def _due(self, ctl: registry.Controller, key: Key, origin: tuple[str, Key] | None) -> None:
         """``key`` is due for ``ctl``, unless the reconcile that made the change is that very
@@ -248,30 +305,6 @@ class Manager:
         if quiet is not None:
             quiet.pop(key, None)
         self._enqueue(ctl.name, key)
-
-    def _changed_self(self, ctl: registry.Controller, key: Key, wl: Workload, diff: Parts | None, writer: str,
-                      origin: tuple[str, Key] | None, config: Configuration) -> None:
-        """A Workload the controller reconciles changed: due, unless the parts its last quiet pass
-        read are untouched, its own settled pass made the change, or it has nothing to do."""
-        name = ctl.name
-        quiet = self._quiet[name]
-        if (name, key) in self._queued:
-            quiet.pop(key, None)
-            return
-        if origin is not None and origin == (name, key):
-            self._skip(name, key, "its own write settled it")  # reconcile() notes what it reads now
-            return
-        last = quiet.get(key)
-        if last is not None:
-            if diff is not None and (diff.isdisjoint(last[0]) or (ctl.view is not None and ctl.view(wl) == last[1])):
-                self._skip(name, key, f"its watch ignored a change by {writer or 'a client'}")
-                return
-        elif diff is None and ctl.idle is not None and ctl.idle(wl, config):
-            quiet[key] = _quiet(ctl, self.world, wl, config)
-            self._skip(name, key, "it has nothing to do for such a Workload")
-            return
-        quiet.pop(key, None)
-        self._enqueue(name, key)
 
     def _cluster_queues(self) -> list[Key]:
         """The ClusterQueues' keys, kept between calls (every Workload change asks for them)."""
@@ -354,7 +387,7 @@ class Manager:
                     if not result.effects:
                         wl = world.get(*key)
                         if isinstance(wl, Workload):
-                            quiet[key] = _quiet(ctl, world, wl, ctx.config)
+                            quiet[key] = wl
                     else:
                         settled = result.settled
             else:
@@ -371,7 +404,7 @@ class Manager:
             quiet = self._quiet.get(controller)
             wl = world.get(*key)
             if quiet is not None and isinstance(wl, Workload) and (controller, key) not in self._queued:
-                quiet[key] = _quiet(self.controllers[controller], world, wl, ctx.config)
+                quiet[key] = wl
         return result, list(changes)
 
     def _apply(self, controller: str, key: Key, effects: tuple[Effect, ...]) -> dict[Key, KubeObject | None]:
@@ -477,6 +510,9 @@ class Manager:
         if self.verify:
             self._prove_skipped(ctx)
             self._check_quiet(ctx, names)
+            problem = queues.check_index(self.world)
+            if problem is not None:
+                raise SettleError(problem)
 
     # --- verify mode ------------------------------------------------------------------
     def _prove_skipped(self, ctx: Context) -> None:
@@ -508,11 +544,12 @@ class Manager:
                                   f"{result.requeue_after}s but {why}")
 
 
-Quiet = tuple[Parts, Hashable]
-"""What a quiet pass read of its Workload: the parts, and the controller's view of them."""
+Quiet = Union[Workload, tuple[Parts, Hashable]]
+"""What a quiet pass read of its Workload: the Workload as it was, until a change asks, then the
+parts it read and the controller's view of them."""
 
 
-def _quiet(ctl: registry.Controller, world: World, wl: Workload, config: Configuration) -> Quiet:
+def _quiet(ctl: registry.Controller, world: World, wl: Workload, config: Configuration) -> tuple[Parts, Hashable]:
     assert ctl.reads is not None
     return ctl.reads(world, wl, config), None if ctl.view is None else ctl.view(wl)
 

@@ -13,7 +13,7 @@ hashable, immutable view the explorer stores.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from itertools import count
 from typing import Union
 
@@ -117,11 +117,16 @@ class Fault:
 
 # --- the world -------------------------------------------------------------------
 
+Observer = Callable[[Key, KubeObject | None, KubeObject | None], None]
+"""Told of every change to an object of the kind it observes: (key, old, new)."""
+
+
 
 class World:
     """Every object of a scenario, indexed by key, by kind and by owner."""
 
-    __slots__ = ("_objects", "_by_kind", "_owned_by_name", "_dependents", "uid_counter", "faults", "journal")
+    __slots__ = ("_objects", "_by_kind", "_owned_by_name", "_dependents", "uid_counter", "faults", "journal",
+                 "_observers", "indexes")
 
     def __init__(self, objects: Iterable[KubeObject] = (), faults: tuple[Fault, ...] = ()) -> None:
         self._objects: dict[Key, KubeObject] = {}
@@ -134,6 +139,9 @@ class World:
         #: before the first of those changes (None: it did not exist), for the one Manager that
         #: drives this world (it learns of changes made outside its reconciles from it)
         self.journal: dict[Key, KubeObject | None] | None = None
+        self._observers: dict[str, list[Observer]] = {}
+        #: indexes other modules keep over this world, by name (``controllers.queues.index``)
+        self.indexes: dict[str, object] = {}
         for obj in objects:
             self._put(obj)
 
@@ -164,6 +172,16 @@ class World:
 
     def __len__(self) -> int:
         return len(self._objects)
+
+    def observe(self, kind: str, observer: Observer) -> None:
+        """Call ``observer(key, old, new)`` after every later change to an object of ``kind``
+        (``old`` None: created; ``new`` None: deleted): how an index over the world stays
+        up to date at O(1) per change."""
+        self._observers.setdefault(kind, []).append(observer)
+
+    def _notify(self, key: Key, old: KubeObject | None, new: KubeObject | None) -> None:
+        for observer in self._observers.get(key[0], ()):
+            observer(key, old, new)
 
     def __iter__(self) -> Iterator[KubeObject]:
         return iter(list(self._objects.values()))
@@ -221,6 +239,8 @@ class World:
             else:
                 self._drop(old)
                 self._put(obj)
+            if self._observers:
+                self._notify(key, old, obj)
             return [(key, old)]
         if isinstance(effect, Create):
             key = key_of(effect.obj)
@@ -228,6 +248,8 @@ class World:
                 raise ValueError(already_exists(key[0], key[2]))
             self._put(effect.obj)
             self._bump_uid(effect.obj)
+            if self._observers:
+                self._notify(key, None, effect.obj)
             return [(key, None)]
         if isinstance(effect, Delete):
             return self._delete_cascading((effect.kind, effect.namespace, effect.name))
@@ -243,6 +265,8 @@ class World:
         self._bump_uid(obj)
         if self.journal is not None:
             self.journal.setdefault(key, old)
+        if self._observers:
+            self._notify(key, old, obj)
         return [key]
 
     def copy(self) -> World:
@@ -300,6 +324,8 @@ class World:
         if obj is None:
             return []
         self._drop(obj)
+        if self._observers:
+            self._notify(key, obj, None)
         gone: list[tuple[Key, KubeObject | None]] = [(key, obj)]
         uid = obj.metadata.uid
         if uid:

@@ -36,7 +36,7 @@ from kueue_provreq.api.workload import (
     WorkloadSpec,
     WorkloadStatus,
 )
-from kueue_provreq.controllers import queues, scheduler
+from kueue_provreq.controllers import queues, scheduler, usage
 from kueue_provreq.controllers.context import Context
 from kueue_provreq.world import Event, Result, Update, World
 
@@ -204,8 +204,8 @@ def test_requests_follow_pod_requests_rules() -> None:
         "initContainers": [{"name": "init", "resources": {"requests": {"cpu": "2"}}},
                            {"name": "side", "restartPolicy": "Always", "resources": {"requests": {"cpu": "100m"}}}],
         "overhead": {"cpu": "10m"}}}))
-    assert scheduler.pod_requests(ps) == {"cpu": Decimal("2.01"), "memory": Decimal(1024**3)}
-    assert scheduler.podset_requests(ps, 3, True) == {"cpu": Decimal("6.03"), "memory": Decimal(3 * 1024**3),
+    assert usage.pod_requests(ps) == {"cpu": Decimal("2.01"), "memory": Decimal(1024**3)}
+    assert usage.podset_requests(ps, 3, True) == {"cpu": Decimal("6.03"), "memory": Decimal(3 * 1024**3),
                                                       "pods": Decimal(3)}
 
 

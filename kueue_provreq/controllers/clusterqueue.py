@@ -21,18 +21,18 @@ from kueue_provreq.api.meta import Condition, set_condition
 from kueue_provreq.api.objects import Key
 from kueue_provreq.api.quantity import Quantity
 from kueue_provreq.api.queues import ClusterQueue, FlavorUsage, ResourceUsage
-from kueue_provreq.api.workload import Workload
-from kueue_provreq.controllers import queues, scheduler
+from kueue_provreq.controllers import queues
 from kueue_provreq.controllers.activity import inactive_reason
 from kueue_provreq.controllers.context import Context
+from kueue_provreq.controllers.usage import Usage
 from kueue_provreq.world import NOTHING, Result, Txn, World
 
 
-def flavor_usage(cq: ClusterQueue, holding: list[Workload]) -> tuple[FlavorUsage, ...]:
+def flavor_usage(cq: ClusterQueue, used: Usage) -> tuple[FlavorUsage, ...]:
     """``Cache.getUsage``: one entry per flavor of the queue's resource groups (in their order),
-    each with every resource its group covers (sorted by name) and the total that ``holding``
-    use of it; ``borrowed`` is only written for a queue in a cohort, so never here."""
-    used = scheduler.usage_of(holding)
+    each with every resource its group covers (sorted by name) and the total of ``used`` (what
+    the queue's workloads hold) of it; ``borrowed`` is only written for a queue in a cohort, so
+    never here."""
     zero = Decimal(0)
     return tuple(
         FlavorUsage(flavor.name, tuple(ResourceUsage(name, Quantity.of(used.get((flavor.name, name), zero)))
@@ -53,13 +53,14 @@ def reconcile(world: World, key: Key, ctx: Context) -> Result:
     else:
         cond = Condition(c.CQ_ACTIVE, c.FALSE, problem[0], problem[1], None, gen)
     conditions, _ = set_condition(cq.status.conditions, cond, ctx.now)
-    found = queues.scan(world, ctx, only=cq.metadata.name)
-    active, inadmissible = queues.pending_counts(found, cq, inactive=problem is not None)
-    reserving = found.reserving.get(cq.metadata.name, [])
-    admitted = [wl for wl in reserving if wl.is_admitted()]
-    status = evolve(cq.status, conditions=conditions, pending_workloads=active + inadmissible,
-                    reserving_workloads=len(reserving), admitted_workloads=len(admitted),
-                    flavors_reservation=flavor_usage(cq, reserving), flavors_usage=flavor_usage(cq, admitted))
+    name = cq.metadata.name
+    index = queues.index(world)
+    empty: Usage = {}
+    status = evolve(cq.status, conditions=conditions, pending_workloads=index.pending_total(world, name, ctx.config),
+                    reserving_workloads=len(index.holding.get(name, ())),
+                    admitted_workloads=len(index.admitted.get(name, ())),
+                    flavors_reservation=flavor_usage(cq, index.used.get(name, empty)),
+                    flavors_usage=flavor_usage(cq, index.admitted_used.get(name, empty)))
     if status == cq.status:
         return NOTHING
     error = txn.update(evolve(cq, status=status))

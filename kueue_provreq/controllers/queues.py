@@ -12,13 +12,19 @@ alike.  What Kueue remembers in memory is read back from what it wrote:
 * a workload the scheduler tried and set aside carries the scheduler's
   ``QuotaReserved=False`` verdict (see :func:`parked_by_scheduler`).
 
-One :func:`scan` walks the workloads once and sorts each queue once, so a
-scheduling cycle costs O(workloads + pending log pending).
+Which workloads wait in which queue and which hold quota in which ClusterQueue is a question
+every scheduling cycle and every ClusterQueue status asks; :class:`QueueIndex` keeps the
+answer as the world changes (the world tells it of every Workload change), so that a
+scheduling cycle costs O(pending log pending) and a ClusterQueue status O(its LocalQueues),
+whatever the number of workloads.  It holds nothing the objects do not say: the index of a
+world equals the one built afresh from its objects (verify mode checks it).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from decimal import Decimal
+from typing import Any
 
 import attrs
 
@@ -26,11 +32,13 @@ from kueue_provreq.api import constants as c
 from kueue_provreq.api.config import Configuration
 from kueue_provreq.api.frozen import FrozenMap
 from kueue_provreq.api.meta import Time, find_condition, is_false, is_true
+from kueue_provreq.api.objects import Key, KubeObject, key_of
 from kueue_provreq.api.queues import ClusterQueue, LocalQueue
 from kueue_provreq.api.workload import Workload
 from kueue_provreq.controllers import workload_status
 from kueue_provreq.controllers.activity import inactive_reason
 from kueue_provreq.controllers.context import Context
+from kueue_provreq.controllers.usage import Usage, usage_of
 from kueue_provreq.world import World
 
 OrderKey = tuple[int, int, str]
@@ -90,18 +98,228 @@ def holds_quota(wl: Workload) -> bool:
 # --- the whole world -----------------------------------------------------------------------
 
 
+QueueRef = tuple[str, str]
+"""(namespace, ``spec.queueName``): the LocalQueue a pending workload waits in."""
+
+
+class QueueIndex:
+    """Kueue's queue manager and cache, as an index the world keeps up to date: the admissible
+    workloads of each LocalQueue (those with an ``admission-gated-by`` annotation apart: they
+    are admissible only while the AdmissionGatedBy gate is off), and the workloads holding quota
+    in each ClusterQueue (:func:`holds_quota`) with the quota they hold, the admitted ones apart
+    too."""
+
+    __slots__ = ("pending", "gated", "holding", "admitted", "used", "admitted_used", "_held")
+
+    def __init__(self, world: World) -> None:
+        self.pending: dict[QueueRef, dict[Key, Workload]] = {}
+        self.gated: dict[QueueRef, dict[Key, Workload]] = {}
+        self.holding: dict[str, dict[Key, Workload]] = {}
+        """ClusterQueue name -> the workloads holding quota there."""
+        self.admitted: dict[str, dict[Key, Workload]] = {}
+        """ClusterQueue name -> those of them that are admitted."""
+        self.used: dict[str, Usage] = {}
+        """ClusterQueue name -> the quota its holding workloads hold (zeros left out)."""
+        self.admitted_used: dict[str, Usage] = {}
+        self._held: dict[Key, Usage] = {}
+        """What each holding workload holds (its share of ``used``)."""
+        for wl in world.objects(c.WORKLOAD):
+            self.changed(key_of(wl), None, wl)
+
+    def changed(self, key: Key, old: KubeObject | None, new: KubeObject | None) -> None:
+        """A Workload changed (``World.observe``)."""
+        was = _place(old) if isinstance(old, Workload) else None
+        now = _place(new) if isinstance(new, Workload) else None
+        if was is not None and was == now:  # the common case: it stays where it is
+            assert isinstance(new, Workload) and isinstance(old, Workload)
+            if was[0]:
+                if _admitted(new) != _admitted(old) or new.status.admission is not old.status.admission or \
+                        new.spec.pod_sets is not old.spec.pod_sets:
+                    self._release(key, was[1])
+                    self._hold(key, new, was[1])
+                    return
+                self.holding[was[1]][key] = new
+                if _admitted(new):
+                    self.admitted[was[1]][key] = new
+            else:
+                (self.gated if was[2] else self.pending)[was[1]][key] = new
+            return
+        if was is not None:
+            if was[0]:
+                self._release(key, was[1])
+            else:
+                _remove(self.gated if was[2] else self.pending, was[1], key)
+        if now is not None:
+            assert isinstance(new, Workload)
+            if now[0]:
+                self._hold(key, new, now[1])
+            else:
+                (self.gated if now[2] else self.pending).setdefault(now[1], {})[key] = new
+
+    def _hold(self, key: Key, wl: Workload, cq: str) -> None:
+        held = self._held[key] = usage_of((wl,))
+        self.holding.setdefault(cq, {})[key] = wl
+        _add(self.used.setdefault(cq, {}), held, 1)
+        if _admitted(wl):
+            self.admitted.setdefault(cq, {})[key] = wl
+            _add(self.admitted_used.setdefault(cq, {}), held, 1)
+
+    def _release(self, key: Key, cq: str) -> None:
+        held = self._held.pop(key)
+        _remove(self.holding, cq, key)
+        _add(self.used[cq], held, -1)
+        if key in self.admitted.get(cq, ()):
+            _remove(self.admitted, cq, key)
+            _add(self.admitted_used[cq], held, -1)
+
+    def held(self, key: Key) -> Usage:
+        """What a workload holding quota holds."""
+        return self._held[key]
+
+    def waiting(self, ref: QueueRef, config: Configuration) -> list[Workload]:
+        """The admissible workloads of one LocalQueue (in no particular order)."""
+        out = list(self.pending.get(ref, {}).values())
+        if not config.gate(c.GATE_ADMISSION_GATED_BY):
+            out.extend(self.gated.get(ref, {}).values())
+        return out
+
+    def refs(self) -> list[QueueRef]:
+        """The LocalQueues with admissible workloads, gated ones included."""
+        return list(dict.fromkeys([*self.pending, *self.gated]))
+
+    def pending_total(self, world: World, cq: str, config: Configuration) -> int:
+        """How many admissible workloads wait in ``cq``'s LocalQueues (in backoff or not)."""
+        gates = config.gate(c.GATE_ADMISSION_GATED_BY)
+        total = 0
+        for ref in self.refs():
+            lq = world.get(c.LOCAL_QUEUE, *ref)
+            if isinstance(lq, LocalQueue) and lq.spec.cluster_queue == cq:
+                total += len(self.pending.get(ref, ()))
+                if not gates:
+                    total += len(self.gated.get(ref, ()))
+        return total
+
+    def same_as(self, other: QueueIndex) -> bool:
+        """Whether both hold the same workloads in the same places, and the same quota."""
+        return (self.pending == other.pending and self.gated == other.gated and self.holding == other.holding
+                and self.admitted == other.admitted and self._held == other._held
+                and _nonzero(self.used) == _nonzero(other.used)
+                and _nonzero(self.admitted_used) == _nonzero(other.admitted_used))
+
+
+def _nonzero(totals: dict[str, Usage]) -> dict[str, Usage]:
+    return {cq: used for cq, used in totals.items() if used}
+
+
+Place = tuple[bool, Any, bool]
+
+
+def _place(wl: Workload) -> Place | None:
+    """Where a workload sits in the index: (True, ClusterQueue, False) holding quota there,
+    (False, LocalQueue, gated) admissible in that queue, None neither."""
+    status = wl.status
+    by_type = status.conditions_by_type
+    finished = by_type.get(c.WORKLOAD_FINISHED)
+    if finished is not None and finished.status == c.TRUE:
+        return None
+    reserved = by_type.get(c.WORKLOAD_QUOTA_RESERVED)
+    if reserved is not None and reserved.status == c.TRUE:
+        admission = status.admission
+        return None if admission is None else (True, admission.cluster_queue, False)
+    spec = wl.spec
+    if not spec.queue_name or spec.active is False:
+        return None
+    meta = wl.metadata
+    return False, (meta.namespace, spec.queue_name), bool(meta.annotations.get(c.ANNOTATION_ADMISSION_GATED_BY))
+
+
+def recounted(world: World, old: KubeObject | None, new: KubeObject | None) -> list[str]:
+    """The ClusterQueues whose counts a Workload change (``old`` to ``new``, either None) moves:
+    the one it waited or held quota in, and the one it now does, when it moved, changed its
+    admission or podsets, or was admitted or unadmitted."""
+    was = _place(old) if isinstance(old, Workload) else None
+    now = _place(new) if isinstance(new, Workload) else None
+    if was == now:
+        if was is None or not was[0]:
+            return []
+        assert isinstance(old, Workload) and isinstance(new, Workload)
+        if _admitted(old) == _admitted(new) and old.status.admission is new.status.admission and \
+                old.spec.pod_sets is new.spec.pod_sets:
+            return []
+    out: list[str] = []
+    for place in (was, now):
+        if place is None:
+            continue
+        if place[0]:
+            out.append(place[1])
+        else:
+            lq = world.get(c.LOCAL_QUEUE, *place[1])
+            if isinstance(lq, LocalQueue):
+                out.append(lq.spec.cluster_queue)
+    return out
+
+
+def _admitted(wl: Workload) -> bool:
+    return wl.status.is_true(c.WORKLOAD_ADMITTED)
+
+
+def _remove(buckets: dict[Any, dict[Key, Workload]], where: Any, key: Key) -> None:
+    bucket = buckets[where]
+    del bucket[key]
+    if not bucket:
+        del buckets[where]
+
+
+def _add(total: Usage, amounts: Usage, sign: int) -> None:
+    for fr, value in amounts.items():
+        new = total.get(fr, _ZERO) + sign * value
+        if new:
+            total[fr] = new
+        else:
+            total.pop(fr, None)
+
+
+_ZERO = Decimal(0)
+
+
+def index(world: World) -> QueueIndex:
+    """The world's queue index, built on first use and kept up to date from then on."""
+    found = world.indexes.get("queues")
+    if found is None:
+        found = world.indexes["queues"] = QueueIndex(world)
+        world.observe(c.WORKLOAD, found.changed)
+    assert isinstance(found, QueueIndex)
+    return found
+
+
+def check_index(world: World) -> str | None:
+    """None when the world's queue index (if it has one) equals one built afresh, else what
+    differs."""
+    found = world.indexes.get("queues")
+    if isinstance(found, QueueIndex) and not found.same_as(QueueIndex(world)):
+        return "the queue index no longer matches the workloads"
+    return None
+
+
 @attrs.define
 class Scan:
-    """One pass over the workloads, grouped the way Kueue's queue manager and cache see them."""
+    """The workloads as Kueue's queue manager and cache see them at one instant."""
 
+    index: QueueIndex
+    """Who holds quota where (kept up to date by the world)."""
     ready: dict[str, list[Workload]] = attrs.Factory(dict)
     """ClusterQueue name -> admissible workloads not in backoff, in queue order."""
     backoff: dict[str, list[Workload]] = attrs.Factory(dict)
     """ClusterQueue name -> admissible workloads waiting for their backoff to end."""
     misrouted: list[tuple[Workload, str]] = attrs.Factory(list)
     """Admissible workloads whose LocalQueue is missing, with the message saying so."""
-    reserving: dict[str, list[Workload]] = attrs.Factory(dict)
-    """ClusterQueue name -> workloads holding quota there (``status.admission.clusterQueue``)."""
+
+    def holding(self, world: World, cq: str) -> list[Workload]:
+        """The workloads holding quota in ``cq``, in the world's order."""
+        held = self.index.holding.get(cq)
+        if not held:
+            return []
+        return [held[key] for key in world.keys(c.WORKLOAD) if key in held]
 
 
 def cluster_queue_name(world: World, wl: Workload) -> str | None:
@@ -112,37 +330,38 @@ def cluster_queue_name(world: World, wl: Workload) -> str | None:
 
 
 def scan(world: World, ctx: Context, only: str | None = None) -> Scan:
-    """Group every workload; with ``only``, keep just that ClusterQueue's pending workloads
-    (usage is always complete: other queues' reservations cost nothing to keep)."""
-    out = Scan()
-    routes: dict[tuple[str, str], str | None] = {}
-    unordered: dict[str, list[Workload]] = {}
-    for obj in world.objects(c.WORKLOAD):
-        if not isinstance(obj, Workload):
+    """The admissible workloads by ClusterQueue, each queue's ready ones sorted, and those whose
+    LocalQueue is missing (in the world's order); with ``only``, just that ClusterQueue's."""
+    config = ctx.config
+    ix = index(world)
+    out = Scan(ix)
+    for ref in ix.refs():
+        waiting = ix.waiting(ref, config)
+        if not waiting:
             continue
-        if holds_quota(obj):
-            assert obj.status.admission is not None
-            out.reserving.setdefault(obj.status.admission.cluster_queue, []).append(obj)
-            continue
-        if not obj.spec.queue_name or not is_admissible(obj, ctx.config):
-            continue
-        route = (obj.metadata.namespace, obj.spec.queue_name)
-        if route not in routes:
-            routes[route] = cluster_queue_name(world, obj)
-        cq = routes[route]
-        if cq is None:
+        lq = world.get(c.LOCAL_QUEUE, *ref)
+        if not isinstance(lq, LocalQueue):
             if only is None:
-                out.misrouted.append((obj, c.MSG_LQ_NOT_FOUND.format(lq=obj.spec.queue_name)))
+                message = c.MSG_LQ_NOT_FOUND.format(lq=ref[1])
+                out.misrouted.extend((wl, message) for wl in waiting)
             continue
+        cq = lq.spec.cluster_queue
         if only is not None and cq != only:
             continue
-        if in_backoff(obj, ctx.now):
-            out.backoff.setdefault(cq, []).append(obj)
+        ready = out.ready.setdefault(cq, [])
+        for wl in waiting:
+            if in_backoff(wl, ctx.now):
+                out.backoff.setdefault(cq, []).append(wl)
+            else:
+                ready.append(wl)
+    for cq, wls in list(out.ready.items()):
+        if wls:
+            wls.sort(key=lambda w: order_key(w, config))
         else:
-            unordered.setdefault(cq, []).append(obj)
-    config = ctx.config
-    for cq, wls in unordered.items():
-        out.ready[cq] = sorted(wls, key=lambda w: order_key(w, config))
+            del out.ready[cq]
+    if len(out.misrouted) > 1:
+        order = {key: i for i, key in enumerate(world.keys(c.WORKLOAD))}
+        out.misrouted.sort(key=lambda pair: order[key_of(pair[0])])
     return out
 
 
@@ -191,7 +410,7 @@ def queue_gauges(world: World, ctx: Context) -> tuple[Gauge, ...]:
         out.append(Gauge(c.METRIC_PENDING_WORKLOADS,
                          FrozenMap({"cluster_queue": name, "status": "inadmissible"}), inadmissible))
         out.append(Gauge(c.METRIC_RESERVING_ACTIVE_WORKLOADS, FrozenMap({"cluster_queue": name}),
-                         len(found.reserving.get(name, []))))
+                         len(found.index.holding.get(name, ()))))
     return tuple(out)
 
 

@@ -50,6 +50,9 @@ class Route(enum.Enum):
     """The jobs it names as owners (a Workload's)."""
     ALL = "all"
     """Every object the controller reconciles (configuration everyone reads)."""
+    QUEUES = "queues"
+    """The ClusterQueues whose status counts it (a Workload's, as it was and as it is), when
+    the change moves their counts (``queues.recounted``)."""
 
 
 @attrs.frozen
@@ -117,7 +120,7 @@ CONTROLLERS: tuple[Controller, ...] = (
     Controller(Actor.ADMISSION_CHECK, (c.ADMISSION_CHECK,), admissioncheck.reconcile, _CONFIGURATION,
                every_settle=True),
     Controller(Actor.CLUSTER_QUEUE, (c.CLUSTER_QUEUE,), clusterqueue.reconcile, (
-        Watch(c.WORKLOAD, Route.ALL), Watch(c.ADMISSION_CHECK, Route.ALL),
+        Watch(c.WORKLOAD, Route.QUEUES), Watch(c.ADMISSION_CHECK, Route.ALL),
         *(w for w in _CONFIGURATION if w.kind != c.ADMISSION_CHECK)),
         every_settle=True),
 )

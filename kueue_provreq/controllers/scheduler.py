@@ -58,7 +58,7 @@ import attrs
 
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.frozen import FrozenMap
-from kueue_provreq.api.meta import Json, find_condition
+from kueue_provreq.api.meta import find_condition
 from kueue_provreq.api.objects import Key, key_of
 from kueue_provreq.api.quantity import Quantity
 from kueue_provreq.api.queues import ClusterQueue
@@ -66,12 +66,10 @@ from kueue_provreq.api.workload import Admission, PodSet, PodSetAssignment, Work
 from kueue_provreq.controllers import kep993, preemption, queues, workload_status
 from kueue_provreq.controllers.activity import inactive_reason
 from kueue_provreq.controllers.context import Context
+from kueue_provreq.controllers.usage import FlavorResource, Usage, podset_requests
 from kueue_provreq.machines import Guard, Transition, WorkloadTrigger
 from kueue_provreq.machines.phases import held_back
 from kueue_provreq.world import NOTHING, Result, Txn, World, truncate
-
-FlavorResource = tuple[str, str]
-Usage = dict[FlavorResource, Decimal]
 
 # Flavor assignment modes, ordered from worst to best as upstream's granular modes: no fit, short
 # of quota with no preemption candidates, short with candidates (preemption can make room), fit.
@@ -82,89 +80,9 @@ Oracle = Callable[[FlavorResource, Decimal], bool]
 _ZERO = Decimal(0)
 
 
-# --- what a workload asks for -------------------------------------------------------------
-
-
-def _add_into(total: dict[str, Decimal], more: dict[str, Decimal]) -> None:
-    for name, value in more.items():
-        total[name] = total.get(name, _ZERO) + value
-
-
-def _max_into(total: dict[str, Decimal], other: dict[str, Decimal]) -> None:
-    for name, value in other.items():
-        if value > total.get(name, _ZERO):
-            total[name] = value
-
-
-def _container_requests(container: Json) -> dict[str, Decimal]:
-    """Requests, with limits standing in for missing requests (Kueue defaults them so)."""
-    resources = container.get("resources") or {}
-    out = {name: Quantity.parse(v).value for name, v in (resources.get("limits") or {}).items()}
-    out.update({name: Quantity.parse(v).value for name, v in (resources.get("requests") or {}).items()})
-    return out
-
-
-@lru_cache(maxsize=4096)
-def pod_requests(ps: PodSet) -> FrozenMap[str, Decimal]:
-    """One pod's requests as ``resourcehelper.PodRequests`` adds them up: the sum of the
-    containers, at least the largest init container (sidecars, ``restartPolicy: Always``,
-    run beside everything after them), plus the pod overhead.  Cached: PodSets are frozen,
-    and a queue of identical workloads parses its template once."""
-    spec = ps.template.get("spec") or {}
-    total: dict[str, Decimal] = {}
-    for container in spec.get("containers") or ():
-        _add_into(total, _container_requests(container))
-    sidecars: dict[str, Decimal] = {}
-    init_peak: dict[str, Decimal] = {}
-    for container in spec.get("initContainers") or ():
-        reqs = _container_requests(container)
-        if container.get("restartPolicy") == "Always":
-            _add_into(total, reqs)
-            _add_into(sidecars, reqs)
-            running = dict(sidecars)
-        else:
-            running = dict(reqs)
-            _add_into(running, sidecars)
-        _max_into(init_peak, running)
-    _max_into(total, init_peak)
-    _add_into(total, {name: Quantity.parse(v).value for name, v in (spec.get("overhead") or {}).items()})
-    return FrozenMap(total)
-
-
-@lru_cache(maxsize=4096)
-def podset_requests(ps: PodSet, count: int, counts_pods: bool) -> FrozenMap[str, Decimal]:
-    """The requests of ``count`` pods; ``pods`` itself is requested when the queue covers it."""
-    out = {name: value * count for name, value in pod_requests(ps).items()}
-    if counts_pods:
-        out["pods"] = Decimal(count)
-    return FrozenMap(out)
-
-
 @lru_cache(maxsize=4096)
 def _quantity(value: Decimal) -> Quantity:
     return Quantity.of(value)
-
-
-def usage_of(reserving: list[Workload]) -> Usage:
-    """Quota held per (flavor, resource): each admission's ``resourceUsage``, or, when an
-    assignment has none, its podset's requests for the assigned count."""
-    used: Usage = {}
-    for wl in reserving:
-        assert wl.status.admission is not None
-        podsets = {ps.name: ps for ps in wl.spec.pod_sets}
-        for psa in wl.status.admission.pod_set_assignments:
-            if psa.resource_usage:
-                amounts: Mapping[str, Decimal] = {name: q.value for name, q in psa.resource_usage.items()}
-            elif psa.name in podsets:
-                ps = podsets[psa.name]
-                amounts = podset_requests(ps, ps.count if psa.count is None else psa.count, False)
-            else:
-                continue
-            for name, value in amounts.items():
-                flavor = psa.flavors.get(name)
-                if flavor is not None:
-                    used[(flavor, name)] = used.get((flavor, name), _ZERO) + value
-    return used
 
 
 # --- quantities in messages -------------------------------------------------------------------
@@ -454,15 +372,19 @@ class _Cycle:
             return whole, []
         return reduced_assignment(wl, table, used) or whole, []
 
-    def walk(self, world: World, cq: ClusterQueue, pending: list[Workload], reserving: list[Workload]) -> bool:
+    def walk(self, world: World, cq: ClusterQueue, pending: list[Workload], scan: queues.Scan) -> bool:
         """Try one ClusterQueue's pending workloads in order; False when blockAdmission
         stops the whole scheduling loop."""
         name = cq.metadata.name
         table = QuotaTable.of(cq)
-        holding = [(wl, usage_of([wl])) for wl in reserving]
-        used = usage_of(reserving)
-        running = list(holding)  # what may still run, for KEP-993's admission (this cycle's join)
         kep_993 = self.ctx.config.kep_993_preemption
+        preempts = cq.spec.within_cluster_queue != c.PREEMPTION_POLICY_NEVER
+        # who holds what, one by one, only where preemption or KEP-993 asks (the queue's total
+        # is kept by the index)
+        holding = [(wl, scan.index.held(key_of(wl))) for wl in scan.holding(world, name)] \
+            if kep_993 or preempts else []
+        used = dict(scan.index.used.get(name, {}))
+        running = list(holding)  # what may still run, for KEP-993's admission (this cycle's join)
         if kep_993:
             holding, used = self.kep_993_pass(world, cq, table, holding)
         if not pending:
@@ -475,7 +397,6 @@ class _Cycle:
         strict = cq.spec.queueing_strategy == c.STRICT_FIFO
         wfpr = self.ctx.config.wait_for_pods_ready
         block = wfpr is not None and wfpr.block_admission
-        preempts = cq.spec.within_cluster_queue != c.PREEMPTION_POLICY_NEVER
         stop_at_preempt = cq.spec.when_can_preempt == c.MAY_STOP_SEARCH
         # Workloads asking for the same podsets get the same answer until the usage changes
         # (upstream's SchedulingEquivalenceHashing); this keeps long queues of look-alikes cheap.
@@ -502,12 +423,15 @@ class _Cycle:
                         wl, found.wants, running, table.nominal))) is not None:
                     answers.clear()
                     wants = found.wants
-                    gone = {t.metadata.uid for t in targets}
-                    for target, held in holding:
-                        if target.metadata.uid in gone:
-                            _subtract(used, held)
-                    holding = [pair for pair in holding if pair[0].metadata.uid not in gone] + [(new, wants)]
-                    running.append((new, wants))
+                    if targets:
+                        gone = {t.metadata.uid for t in targets}
+                        for target, held in holding:
+                            if target.metadata.uid in gone:
+                                _subtract(used, held)
+                        holding = [pair for pair in holding if pair[0].metadata.uid not in gone]
+                    if kep_993 or preempts:
+                        holding.append((new, wants))
+                        running.append((new, wants))
                     for fr, value in wants.items():
                         used[fr] = used.get(fr, _ZERO) + value
                     self.not_ready += 1
@@ -614,11 +538,12 @@ def schedule(world: World, ctx: Context, key: Key | None = None) -> Result:
         cycle.park(wl, c.REASON_MISCONFIGURED, message)
     wfpr = ctx.config.wait_for_pods_ready
     if wfpr is not None and wfpr.block_admission:
-        cycle.not_ready = sum(1 for wls in found.reserving.values() for wl in wls if not queues.pods_ready(wl))
+        cycle.not_ready = sum(1 for held in found.index.holding.values() for wl in held.values()
+                              if not queues.pods_ready(wl))
     names = set(found.ready)
     if ctx.config.kep_993_preemption:
         # KEP-993: a queue's reservations may have preemptions to issue with nothing pending
-        names |= {name for name in found.reserving if only is None or name == only}
+        names |= {name for name in found.index.holding if only is None or name == only}
     for name in sorted(names):
         pending = found.ready.get(name, [])
         cq = world.get(c.CLUSTER_QUEUE, "", name)
@@ -626,6 +551,6 @@ def schedule(world: World, ctx: Context, key: Key | None = None) -> Result:
             for wl in pending:
                 cycle.park(wl, c.REASON_MISCONFIGURED, c.MSG_CQ_NOT_FOUND.format(cq=name))
             continue
-        if not cycle.walk(world, cq, pending, found.reserving.get(name, [])):
+        if not cycle.walk(world, cq, pending, found):
             break
     return cycle.txn.result(error=cycle.error)
