@@ -155,7 +155,11 @@ class Manager:
         self._quiet: dict[str, dict[Key, Quiet]] = {
             name: {} for name, ctl in self.controllers.items() if ctl.reads is not None}
         self._workload_routes = [(ctl, w.route, w.unless_written_by, self._quiet.get(ctl.name))
-                                 for ctl, w in self._watchers.get(c.WORKLOAD, ())]
+                                 for ctl, w in self._watchers.get(c.WORKLOAD, ()) if w.route is not Route.QUEUES]
+        #: who recounts a ClusterQueue when the queue index says a Workload change moved its counts
+        self._recounters = [ctl.name for ctl, w in self._watchers.get(c.WORKLOAD, ()) if w.route is Route.QUEUES]
+        self._index = queues.index(world)
+        self._index.moves = []
         #: the configuration the quiet passes were made under (another one voids them)
         self._config: Configuration | None = None
         #: (controller, key) pairs left out since the last proof, to prove quiet (verify mode)
@@ -210,7 +214,7 @@ class Manager:
             if obj is old:
                 continue  # created and deleted again, or put back as it was
             if kind == c.WORKLOAD:
-                self._workload_changed(writer, key, old, obj, origin, config)
+                self._workload_changed(writer, key, old, obj, origin, config)  # type: ignore[arg-type]
                 continue
             if kind == c.CLUSTER_QUEUE and writer != Actor.CLUSTER_QUEUE:
                 self._cq_keys = None  # queues come and go only by writes from outside
@@ -230,8 +234,19 @@ class Manager:
                         targets = _owned(world, key)
                     for target in targets:
                         self._due(ctl, target, origin)
+        self._recounted()
 
-    def _workload_changed(self, writer: str, key: Key, old: KubeObject | None, obj: KubeObject | None,
+    def _recounted(self) -> None:
+        """The ClusterQueues whose counts the changes moved (``Route.QUEUES``, as the queue index
+        saw them) are due."""
+        moves = self._index.moves
+        if moves:
+            names = self._index.recounted(self.world)
+            for name in self._recounters:
+                for cq in names:
+                    self._enqueue(name, (c.CLUSTER_QUEUE, "", cq))
+
+    def _workload_changed(self, writer: str, key: Key, was: Workload | None, wl: Workload | None,
                           origin: tuple[str, Key] | None, config: Configuration) -> None:
         """:meth:`_on_change` for a Workload (most changes are): its own reconcilers are woken
         by what their last quiet pass read of it (``registry.Controller.reads``)."""
@@ -242,7 +257,7 @@ class Manager:
                 continue
             name = ctl.name
             if route is Route.SELF:
-                if obj is None:
+                if wl is None:
                     if quiet is not None:
                         quiet.pop(key, None)  # what it read of a deleted object would be kept forever
                     continue  # nothing left to reconcile
@@ -252,23 +267,22 @@ class Manager:
                         quiet.pop(key, None)
                     continue
                 if quiet is not None:
-                    assert isinstance(obj, Workload)
                     if origin == item:
                         if verify:
                             self._skipped.setdefault(item, "its own write settled it")
                         continue  # reconcile() notes what its pass left
                     last = quiet.get(key)
-                    if last is not None and isinstance(old, Workload):
+                    if last is not None and was is not None:
                         if diff is None:
-                            diff = changed_parts(old, obj)
-                        if isinstance(last, Workload):
-                            last = quiet[key] = _quiet(ctl, self.world, last, config)
-                        if diff.isdisjoint(last[0]) or (ctl.view is not None and ctl.view(obj) == last[1]):
+                            diff = changed_parts(was, wl)
+                        if type(last) is not tuple:
+                            last = quiet[key] = _quiet(ctl, self.world, last, config)  # type: ignore[arg-type]
+                        if diff.isdisjoint(last[0]) or (ctl.view is not None and ctl.view(wl) == last[1]):
                             if verify:
                                 self._skipped.setdefault(item, f"its watch ignored a change by {writer or 'a client'}")
                             continue
-                    elif last is None and old is None and ctl.idle is not None and ctl.idle(obj, config):
-                        quiet[key] = obj
+                    elif last is None and was is None and ctl.idle is not None and ctl.idle(wl, config):
+                        quiet[key] = wl
                         if verify:
                             self._skipped.setdefault(item, "it has nothing to do for such a Workload")
                         continue
@@ -276,21 +290,18 @@ class Manager:
                         del quiet[key]
                 queued.add(item)
                 self._queue.append(item)
-            elif route is Route.QUEUES:
-                for cq in queues.recounted(self.world, old, obj):
-                    self._enqueue(name, (c.CLUSTER_QUEUE, "", cq))
             elif route is Route.OWNING_JOB:
-                before = old.metadata.owner_references if old is not None else ()
-                after = obj.metadata.owner_references if obj is not None else ()
+                before = was.metadata.owner_references if was is not None else ()
+                after = wl.metadata.owner_references if wl is not None else ()
                 if before or after:
-                    jobs = _owning_jobs(key, old) if before is after else \
-                        list(dict.fromkeys([*_owning_jobs(key, old), *_owning_jobs(key, obj)]))
+                    jobs = _owning_jobs(key, was) if before is after else \
+                        list(dict.fromkeys([*_owning_jobs(key, was), *_owning_jobs(key, wl)]))
                     for job_key in jobs:
                         self._due(ctl, job_key, origin)
             elif route is Route.ALL:
                 self._enqueue_every(ctl, config)
             else:
-                targets = _owners(self.world, key, obj if obj is not None else old) if route is Route.OWNER \
+                targets = _owners(self.world, key, wl if wl is not None else was) if route is Route.OWNER \
                     else _owned(self.world, key)
                 for target in targets:
                     self._due(ctl, target, origin)
@@ -416,14 +427,15 @@ class Manager:
         journal, world.journal = world.journal, None  # routed by the caller, not as an outside write
         try:
             for effect in effects:
-                if isinstance(effect, Update):
-                    obj = effect.obj
+                kind = type(effect)
+                if kind is Update:
+                    obj = effect.obj  # type: ignore[union-attr]
                     old = world.get(obj.KIND, obj.metadata.namespace, obj.metadata.name)
                     if same(old, obj):
                         continue
                     if verify:
-                        verify_change(old, effect)
-                elif not isinstance(effect, (Create, Delete)):  # an event or a metric
+                        verify_change(old, effect)  # type: ignore[arg-type]
+                elif kind is not Create and kind is not Delete:  # an event or a metric
                     if on_effect is not None:
                         on_effect(controller, key, effect)
                     continue

@@ -95,10 +95,15 @@ class WorkloadStatus:
             by_type.setdefault(cond.type, cond)
         return by_type
 
+    @functools.cached_property
+    def true_types(self) -> frozenset[str]:
+        """The condition types whose (first) condition is True, built once per status: most
+        questions a controller asks are whether a condition holds."""
+        return frozenset([t for t, cond in self.conditions_by_type.items() if cond.status == c.TRUE])
+
     def is_true(self, type_: str) -> bool:
         """``meta.is_true`` over ``conditions``, through the per-status index."""
-        cond = self.conditions_by_type.get(type_)
-        return cond is not None and cond.status == c.TRUE
+        return type_ in self.true_types
 
 
 @attrs.frozen(cache_hash=True)
@@ -121,16 +126,16 @@ class Workload:
         return self.status.conditions_by_type.get(type_)
 
     def has_quota_reservation(self) -> bool:
-        return self.status.is_true(c.WORKLOAD_QUOTA_RESERVED)
+        return c.WORKLOAD_QUOTA_RESERVED in self.status.true_types
 
     def is_admitted(self) -> bool:
-        return self.status.is_true(c.WORKLOAD_ADMITTED)
+        return c.WORKLOAD_ADMITTED in self.status.true_types
 
     def is_evicted(self) -> bool:
-        return self.status.is_true(c.WORKLOAD_EVICTED)
+        return c.WORKLOAD_EVICTED in self.status.true_types
 
     def is_finished(self) -> bool:
-        return self.status.is_true(c.WORKLOAD_FINISHED)
+        return c.WORKLOAD_FINISHED in self.status.true_types
 
     def check_state(self, name: str) -> AdmissionCheckState | None:
         for s in self.status.admission_checks:

@@ -89,8 +89,7 @@ from kueue_provreq.controllers import workload_status as ws
 from kueue_provreq.controllers.context import Context
 from kueue_provreq.controllers.integrations import INTEGRATIONS, Integration, JobIntegration, integration_of
 from kueue_provreq.controllers.parts import METADATA, SPEC, Parts, parts
-from kueue_provreq.machines import Guard, WorkloadPhase, WorkloadTrigger
-from kueue_provreq.machines.phases import workload_phase
+from kueue_provreq.machines import Guard, WorkloadTrigger
 from kueue_provreq.world import NOTHING, Result, Txn, World
 
 _REQUEUED_AT_ONCE = (c.REASON_PREEMPTED, c.REASON_NODE_FAILURES)
@@ -114,15 +113,15 @@ def view(wl: Workload) -> Hashable:
     workload owned by a job, the eviction that stops the job and the podsets it restores; and
     whether ``PodsReady`` already says what it would write."""
     status = wl.status
-    if status.is_true(c.WORKLOAD_FINISHED):
+    true = status.true_types
+    if c.WORKLOAD_FINISHED in true:
         return True
-    evicted = status.conditions_by_type.get(c.WORKLOAD_EVICTED)
     refs = wl.metadata.owner_references
-    if any(ref.kind in INTEGRATIONS for ref in refs):
-        stopping: Hashable = (refs, evicted, wl.spec.pod_sets)
+    if refs and any(ref.kind in INTEGRATIONS for ref in refs):
+        stopping: Hashable = (refs, status.conditions_by_type.get(c.WORKLOAD_EVICTED), wl.spec.pod_sets)
     else:
         stopping = None
-    releasing = evicted is not None and evicted.status == c.TRUE and status.is_true(c.WORKLOAD_QUOTA_RESERVED)
+    releasing = c.WORKLOAD_EVICTED in true and c.WORKLOAD_QUOTA_RESERVED in true
     return (releasing, stopping, _pods_ready_current(wl))
 
 
@@ -370,17 +369,17 @@ def _reconcile_workload(world: World, key: Key, ctx: Context) -> Result:
     wl = txn.get(*key)
     if not isinstance(wl, Workload):
         return NOTHING
-    phase = workload_phase(wl)
-    if phase == WorkloadPhase.FINISHED:
+    status = wl.status
+    if c.WORKLOAD_FINISHED in status.true_types:
         return NOTHING
-    evicted = wl.condition(c.WORKLOAD_EVICTED)
+    evicted = status.conditions_by_type.get(c.WORKLOAD_EVICTED)
     if evicted is not None and evicted.status == c.TRUE:
         job = _owner_job(txn, wl)
         if job is not None:
             err = stop_job(txn, job, wl, evicted.message)
             if err is not None:
                 return txn.result(error=err)
-        if phase == WorkloadPhase.EVICTED:
+        if status.is_true(c.WORKLOAD_QUOTA_RESERVED):  # the Evicted phase: its quota to release
             requeued = evicted.reason in _REQUEUED_AT_ONCE
             rs = wl.status.requeue_state
             release = ws.fire(wl, WorkloadTrigger.RELEASE_QUOTA, {

@@ -659,23 +659,22 @@ def _active_requests(wl: Workload, configs: Mapping[str, ProvisioningRequestConf
 def _handled(wl: Workload, config: Configuration) -> bool:
     """Whether the reconcile goes past its first test: a workload that is finished, evicted or
     holding quota (before KEP-3258, an evicted one only while it still holds quota)."""
-    status = wl.status
-    reserved = status.is_true(c.WORKLOAD_QUOTA_RESERVED)
-    if status.is_true(c.WORKLOAD_FINISHED):
+    true = wl.status.true_types
+    if c.WORKLOAD_FINISHED in true:
         return True
-    if status.is_true(c.WORKLOAD_EVICTED):
-        return reserved or not config.pre_kep_3258
-    return reserved
+    if c.WORKLOAD_EVICTED in true:
+        return c.WORKLOAD_QUOTA_RESERVED in true or not config.pre_kep_3258
+    return c.WORKLOAD_QUOTA_RESERVED in true
 
 
 def _syncing(wl: Workload, config: Configuration) -> bool:
     """Whether the reconcile syncs checks and requests (a workload holding quota that is
     neither finished nor evicted, before KEP-3258 evicted or not), rather than only cleaning
     up (or doing nothing)."""
-    status = wl.status
-    if status.is_true(c.WORKLOAD_FINISHED) or not status.is_true(c.WORKLOAD_QUOTA_RESERVED):
+    true = wl.status.true_types
+    if c.WORKLOAD_FINISHED in true or c.WORKLOAD_QUOTA_RESERVED not in true:
         return False
-    return config.pre_kep_3258 or not status.is_true(c.WORKLOAD_EVICTED)
+    return config.pre_kep_3258 or c.WORKLOAD_EVICTED not in true
 
 
 def _reconcile(txn: Txn, key: Key, ctx: Context) -> tuple[int | None, bool]:
@@ -741,12 +740,12 @@ def reads(world: World, wl: Workload, config: Configuration) -> Parts:
     (names, parameters), spec, admission and checks, ``Admitted`` only while one of its
     requests has a True condition that counts only before admission (BookingExpired), and the
     requeueState only before KEP-3258.  Its requests are watched as requests."""
-    status = wl.status
-    if status.is_true(c.WORKLOAD_FINISHED):
+    true = wl.status.true_types
+    if c.WORKLOAD_FINISHED in true:
         return _FINISHED
     if not _syncing(wl, config):
         # once evicted (since KEP-3258) the quota it may still hold changes nothing
-        return _EVICTED if status.is_true(c.WORKLOAD_EVICTED) and not config.pre_kep_3258 else _FIRST_TEST
+        return _EVICTED if c.WORKLOAD_EVICTED in true and not config.pre_kep_3258 else _FIRST_TEST
     out = _SYNCED
     if config.pre_kep_3258:
         out = out | {REQUEUE_STATE}

@@ -32,7 +32,7 @@ from kueue_provreq.api import constants as c
 from kueue_provreq.api.config import Configuration
 from kueue_provreq.api.frozen import FrozenMap
 from kueue_provreq.api.meta import Time, find_condition, is_false, is_true
-from kueue_provreq.api.objects import Key, KubeObject, key_of
+from kueue_provreq.api.objects import Key, key_of
 from kueue_provreq.api.queues import ClusterQueue, LocalQueue
 from kueue_provreq.api.workload import Workload
 from kueue_provreq.controllers import workload_status
@@ -109,7 +109,7 @@ class QueueIndex:
     in each ClusterQueue (:func:`holds_quota`) with the quota they hold, the admitted ones apart
     too."""
 
-    __slots__ = ("pending", "gated", "holding", "admitted", "used", "admitted_used", "_held")
+    __slots__ = ("pending", "gated", "holding", "admitted", "used", "admitted_used", "_held", "moves")
 
     def __init__(self, world: World) -> None:
         self.pending: dict[QueueRef, dict[Key, Workload]] = {}
@@ -123,38 +123,46 @@ class QueueIndex:
         self.admitted_used: dict[str, Usage] = {}
         self._held: dict[Key, Usage] = {}
         """What each holding workload holds (its share of ``used``)."""
+        self.moves: list[tuple[Place | None, Place | None]] | None = None
+        """When a driver asks for them (not None), the changes that moved a ClusterQueue's
+        counts, as (place before, place after): the driver routes them to the ClusterQueue
+        reconciler (:meth:`recounted`) and clears the list."""
         for wl in world.objects(c.WORKLOAD):
-            self.changed(key_of(wl), None, wl)
+            self.changed(key_of(wl), None, wl)  # type: ignore[arg-type]
 
-    def changed(self, key: Key, old: KubeObject | None, new: KubeObject | None) -> None:
-        """A Workload changed (``World.observe``)."""
-        was = _place(old) if isinstance(old, Workload) else None
-        now = _place(new) if isinstance(new, Workload) else None
+    def changed(self, key: Key, before: Workload | None, after: Workload | None) -> None:
+        """A Workload changed (``World.observe``: it is told of Workloads only)."""
+        was = None if before is None else _place(before)
+        now = None if after is None else _place(after)
         if was is not None and was == now:  # the common case: it stays where it is
-            assert isinstance(new, Workload) and isinstance(old, Workload)
+            assert before is not None and after is not None
             if was[0]:
-                if _admitted(new) != _admitted(old) or new.status.admission is not old.status.admission or \
-                        new.spec.pod_sets is not old.spec.pod_sets:
+                if _admitted(after) != _admitted(before) or after.status.admission is not before.status.admission \
+                        or after.spec.pod_sets is not before.spec.pod_sets:
                     self._release(key, was[1])
-                    self._hold(key, new, was[1])
+                    self._hold(key, after, was[1])
+                    if self.moves is not None:
+                        self.moves.append((was, now))
                     return
-                self.holding[was[1]][key] = new
-                if _admitted(new):
-                    self.admitted[was[1]][key] = new
+                self.holding[was[1]][key] = after
+                if _admitted(after):
+                    self.admitted[was[1]][key] = after
             else:
-                (self.gated if was[2] else self.pending)[was[1]][key] = new
+                (self.gated if was[2] else self.pending)[was[1]][key] = after
             return
+        if self.moves is not None and was != now:
+            self.moves.append((was, now))
         if was is not None:
             if was[0]:
                 self._release(key, was[1])
             else:
                 _remove(self.gated if was[2] else self.pending, was[1], key)
         if now is not None:
-            assert isinstance(new, Workload)
+            assert after is not None
             if now[0]:
-                self._hold(key, new, now[1])
+                self._hold(key, after, now[1])
             else:
-                (self.gated if now[2] else self.pending).setdefault(now[1], {})[key] = new
+                (self.gated if now[2] else self.pending).setdefault(now[1], {})[key] = after
 
     def _hold(self, key: Key, wl: Workload, cq: str) -> None:
         held = self._held[key] = usage_of((wl,))
@@ -199,6 +207,24 @@ class QueueIndex:
                     total += len(self.gated.get(ref, ()))
         return total
 
+    def recounted(self, world: World) -> list[str]:
+        """The ClusterQueues whose counts the changes in :attr:`moves` moved (the one a workload
+        waited or held quota in, and the one it now does), clearing them."""
+        out: list[str] = []
+        if self.moves:
+            for places in self.moves:
+                for place in places:
+                    if place is None:
+                        continue
+                    if place[0]:
+                        out.append(place[1])
+                    else:
+                        lq = world.get(c.LOCAL_QUEUE, *place[1])
+                        if isinstance(lq, LocalQueue):
+                            out.append(lq.spec.cluster_queue)
+            self.moves.clear()
+        return out
+
     def same_as(self, other: QueueIndex) -> bool:
         """Whether both hold the same workloads in the same places, and the same quota."""
         return (self.pending == other.pending and self.gated == other.gated and self.holding == other.holding
@@ -218,12 +244,10 @@ def _place(wl: Workload) -> Place | None:
     """Where a workload sits in the index: (True, ClusterQueue, False) holding quota there,
     (False, LocalQueue, gated) admissible in that queue, None neither."""
     status = wl.status
-    by_type = status.conditions_by_type
-    finished = by_type.get(c.WORKLOAD_FINISHED)
-    if finished is not None and finished.status == c.TRUE:
+    true = status.true_types
+    if c.WORKLOAD_FINISHED in true:
         return None
-    reserved = by_type.get(c.WORKLOAD_QUOTA_RESERVED)
-    if reserved is not None and reserved.status == c.TRUE:
+    if c.WORKLOAD_QUOTA_RESERVED in true:
         admission = status.admission
         return None if admission is None else (True, admission.cluster_queue, False)
     spec = wl.spec
@@ -233,34 +257,8 @@ def _place(wl: Workload) -> Place | None:
     return False, (meta.namespace, spec.queue_name), bool(meta.annotations.get(c.ANNOTATION_ADMISSION_GATED_BY))
 
 
-def recounted(world: World, old: KubeObject | None, new: KubeObject | None) -> list[str]:
-    """The ClusterQueues whose counts a Workload change (``old`` to ``new``, either None) moves:
-    the one it waited or held quota in, and the one it now does, when it moved, changed its
-    admission or podsets, or was admitted or unadmitted."""
-    was = _place(old) if isinstance(old, Workload) else None
-    now = _place(new) if isinstance(new, Workload) else None
-    if was == now:
-        if was is None or not was[0]:
-            return []
-        assert isinstance(old, Workload) and isinstance(new, Workload)
-        if _admitted(old) == _admitted(new) and old.status.admission is new.status.admission and \
-                old.spec.pod_sets is new.spec.pod_sets:
-            return []
-    out: list[str] = []
-    for place in (was, now):
-        if place is None:
-            continue
-        if place[0]:
-            out.append(place[1])
-        else:
-            lq = world.get(c.LOCAL_QUEUE, *place[1])
-            if isinstance(lq, LocalQueue):
-                out.append(lq.spec.cluster_queue)
-    return out
-
-
 def _admitted(wl: Workload) -> bool:
-    return wl.status.is_true(c.WORKLOAD_ADMITTED)
+    return c.WORKLOAD_ADMITTED in wl.status.true_types
 
 
 def _remove(buckets: dict[Any, dict[Key, Workload]], where: Any, key: Key) -> None:
@@ -287,7 +285,7 @@ def index(world: World) -> QueueIndex:
     found = world.indexes.get("queues")
     if found is None:
         found = world.indexes["queues"] = QueueIndex(world)
-        world.observe(c.WORKLOAD, found.changed)
+        world.observe(c.WORKLOAD, found.changed)  # type: ignore[arg-type]
     assert isinstance(found, QueueIndex)
     return found
 

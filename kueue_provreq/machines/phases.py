@@ -14,13 +14,13 @@ from kueue_provreq.machines.vocabulary import RequestPhase, WorkloadPhase
 
 
 def workload_phase(wl: Workload) -> WorkloadPhase:
-    status = wl.status
-    if status.is_true(c.WORKLOAD_FINISHED):
+    true = wl.status.true_types
+    if c.WORKLOAD_FINISHED in true:
         return WorkloadPhase.FINISHED
-    if status.is_true(c.WORKLOAD_QUOTA_RESERVED):
-        if status.is_true(c.WORKLOAD_EVICTED):
+    if c.WORKLOAD_QUOTA_RESERVED in true:
+        if c.WORKLOAD_EVICTED in true:
             return WorkloadPhase.EVICTED
-        if status.is_true(c.WORKLOAD_ADMITTED):
+        if c.WORKLOAD_ADMITTED in true:
             return WorkloadPhase.ADMITTED
         return WorkloadPhase.QUOTA_RESERVED
     if wl.spec.active is False:

@@ -105,6 +105,10 @@ class MachineTable(Generic[S, T]):
     """The ``transitions`` declaration itself, for diagrams and introspection only."""
     opt_in: tuple[OptIn, ...] = ()
     """The states, triggers and guards that belong to opt-in semantics switches."""
+    _answers: dict[tuple[str, str, tuple[tuple[Guard, bool], ...], str], Transition] = attrs.field(
+        factory=dict, init=False, eq=False, repr=False)
+    """:meth:`transition`'s answers: the table is frozen, so the answer to a question never
+    changes, and controllers ask the same few on every write."""
 
     @classmethod
     def from_machine(cls, name: str, title: str, machine: Machine, states: type[S], triggers: type[T],
@@ -174,9 +178,13 @@ class MachineTable(Generic[S, T]):
     def transition(self, state: str, trigger: str, guards: Mapping[Guard, bool] | None = None,
                    item: str = "") -> Transition:
         """:meth:`fire`, with the record a write carries."""
-        target = self.fire(state, trigger, guards)
-        # plain strings: the record ends up in objects, YAML and JSON
-        return Transition(self.name, str(state), str(trigger), target.value, item)
+        question = (state, trigger, tuple(guards.items()) if guards else (), item)
+        found = self._answers.get(question)
+        if found is None:
+            target = self.fire(state, trigger, guards)
+            # plain strings: the record ends up in objects, YAML and JSON
+            found = self._answers[question] = Transition(self.name, str(state), str(trigger), target.value, item)
+        return found
 
     def declares(self, t: Transition) -> bool:
         return (t.source, t.trigger, t.target) in self.declared
