@@ -40,7 +40,7 @@ from kueue_provreq.machines import (
     WorkloadPhase,
 )
 from kueue_provreq.machines.phases import workload_phase
-from kueue_provreq.world import Create, Delete, Effect, Result, Update, World
+from kueue_provreq.world import Create, Delete, Effect, Read, Result, Update, World
 
 SCHEDULER = Actor.SCHEDULER
 ALL_CONTROLLERS: tuple[str, ...] = (SCHEDULER.value, *(ctl.name.value for ctl in registry.CONTROLLERS))
@@ -85,10 +85,10 @@ def verify_change(old: KubeObject | None, update: Update) -> None:
     after = workload_phase(new)
     if after != phase:
         raise IllegalTransition(f"{where}: the write leaves it {after}, its transitions say {phase}")
-    if old.status.admission_checks is new.status.admission_checks and not fired:
+    moved = {t.item: t for t in fired if t.machine == ADMISSION_CHECK_MACHINE.name}
+    if old.status.admission_checks is new.status.admission_checks and not moved:
         return
     before = {s.name: s.state for s in old.status.admission_checks}
-    moved = {t.item: t for t in fired if t.machine == ADMISSION_CHECK_MACHINE.name}
     for s in new.status.admission_checks:
         prev = before.get(s.name)
         move = moved.get(s.name)
@@ -164,6 +164,9 @@ class Manager:
         self._config: Configuration | None = None
         #: (controller, key) pairs left out since the last proof, to prove quiet (verify mode)
         self._skipped: dict[tuple[str, Key], str] = {}
+        #: verify mode: per pair whose last reconcile changed nothing, what it read and when
+        #: (:meth:`_quiet_now` takes it as proof while every read still answers the same)
+        self._evidence: dict[tuple[str, Key], Evidence] = {}
         self._cq_keys: list[Key] | None = None
         world.journal = self._journal
 
@@ -260,6 +263,8 @@ class Manager:
                 if wl is None:
                     if quiet is not None:
                         quiet.pop(key, None)  # what it read of a deleted object would be kept forever
+                    if verify:
+                        self._evidence.pop((name, key), None)
                     continue  # nothing left to reconcile
                 item = (name, key)
                 if item in queued:
@@ -388,7 +393,7 @@ class Manager:
             result = scheduler.schedule(world, ctx, None if key[0] == SCHEDULER else key)
         else:
             ctl = self.controllers[controller]
-            result = ctl.reconcile(world, key, ctx)
+            result = self._reconcile_kept(ctl, key, ctx) if self.verify else ctl.reconcile(world, key, ctx)
             if result.requeue_after is not None or result.error is not None:
                 self._wake_up(ctx.now + (result.requeue_after or 0.0), controller, key)
             quiet = self._quiet.get(controller)
@@ -536,24 +541,59 @@ class Manager:
 
     def _check_quiet(self, ctx: Context, names: list[str], skip: AbstractSet[tuple[str, Key]] = frozenset()) -> None:
         """Every reconcile of ``names`` not in ``skip`` would change nothing: what the engine
-        does not schedule needs no scheduling, and a settle ends at a real fixed point."""
+        does not schedule needs no scheduling, and a settle ends at a real fixed point.  A
+        reconcile that changed nothing earlier at this instant, under this configuration, and
+        every read of which still answers the same, is proven so by that run (controllers are
+        deterministic); the others run again."""
+        world, evidence = self.world, self._evidence
         for name in names:
-            for key in self.controllers[name].keys(self.world):
-                if (name, key) not in skip:
-                    self._check_quiet_one(name, key, "it was not scheduled", ctx)
+            for key in self.controllers[name].keys(world):
+                if (name, key) in skip:
+                    continue
+                kept = evidence.get((name, key))
+                if kept is not None and kept[0] == ctx.now and kept[1] is ctx.config and world.still_reads(kept[2]) \
+                        and self._timer_covers(name, key, kept[3], ctx):
+                    continue
+                self._check_quiet_one(name, key, "it was not scheduled", ctx)
+
+    def _reconcile_kept(self, ctl: registry.Controller, key: Key, ctx: Context) -> Result:
+        """A reconcile that keeps what it reads when it changes nothing (verify mode)."""
+        world = self.world
+        item = (ctl.name, key)
+        reads: list[Read] = []
+        world.reads = reads
+        try:
+            result = ctl.reconcile(world, key, ctx)
+        finally:
+            world.reads = None
+        if not result.effects and result.error is None:
+            self._evidence[item] = (ctx.now, ctx.config, reads, result.requeue_after)
+        else:
+            self._evidence.pop(item, None)
+        return result
+
+    def _timer_covers(self, name: str, key: Key, requeue_after: float | None, ctx: Context) -> bool:
+        """Whether the wake-up a reconcile asks for is asked for already (no later)."""
+        if requeue_after is None:
+            return True
+        asked = self._wake_at.get((name, key))
+        return asked is not None and asked <= ctx.now + requeue_after
 
     def _check_quiet_one(self, name: str, key: Key, why: str, ctx: Context) -> None:
-        result = self.controllers[name].reconcile(self.world, key, ctx)
+        result = self._reconcile_kept(self.controllers[name], key, ctx)
         if changes_world(self.world, result):
             raise SettleError(f"{name} reconcile of {key[1]}/{key[2]} would still change the world "
                               f"but {why}: {describe(result)}")
         if result.error is not None:
             raise SettleError(f"{name} reconcile of {key[1]}/{key[2]} would fail but {why}: {result.error}")
-        if result.requeue_after is not None:
-            asked = self._wake_at.get((name, key))
-            if asked is None or asked > ctx.now + result.requeue_after:
-                raise SettleError(f"{name} reconcile of {key[1]}/{key[2]} would ask to be woken in "
+        if not self._timer_covers(name, key, result.requeue_after, ctx):
+            raise SettleError(f"{name} reconcile of {key[1]}/{key[2]} would ask to be woken in "
                                   f"{result.requeue_after}s but {why}")
+
+
+Evidence = tuple[float, Configuration, list[Read], float | None]
+"""A reconcile that changed nothing: when, under which configuration, what it read, and the
+wake-up it asked for."""
 
 
 Quiet = Union[Workload, tuple[Parts, Hashable]]

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from itertools import count
-from typing import Union
+from typing import Any, Union
 
 import attrs
 
@@ -120,13 +120,19 @@ class Fault:
 Observer = Callable[[Key, KubeObject | None, KubeObject | None], None]
 """Told of every change to an object of the kind it observes: (key, old, new)."""
 
+OWNED = "owned"
+Read = tuple[Any, Any]
+"""What a reconcile read and the answer it got (:attr:`World.reads`)."""
+UNKEPT: Read = (None, None)
+"""A read whose answer is not kept (a whole kind): what depends on it cannot be proven unchanged."""
+
 
 
 class World:
     """Every object of a scenario, indexed by key, by kind and by owner."""
 
     __slots__ = ("_objects", "_by_kind", "_owned_by_name", "_dependents", "uid_counter", "faults", "journal",
-                 "_observers", "indexes")
+                 "_observers", "indexes", "reads")
 
     def __init__(self, objects: Iterable[KubeObject] = (), faults: tuple[Fault, ...] = ()) -> None:
         self._objects: dict[Key, KubeObject] = {}
@@ -142,32 +148,60 @@ class World:
         self._observers: dict[str, list[Observer]] = {}
         #: indexes other modules keep over this world, by name (``controllers.queues.index``)
         self.indexes: dict[str, object] = {}
+        #: while a driver keeps what a reconcile reads (verify mode): each read and its answer,
+        #: as (key, object or None), (``OWNED``, kind, namespace, owner, objects) or ``UNKEPT``
+        self.reads: list[Read] | None = None
         for obj in objects:
             self._put(obj)
 
     # --- reads -------------------------------------------------------------------
     def get(self, kind: str, namespace: str, name: str) -> KubeObject | None:
-        return self._objects.get((kind, namespace, name))
+        key = (kind, namespace, name)
+        found = self._objects.get(key)
+        if self.reads is not None:
+            self.reads.append((key, found))
+        return found
 
     def objects(self, kind: str, namespace: str | None = None) -> list[KubeObject]:
+        if self.reads is not None:
+            self.reads.append(UNKEPT)
         objs = self._by_kind[kind].values()
         if namespace is None:
             return list(objs)
         return [o for o in objs if o.metadata.namespace == namespace]
 
     def keys(self, kind: str) -> list[Key]:
+        if self.reads is not None:
+            self.reads.append(UNKEPT)
         return list(self._by_kind[kind])
 
     def owned_by_name(self, kind: str, namespace: str, owner_name: str) -> list[KubeObject]:
         """Objects of ``kind`` with any ownerReference named ``owner_name`` (Kueue's
         ``metadata.ownedByWorkload`` index, which ignores the owner's kind)."""
         keys = self._owned_by_name.get((kind, namespace, owner_name))
-        if not keys:
-            return []
-        return [self._objects[k] for k in keys]
+        found = [self._objects[k] for k in keys] if keys else []
+        if self.reads is not None:
+            self.reads.append(((OWNED, kind, namespace, owner_name), tuple(found)))
+        return found
+
+    def still_reads(self, reads: list[Read]) -> bool:
+        """Whether every read in ``reads`` (as :attr:`reads` keeps them) answers the same now."""
+        objects = self._objects
+        for what, answer in reads:
+            if what is None:
+                return False
+            if what[0] == OWNED:
+                keys = self._owned_by_name.get(what[1:])
+                if tuple(objects[k] for k in keys or ()) != answer:
+                    return False
+            elif objects.get(what) is not answer:
+                return False
+        return True
 
     def dependents(self, uid: str) -> list[Key]:
         """Keys of the objects with an ownerReference to ``uid`` (the garbage collector's view)."""
+        if self.reads is not None:
+            self.reads.append(UNKEPT)
         return list(self._dependents.get(uid, ()))
 
     def __len__(self) -> int:
@@ -405,7 +439,10 @@ class Txn:
         key = (kind, namespace, name)
         if self._overlay and key in self._overlay:  # ``_visible``, inlined: the hottest read
             return self._overlay[key]
-        return world._objects.get(key)
+        found = world._objects.get(key)
+        if world.reads is not None:
+            world.reads.append((key, found))
+        return found
 
     def owned_by_name(self, kind: str, namespace: str, owner_name: str) -> list[KubeObject]:
         """A cached list through the owner-name index (misses like ``get``)."""
