@@ -62,7 +62,7 @@ class FlavorFungibility:
     extra: FrozenMap[str, Json] = EMPTY
 
 
-@attrs.frozen
+@attrs.frozen(cache_hash=True)
 class ClusterQueueSpec:
     resource_groups: tuple[ResourceGroup, ...] = ()
     admission_checks_strategy: AdmissionChecksStrategy | None = None

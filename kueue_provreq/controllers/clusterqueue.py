@@ -28,16 +28,24 @@ from kueue_provreq.controllers.usage import Usage
 from kueue_provreq.world import NOTHING, Result, Txn, World
 
 
-def flavor_usage(cq: ClusterQueue, used: Usage) -> tuple[FlavorUsage, ...]:
+def flavor_usage(cq: ClusterQueue, used: Usage, current: tuple[FlavorUsage, ...] = ()) -> tuple[FlavorUsage, ...]:
     """``Cache.getUsage``: one entry per flavor of the queue's resource groups (in their order),
     each with every resource its group covers (sorted by name) and the total of ``used`` (what
     the queue's workloads hold) of it; ``borrowed`` is only written for a queue in a cohort, so
-    never here."""
+    never here.  ``current`` (what the status says) is returned when it says just that: the
+    reconcile runs on every change of the counts, mostly to find the usage as it was."""
     zero = Decimal(0)
-    return tuple(
-        FlavorUsage(flavor.name, tuple(ResourceUsage(name, Quantity.of(used.get((flavor.name, name), zero)))
-                                       for name in sorted(group.covered_resources)))
-        for group in cq.spec.resource_groups for flavor in group.flavors)
+    layout = [(flavor.name, sorted(group.covered_resources))
+              for group in cq.spec.resource_groups for flavor in group.flavors]
+    if len(current) == len(layout) and all(
+            have.name == flavor and len(have.resources) == len(names) and all(
+                r.name == name and r.borrowed is None and r.total.value == used.get((flavor, name), zero)
+                for r, name in zip(have.resources, names))
+            for have, (flavor, names) in zip(current, layout)):
+        return current
+    return tuple(FlavorUsage(flavor, tuple(ResourceUsage(name, Quantity.of(used.get((flavor, name), zero)))
+                                           for name in names))
+                 for flavor, names in layout)
 
 
 def reconcile(world: World, key: Key, ctx: Context) -> Result:
@@ -59,8 +67,8 @@ def reconcile(world: World, key: Key, ctx: Context) -> Result:
     status = evolve(cq.status, conditions=conditions, pending_workloads=index.pending_total(world, name, ctx.config),
                     reserving_workloads=len(index.holding.get(name, ())),
                     admitted_workloads=len(index.admitted.get(name, ())),
-                    flavors_reservation=flavor_usage(cq, index.used.get(name, empty)),
-                    flavors_usage=flavor_usage(cq, index.admitted_used.get(name, empty)))
+                    flavors_reservation=flavor_usage(cq, index.used.get(name, empty), cq.status.flavors_reservation),
+                    flavors_usage=flavor_usage(cq, index.admitted_used.get(name, empty), cq.status.flavors_usage))
     if status == cq.status:
         return NOTHING
     error = txn.update(evolve(cq, status=status))

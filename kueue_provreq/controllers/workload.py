@@ -52,7 +52,7 @@ from kueue_provreq.api.config import Configuration, WaitForPodsReady
 from kueue_provreq.api.evolve import evolve
 from kueue_provreq.api.meta import Condition, Time
 from kueue_provreq.api.objects import Key
-from kueue_provreq.api.queues import ClusterQueue, LocalQueue
+from kueue_provreq.api.queues import ClusterQueue, ClusterQueueSpec, LocalQueue
 from kueue_provreq.api.workload import Workload
 from kueue_provreq.controllers import workload_status as ws
 from kueue_provreq.controllers.backoff import NS, wait_time_ns
@@ -312,9 +312,9 @@ def _cluster_queue(txn: Txn, wl: Workload) -> ClusterQueue | None:
     return cq if isinstance(cq, ClusterQueue) else None
 
 
-_WANTED_CHECKS: dict[tuple[ClusterQueue, frozenset[str] | None], tuple[str, ...]] = {}
-"""Memo of ``AdmissionChecksForWorkload`` by (queue, assigned flavors): the answer depends on
-nothing else, and every pass of every workload asks it.  Bounded; cleared when full."""
+_WANTED_CHECKS: dict[tuple[ClusterQueueSpec, frozenset[str] | None], tuple[str, ...]] = {}
+"""Memo of ``AdmissionChecksForWorkload`` by (queue spec, assigned flavors): the answer depends
+on nothing else, and every pass of every workload asks it.  Bounded; cleared when full."""
 _WANTED_CHECKS_LIMIT = 4096
 
 
@@ -323,7 +323,7 @@ def _wanted_checks(wl: Workload, cq: ClusterQueue) -> tuple[str, ...]:
     admission = wl.status.admission
     used = None if admission is None else frozenset(
         f for psa in admission.pod_set_assignments for f in psa.flavors.values())
-    memo_key = (cq, used)
+    memo_key = (cq.spec, used)
     wanted = _WANTED_CHECKS.get(memo_key)
     if wanted is None:
         if len(_WANTED_CHECKS) >= _WANTED_CHECKS_LIMIT:
