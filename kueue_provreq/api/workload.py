@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import functools
 from collections.abc import Mapping
 from typing import Any, ClassVar
@@ -76,6 +77,14 @@ class RequeueState:
     requeue_at: Time | None = None
 
 
+class _Keep(enum.Enum):
+    KEEP = "keep"
+
+
+_KEEP = _Keep.KEEP
+"""A field :meth:`Workload.with_status` leaves as it is (None is a value these may take)."""
+
+
 @attrs.frozen(cache_hash=True)
 class WorkloadStatus:
     conditions: Conditions = ()
@@ -143,5 +152,16 @@ class Workload:
                 return s
         return None
 
-    def with_status(self, **changes: Any) -> Workload:
-        return Workload(self.metadata, self.spec, evolve(self.status, **changes), self.extra)
+    def with_status(self, conditions: Conditions | None = None, admission: Admission | None | _Keep = _KEEP,
+                    admission_checks: tuple[AdmissionCheckState, ...] | None = None,
+                    requeue_state: RequeueState | None | _Keep = _KEEP,
+                    extra: FrozenMap[str, Json] | None = None) -> Workload:
+        """This workload with some status fields replaced (``evolve`` on the status, spelled
+        out: every status write goes through here)."""
+        s = self.status
+        return Workload(self.metadata, self.spec, WorkloadStatus(
+            s.conditions if conditions is None else conditions,
+            s.admission if admission is _KEEP else admission,
+            s.admission_checks if admission_checks is None else admission_checks,
+            s.requeue_state if requeue_state is _KEEP else requeue_state,
+            s.extra if extra is None else extra), self.extra)

@@ -9,7 +9,10 @@ wrong; see docs/differences.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
+
+from kueue_provreq.controllers.context import no_jitter
 
 NS = 1_000_000_000
 _UNCAPPED = (2**63 - 1) // 2
@@ -41,7 +44,15 @@ def wait_time_ns(base_s: int, max_s: int, n: int, draw: Callable[[], float]) -> 
 def check_requeue_after_seconds(retry_count: int | None, base_s: int, max_s: int,
                                 draw: Callable[[], float]) -> int:
     """``UpdateAdmissionCheckRequeueState``: the delay of the next attempt, truncated to seconds."""
+    if draw is no_jitter:
+        return _nominal_ns(base_s, max_s, (retry_count or 0) + 1) // NS
     return wait_time_ns(base_s, max_s, (retry_count or 0) + 1, draw) // NS
+
+
+@functools.lru_cache(maxsize=1024)
+def _nominal_ns(base_s: int, max_s: int, n: int) -> int:
+    """:func:`wait_time_ns` without jitter, which is a function of its arguments alone."""
+    return wait_time_ns(base_s, max_s, n, no_jitter)
 
 
 def nominal_delay_seconds(attempt: int, base_s: int, max_s: int) -> int:
@@ -50,4 +61,4 @@ def nominal_delay_seconds(attempt: int, base_s: int, max_s: int) -> int:
     >>> [nominal_delay_seconds(n, 60, 1800) for n in (1, 2, 3, 4, 5, 6, 7)]
     [60, 120, 240, 480, 960, 1800, 1800]
     """
-    return wait_time_ns(base_s, max_s, attempt, lambda: 0.0) // NS
+    return _nominal_ns(base_s, max_s, attempt) // NS
