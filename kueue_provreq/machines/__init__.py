@@ -7,6 +7,7 @@ from kueue_provreq.machines.declarations import (
     PROVISIONING_REQUEST_MACHINE,
     WORKLOAD_MACHINE,
 )
+from kueue_provreq.machines.requests import RequestPhase, RequestTrigger
 from kueue_provreq.machines.table import (
     Edge,
     IllegalTransition,
@@ -19,8 +20,6 @@ from kueue_provreq.machines.vocabulary import (
     CheckState,
     CheckTrigger,
     Guard,
-    RequestPhase,
-    RequestTrigger,
     WorkloadPhase,
     WorkloadTrigger,
 )

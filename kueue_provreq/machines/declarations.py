@@ -20,15 +20,13 @@ from typing import Any
 from transitions import Machine
 
 from kueue_provreq.api.config import SEMANTICS_KEP_993_PREEMPTION
-from kueue_provreq.machines.requests import REQUEST_CONDITIONS
+from kueue_provreq.machines.requests import REQUEST_CONDITIONS, RequestPhase, RequestTrigger
 from kueue_provreq.machines.table import MachineTable, OptIn
 from kueue_provreq.machines.vocabulary import (
     Actor,
     CheckState,
     CheckTrigger,
     Guard,
-    RequestPhase,
-    RequestTrigger,
 )
 from kueue_provreq.machines.vocabulary import WorkloadPhase as P
 from kueue_provreq.machines.vocabulary import WorkloadTrigger as W

@@ -9,8 +9,8 @@ from __future__ import annotations
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.provisioning import ProvisioningRequest
 from kueue_provreq.api.workload import Workload
-from kueue_provreq.machines.requests import request_phase
-from kueue_provreq.machines.vocabulary import RequestPhase, WorkloadPhase
+from kueue_provreq.machines.requests import RequestPhase, request_phase
+from kueue_provreq.machines.vocabulary import WorkloadPhase
 
 
 def workload_phase(wl: Workload) -> WorkloadPhase:

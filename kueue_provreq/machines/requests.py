@@ -16,18 +16,42 @@ precedence:
   found asks for the workload's pending preemptions: ``PreemptionRequired``).
 
 The provisioning controller, ``explain``, the invariants and the explorer's autoscaler all
-read this table; adding a condition is one row here and its strings in ``api/constants.py``.
+read this table; adding a condition is one row here (with its phase and the trigger that sets it,
+in the two enums below) and its strings in ``api/constants.py``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from enum import StrEnum
 
 import attrs
 
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.meta import Condition
-from kueue_provreq.machines.vocabulary import CheckTrigger, RequestPhase, RequestTrigger
+from kueue_provreq.machines.vocabulary import CheckTrigger
+
+
+class RequestPhase(StrEnum):
+    """Where a ProvisioningRequest stands: its deciding condition (``requests.request_phase``)."""
+
+    NEW = "New"
+    ACCEPTED = c.PR_ACCEPTED
+    PROVISIONED = c.PR_PROVISIONED
+    BOOKING_EXPIRED = c.PR_BOOKING_EXPIRED
+    FAILED = c.PR_FAILED
+    CAPACITY_REVOKED = c.PR_CAPACITY_REVOKED
+
+
+class RequestTrigger(StrEnum):
+    """What Cluster Autoscaler does to a request."""
+
+    ACCEPT = "accept"
+    NOT_PROVISIONED = "not_provisioned"
+    PROVISION = "provision"
+    FAIL = "fail"
+    EXPIRE_BOOKING = "expire_booking"
+    REVOKE_CAPACITY = "revoke_capacity"
 
 
 @attrs.frozen

@@ -1,4 +1,7 @@
-"""The typed vocabulary of the three lifecycles: states, triggers, guards and the actors that fire them.
+"""The typed vocabulary of the lifecycles: states, triggers, guards and the actors that fire them.
+
+A ProvisioningRequest's phases and Cluster Autoscaler's triggers live in ``machines.requests``,
+beside the table of request conditions they name, so that a new condition is one place.
 
 Every name is a ``StrEnum`` so that mypy checks who may pass what, while the values stay the
 plain strings upstream writes (``CheckState.READY == "Ready"``) and the names the diagrams,
@@ -62,28 +65,6 @@ class CheckTrigger(StrEnum):
     check when Cluster Autoscaler finds no capacity)."""
     NO_DECISION = "no_decision"
     RESET_ON_EVICTION = "reset_on_eviction"
-
-
-class RequestPhase(StrEnum):
-    """Where a ProvisioningRequest stands: its deciding condition (``requests.request_phase``)."""
-
-    NEW = "New"
-    ACCEPTED = c.PR_ACCEPTED
-    PROVISIONED = c.PR_PROVISIONED
-    BOOKING_EXPIRED = c.PR_BOOKING_EXPIRED
-    FAILED = c.PR_FAILED
-    CAPACITY_REVOKED = c.PR_CAPACITY_REVOKED
-
-
-class RequestTrigger(StrEnum):
-    """What Cluster Autoscaler does to a request."""
-
-    ACCEPT = "accept"
-    NOT_PROVISIONED = "not_provisioned"
-    PROVISION = "provision"
-    FAIL = "fail"
-    EXPIRE_BOOKING = "expire_booking"
-    REVOKE_CAPACITY = "revoke_capacity"
 
 
 class Guard(StrEnum):
