@@ -5,12 +5,11 @@ from __future__ import annotations
 import enum
 import functools
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import attrs
 
 from kueue_provreq.api import constants as c
-from kueue_provreq.api.evolve import evolve
 from kueue_provreq.api.frozen import EMPTY, FrozenMap
 from kueue_provreq.api.meta import Condition, Conditions, Json, ObjectMeta, Time
 from kueue_provreq.api.quantity import Quantity

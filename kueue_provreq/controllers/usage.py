@@ -3,7 +3,7 @@
 A pod's requests are added up as ``resourcehelper.PodRequests`` does, a podset's are its pods'
 times its count, and a workload holding quota holds, per (flavor, resource), its admission's
 ``resourceUsage`` (or its podsets' requests for the assigned counts where that is missing).
-The scheduler, the ClusterQueue status and the queue index (:mod:`.queues`) all count so.
+The scheduler, the ClusterQueue status and the queue index (:mod:`kueue_provreq.controllers.queues`) all count so.
 """
 
 from __future__ import annotations
