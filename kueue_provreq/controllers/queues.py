@@ -39,7 +39,7 @@ from kueue_provreq.controllers import workload_status
 from kueue_provreq.controllers.activity import inactive_reason
 from kueue_provreq.controllers.context import Context
 from kueue_provreq.controllers.usage import Usage, usage_of
-from kueue_provreq.world import World
+from kueue_provreq.world import Txn, World
 
 OrderKey = tuple[int, int, str]
 
@@ -325,6 +325,22 @@ def cluster_queue_name(world: World, wl: Workload) -> str | None:
     ``spec.clusterQueue``; None when the LocalQueue does not exist."""
     lq = world.get(c.LOCAL_QUEUE, wl.metadata.namespace, wl.spec.queue_name)
     return lq.spec.cluster_queue if isinstance(lq, LocalQueue) else None
+
+
+def cluster_queue_for(world: World | Txn, wl: Workload) -> ClusterQueue | None:
+    """``ClusterQueueForWorkload``: the admission's ClusterQueue once quota is reserved (the
+    LocalQueue may have been repointed since), else the one its LocalQueue names; None when
+    either object is missing.  Asked of a World (invariants) and of a Txn (controllers)."""
+    admission = wl.status.admission
+    if admission is not None:
+        name = admission.cluster_queue
+    else:
+        lq = world.get(c.LOCAL_QUEUE, wl.metadata.namespace, wl.spec.queue_name)
+        if not isinstance(lq, LocalQueue):
+            return None
+        name = lq.spec.cluster_queue
+    cq = world.get(c.CLUSTER_QUEUE, "", name)
+    return cq if isinstance(cq, ClusterQueue) else None
 
 
 def scan(world: World, ctx: Context, only: str | None = None) -> Scan:

@@ -52,12 +52,13 @@ from kueue_provreq.api.config import Configuration, WaitForPodsReady
 from kueue_provreq.api.evolve import evolve
 from kueue_provreq.api.meta import Condition, Time
 from kueue_provreq.api.objects import Key
-from kueue_provreq.api.queues import ClusterQueue, ClusterQueueSpec, LocalQueue
+from kueue_provreq.api.queues import ClusterQueue, ClusterQueueSpec
 from kueue_provreq.api.workload import Workload
 from kueue_provreq.controllers import workload_status as ws
 from kueue_provreq.controllers.backoff import NS, wait_time_ns
 from kueue_provreq.controllers.context import Context
 from kueue_provreq.controllers.parts import CHECK_DETAILS, CONDITIONS, EVERYTHING, EXTRA, Parts, parts
+from kueue_provreq.controllers.queues import cluster_queue_for
 from kueue_provreq.machines import Guard, Transition, WorkloadTrigger
 from kueue_provreq.world import NOTHING, Effect, Event, Result, Txn, World, truncate
 
@@ -104,7 +105,7 @@ def reconcile(world: World, key: Key, ctx: Context) -> Result:
     if gated is not None:
         return gated
 
-    cq = _cluster_queue(txn, wl)
+    cq = cluster_queue_for(txn, wl)
     if cq is not None:
         wanted = _wanted_checks(wl, cq)
         states = wl.status.admission_checks
@@ -296,20 +297,6 @@ def _sync_admission_gate(txn: Txn, wl: Workload, conds: Conds, ctx: Context) -> 
         return None
     return _write(txn, new, (), [event])
 
-
-
-def _cluster_queue(txn: Txn, wl: Workload) -> ClusterQueue | None:
-    """``ClusterQueueForWorkload``: the admission's queue once reserved, else the LocalQueue's."""
-    admission = wl.status.admission
-    if admission is not None:
-        name = admission.cluster_queue
-    else:
-        lq = txn.get(c.LOCAL_QUEUE, wl.metadata.namespace, wl.spec.queue_name)
-        if not isinstance(lq, LocalQueue):
-            return None
-        name = lq.spec.cluster_queue
-    cq = txn.get(c.CLUSTER_QUEUE, "", name)
-    return cq if isinstance(cq, ClusterQueue) else None
 
 
 _WANTED_CHECKS: dict[tuple[ClusterQueueSpec, frozenset[str] | None], tuple[str, ...]] = {}
