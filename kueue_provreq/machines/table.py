@@ -13,7 +13,7 @@ each change stands for without guessing it back from the objects.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, MutableMapping
 from enum import StrEnum
 from typing import Generic, TypeVar
 
@@ -105,7 +105,7 @@ class MachineTable(Generic[S, T]):
     """The ``transitions`` declaration itself, for diagrams and introspection only."""
     opt_in: tuple[OptIn, ...] = ()
     """The states, triggers and guards that belong to opt-in semantics switches."""
-    _answers: dict[tuple[str, str, tuple[tuple[Guard, bool], ...], str], Transition] = attrs.field(
+    _answers: MutableMapping[tuple[str, str, tuple[tuple[Guard, bool], ...], str], Transition] = attrs.field(
         factory=dict, init=False, eq=False, repr=False)
     """:meth:`transition`'s answers: the table is frozen, so the answer to a question never
     changes, and controllers ask the same few on every write."""
