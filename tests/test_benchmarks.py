@@ -30,3 +30,15 @@ def load(name: str) -> ModuleType:
 def test_benchmark_runs(name: str, argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     assert load(name).main(argv) in (0, None)
     assert capsys.readouterr().out.strip()
+
+
+def test_bench_compiled_reads_what_bench_core_prints(capsys: pytest.CaptureFixture[str]) -> None:
+    load("bench_core").main(["--sizes", "20,30", "--seconds", "0.01", "--repeat", "1"])
+    found = load("bench_compiled").figures(capsys.readouterr().out)
+    assert list(found) == ["(a)", "(c) 20", "(c) 30"] and all(us > 0 for us in found.values())
+
+
+def test_bench_compiled_without_a_build_says_how_to_make_one(tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    assert load("bench_compiled").main(["--compiled", str(tmp_path)]) == 2
+    assert "run `make compiled` first" in capsys.readouterr().err
