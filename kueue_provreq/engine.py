@@ -533,11 +533,17 @@ class Manager:
 
     # --- verify mode ------------------------------------------------------------------
     def _prove_skipped(self, ctx: Context) -> None:
-        """Every reconcile left out since the last proof would change nothing now."""
+        """Every reconcile left out since the last proof would change nothing now (most answer
+        nothing at all, which needs no closer look)."""
         skipped, self._skipped = self._skipped, {}
-        for (name, key), why in skipped.items():
-            if (name, key) not in self._queued and key in self.world:
-                self._check_quiet_one(name, key, why, ctx)
+        queued, world, controllers, reconcile_kept = self._queued, self.world, self.controllers, self._reconcile_kept
+        for item, why in skipped.items():
+            name, key = item
+            if item in queued or key not in world:
+                continue
+            result = reconcile_kept(controllers[name], key, ctx)
+            if result.effects or result.error is not None or result.requeue_after is not None:
+                self._judge(name, key, why, result, ctx)
 
     def _check_quiet(self, ctx: Context, names: list[str], skip: AbstractSet[tuple[str, Key]] = frozenset()) -> None:
         """Every reconcile of ``names`` not in ``skip`` would change nothing: what the engine
@@ -580,7 +586,11 @@ class Manager:
         return asked is not None and asked <= ctx.now + requeue_after
 
     def _check_quiet_one(self, name: str, key: Key, why: str, ctx: Context) -> None:
-        result = self._reconcile_kept(self.controllers[name], key, ctx)
+        self._judge(name, key, why, self._reconcile_kept(self.controllers[name], key, ctx), ctx)
+
+    def _judge(self, name: str, key: Key, why: str, result: Result, ctx: Context) -> None:
+        """A reconcile left out (for ``why``) must change nothing, fail with no error and ask
+        no wake-up earlier than one asked already: ``result`` is what it answers now."""
         if changes_world(self.world, result):
             raise SettleError(f"{name} reconcile of {key[1]}/{key[2]} would still change the world "
                               f"but {why}: {describe(result)}")
