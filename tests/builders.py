@@ -112,46 +112,69 @@ def cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str
     return subprocess.CompletedProcess(["kueue-provreq", *args], status, out.getvalue(), err.getvalue())
 
 
+#: the smallest passing scenario: a workload, its quota reservation, one expectation
+A_WORKLOAD_EXISTS = textwrap.dedent("""\
+    name: a workload exists
+    objects:
+      - apiVersion: kueue.x-k8s.io/v1beta2
+        kind: Workload
+        metadata: {namespace: ns, name: wl}
+        spec: {queueName: lq, podSets: [{name: main, count: 1, template: {spec: {containers: [{name: c}]}}}]}
+    steps:
+      - setQuotaReservation: {workload: ns/wl, admission: {clusterQueue: cq, podSetAssignments: [{name: main}]}}
+      - expect:
+          objects: [{kind: Workload, metadata: {namespace: ns, name: wl},
+                     status: {conditions: [{type: QuotaReserved, status: "True"}]}}]
+""")
+
+
 # --- what-if inputs (forecast, simulate, sweep) ---------------------------------------------------------
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples" / "simulations"
 
-SETUP = textwrap.dedent("""\
+RETRYING_PRC = ("{provisioningClassName: check-capacity.autoscaling.x-k8s.io, managedResources: [nvidia.com/gpu],"
+                " retryStrategy: {backoffLimitCount: 2, backoffBaseSeconds: 60, backoffMaxSeconds: 1800}}")
+
+
+def queue_setup(quota: int = 8, prc_spec: str = RETRYING_PRC) -> str:
+    """A ResourceFlavor, a ClusterQueue with ``quota`` cpu and GPUs behind check ``prov``, LocalQueue
+    ``default/lq`` and ProvisioningRequestConfig ``prc`` with spec ``prc_spec`` (flow style)."""
+    return textwrap.dedent(f"""\
     apiVersion: kueue.x-k8s.io/v1beta2
     kind: ResourceFlavor
-    metadata: {name: default-flavor}
+    metadata: {{name: default-flavor}}
     ---
     apiVersion: kueue.x-k8s.io/v1beta2
     kind: ClusterQueue
-    metadata: {name: cq}
+    metadata: {{name: cq}}
     spec:
-      namespaceSelector: {}
+      namespaceSelector: {{}}
       resourceGroups:
         - coveredResources: [cpu, nvidia.com/gpu]
-          flavors: [{name: default-flavor, resources: [{name: cpu, nominalQuota: 8}, {name: nvidia.com/gpu, nominalQuota: 8}]}]
-      admissionChecksStrategy: {admissionChecks: [{name: prov}]}
+          flavors: [{{name: default-flavor, resources: [{{name: cpu, nominalQuota: {quota}}}, {{name: nvidia.com/gpu, nominalQuota: {quota}}}]}}]
+      admissionChecksStrategy: {{admissionChecks: [{{name: prov}}]}}
     ---
     apiVersion: kueue.x-k8s.io/v1beta2
     kind: LocalQueue
-    metadata: {namespace: default, name: lq}
-    spec: {clusterQueue: cq}
+    metadata: {{namespace: default, name: lq}}
+    spec: {{clusterQueue: cq}}
     ---
     apiVersion: kueue.x-k8s.io/v1beta2
     kind: AdmissionCheck
-    metadata: {name: prov}
+    metadata: {{name: prov}}
     spec:
       controllerName: kueue.x-k8s.io/provisioning-request
-      parameters: {apiGroup: kueue.x-k8s.io, kind: ProvisioningRequestConfig, name: prc}
+      parameters: {{apiGroup: kueue.x-k8s.io, kind: ProvisioningRequestConfig, name: prc}}
     ---
     apiVersion: kueue.x-k8s.io/v1beta2
     kind: ProvisioningRequestConfig
-    metadata: {name: prc}
-    spec:
-      provisioningClassName: check-capacity.autoscaling.x-k8s.io
-      managedResources: [nvidia.com/gpu]
-      retryStrategy: {backoffLimitCount: 2, backoffBaseSeconds: 60, backoffMaxSeconds: 1800}
+    metadata: {{name: prc}}
+    spec: {prc_spec}
 """)
+
+
+SETUP = queue_setup()
 
 
 def job(name: str = "train", gpus: int = 1, queue: str | None = "lq", pods: int = 1) -> str:

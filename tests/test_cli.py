@@ -6,28 +6,15 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 
+from builders import A_WORKLOAD_EXISTS as PASSING
 from builders import cli
 
 SCRIPT = Path(sys.executable).with_name("kueue-provreq")
 
-PASSING = textwrap.dedent("""\
-    name: a workload exists
-    objects:
-      - apiVersion: kueue.x-k8s.io/v1beta2
-        kind: Workload
-        metadata: {namespace: ns, name: wl}
-        spec: {queueName: lq, podSets: [{name: main, count: 1, template: {spec: {containers: [{name: c}]}}}]}
-    steps:
-      - setQuotaReservation: {workload: ns/wl, admission: {clusterQueue: cq, podSetAssignments: [{name: main}]}}
-      - expect:
-          objects: [{kind: Workload, metadata: {namespace: ns, name: wl},
-                     status: {conditions: [{type: QuotaReserved, status: "True"}]}}]
-""")
 FAILING = PASSING.replace("a workload exists", "a wrong count").replace(
     "  - expect:", "  - expect: {count: {Workload: 2}}\n  - expect:")
 

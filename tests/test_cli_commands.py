@@ -15,40 +15,10 @@ from kueue_provreq.cli import main
 from kueue_provreq.diagrams import dot_available
 from kueue_provreq.manifests.inputs import InputErrors
 
-from builders import cli
+from builders import cli, queue_setup
 
-SETUP = textwrap.dedent("""\
-    apiVersion: kueue.x-k8s.io/v1beta2
-    kind: ResourceFlavor
-    metadata: {name: default-flavor}
-    ---
-    apiVersion: kueue.x-k8s.io/v1beta2
-    kind: ClusterQueue
-    metadata: {name: cq}
-    spec:
-      namespaceSelector: {}
-      resourceGroups:
-        - coveredResources: [cpu, nvidia.com/gpu]
-          flavors: [{name: default-flavor, resources: [{name: cpu, nominalQuota: 9}, {name: nvidia.com/gpu, nominalQuota: 9}]}]
-      admissionChecksStrategy: {admissionChecks: [{name: prov}]}
-    ---
-    apiVersion: kueue.x-k8s.io/v1beta2
-    kind: LocalQueue
-    metadata: {namespace: default, name: lq}
-    spec: {clusterQueue: cq}
-    ---
-    apiVersion: kueue.x-k8s.io/v1beta2
-    kind: AdmissionCheck
-    metadata: {name: prov}
-    spec:
-      controllerName: kueue.x-k8s.io/provisioning-request
-      parameters: {apiGroup: kueue.x-k8s.io, kind: ProvisioningRequestConfig, name: prc}
-    ---
-    apiVersion: kueue.x-k8s.io/v1beta2
-    kind: ProvisioningRequestConfig
-    metadata: {name: prc}
-    spec: {provisioningClassName: check-capacity.autoscaling.x-k8s.io, managedResources: [nvidia.com/gpu]}
-""")
+SETUP = queue_setup(quota=9, prc_spec="{provisioningClassName: check-capacity.autoscaling.x-k8s.io,"
+                                            " managedResources: [nvidia.com/gpu]}")
 
 FAILED_ATTEMPT = textwrap.dedent("""\
     apiVersion: kueue.x-k8s.io/v1beta2

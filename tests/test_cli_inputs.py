@@ -10,19 +10,7 @@ from pathlib import Path
 import pytest
 from kueue_provreq import cli
 
-SCENARIO = textwrap.dedent("""\
-    name: a workload exists
-    objects:
-      - apiVersion: kueue.x-k8s.io/v1beta2
-        kind: Workload
-        metadata: {namespace: ns, name: wl}
-        spec: {queueName: lq, podSets: [{name: main, count: 1, template: {spec: {containers: [{name: c}]}}}]}
-    steps:
-      - setQuotaReservation: {workload: ns/wl, admission: {clusterQueue: cq, podSetAssignments: [{name: main}]}}
-      - expect:
-          objects: [{kind: Workload, metadata: {namespace: ns, name: wl},
-                     status: {conditions: [{type: QuotaReserved, status: "True"}]}}]
-""")
+from builders import A_WORKLOAD_EXISTS
 
 CQ_TYPO = textwrap.dedent("""\
     apiVersion: kueue.x-k8s.io/v1beta2
@@ -116,7 +104,7 @@ def test_config_is_read_by_explain_validate_and_run(tmp_path: Path, capsys: pyte
     flavor = write(tmp_path, "f.yaml", "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata: {name: f}\n")
     assert run(capsys, "validate", "-f", flavor, "--config", config)[0] == 0
     assert run(capsys, "explain", "-f", flavor, "--config", config, "--at", "2024-01-01T00:00:00Z")[0] == 0
-    assert run(capsys, "run", write(tmp_path, "s.yaml", SCENARIO), "--config", config)[0] == 0
+    assert run(capsys, "run", write(tmp_path, "s.yaml", A_WORKLOAD_EXISTS), "--config", config)[0] == 0
     bad = write(tmp_path, "bad.yaml", CONFIG.replace("waitForPodsReady", "waitForPodReady"))
     status, _, err = run(capsys, "validate", "-f", flavor, "--config", bad)
     assert status == 2 and f"{bad}:3: Configuration: waitForPodReady: unknown field" in err
@@ -125,11 +113,11 @@ def test_config_is_read_by_explain_validate_and_run(tmp_path: Path, capsys: pyte
 def test_run_reads_a_folder_and_standard_input(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "nested").mkdir()
-    write(tmp_path, "nested/s.yaml", SCENARIO)
-    write(tmp_path, "t.yaml", SCENARIO.replace("a workload exists", "another"))
+    write(tmp_path, "nested/s.yaml", A_WORKLOAD_EXISTS)
+    write(tmp_path, "t.yaml", A_WORKLOAD_EXISTS.replace("a workload exists", "another"))
     status, out, _ = run(capsys, "run", str(tmp_path))
     assert status == 0 and out.count("\nPASS ") + out.startswith("PASS ") == 2
-    monkeypatch.setattr("sys.stdin", io.StringIO(SCENARIO))
+    monkeypatch.setattr("sys.stdin", io.StringIO(A_WORKLOAD_EXISTS))
     status, out, _ = run(capsys, "run", "-")
     assert status == 0 and out.splitlines()[-1] == "PASS a workload exists"
 
@@ -145,7 +133,7 @@ def test_a_manifest_given_to_run_says_so(tmp_path: Path, capsys: pytest.CaptureF
 @pytest.mark.parametrize("command", ["explain", "validate"])
 def test_a_scenario_given_to_explain_or_validate_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                         command: str) -> None:
-    path = write(tmp_path, "s.yaml", SCENARIO)
+    path = write(tmp_path, "s.yaml", A_WORKLOAD_EXISTS)
     status, _, err = run(capsys, command, "-f", path)
     assert status == 2
     assert err == (f"kueue-provreq: error: {path}:1: scenario 'a workload exists': a conformance scenario, "

@@ -41,6 +41,8 @@ def test_values_are_yaml_scalars() -> None:
     ("seed=1,,2", "--set seed: an empty item is not a value"),
     ("seed=[1]", "--set seed: '[1]' is not a value"),
     ('autoscaler["x.y".failureProbability=1', "--set autoscaler[\"x.y\".failureProbability: cannot read the path"),
+    ("retryStrategy.backofLimitCount=1", "--set retryStrategy.backofLimitCount: unknown retryStrategy field (known: "
+     "retryStrategy.backoffLimitCount, retryStrategy.backoffBaseSeconds, retryStrategy.backoffMaxSeconds)"),
 ])
 def test_bad_settings(text: str, message: str) -> None:
     with pytest.raises(SettingError) as e:
@@ -90,6 +92,7 @@ def test_the_grid_is_every_combination_each_validated(tmp_path: Path) -> None:
     ("retryStrategy.backoffLimitCount=many",
      "--set retryStrategy.backoffLimitCount=many: ProvisioningRequestConfig prc: spec.retryStrategy.backoffLimitCount:"),
     ("jobs.runningTime=soon", "--set jobs.runningTime=soon: Simulation small: jobs.runningTime: invalid duration"),
+    ("arrival.rate=1", "--set arrival.rate=1: Simulation small: arrival: unknown field"),  # the key the setting made
 ])
 def test_a_bad_value_names_its_setting(tmp_path: Path, text: str, message: str) -> None:
     with pytest.raises(ManifestError) as e:

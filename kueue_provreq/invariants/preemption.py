@@ -16,9 +16,8 @@ from decimal import Decimal
 
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.meta import Time
-from kueue_provreq.api.queues import AdmissionCheck, ClusterQueue
+from kueue_provreq.api.queues import AdmissionCheck, ClusterQueue, LocalQueue
 from kueue_provreq.api.workload import Workload
-from kueue_provreq.controllers.queues import cluster_queue_for
 from kueue_provreq.invariants.reading import name, workloads, workloads_by_uid
 from kueue_provreq.invariants.registry import CheckContext, Snapshot, state_invariant, step_invariant
 from kueue_provreq.world import World
@@ -121,8 +120,8 @@ def preempted_only_by_policy(before: Snapshot, after: World, ctx: CheckContext) 
     for victim, uid in _newly_preempted(before, after):
         preemptor = everyone.get(uid)
         cond = victim.condition(c.WORKLOAD_PREEMPTED)
-        cq = cluster_queue_for(after, victim)
-        if preemptor is None or cond is None or not isinstance(cq, ClusterQueue) or cluster_queue_for(after, preemptor) != cq:
+        cq = _cluster_queue(after, victim)
+        if preemptor is None or cond is None or not isinstance(cq, ClusterQueue) or _cluster_queue(after, preemptor) != cq:
             out.append(f"{name(victim)} preempted by an unknown workload {uid!r}, or one of another queue")
             continue
         policy = cq.spec.within_cluster_queue
@@ -134,6 +133,22 @@ def preempted_only_by_policy(before: Snapshot, after: World, ctx: CheckContext) 
             out.append(f"{name(victim)} (priority {_priority(victim)}) preempted by {name(preemptor)} "
                        f"(priority {_priority(preemptor)}) under {policy}, reason {cond.reason}")
     return out
+
+
+def _cluster_queue(world: World, wl: Workload) -> ClusterQueue | None:
+    """The workload's ClusterQueue: its admission's, or (released already) its LocalQueue's.
+    The oracle's own reading of ``ClusterQueueForWorkload``, not ``controllers.queues``'s: the
+    oracle imports no controller (tests/test_invariants.py), so a mistake there is not mirrored."""
+    adm = wl.status.admission
+    if adm is not None:
+        name = adm.cluster_queue
+    else:
+        lq = world.get(c.LOCAL_QUEUE, wl.metadata.namespace, wl.spec.queue_name)
+        if not isinstance(lq, LocalQueue):
+            return None
+        name = lq.spec.cluster_queue
+    cq = world.get(c.CLUSTER_QUEUE, "", name)
+    return cq if isinstance(cq, ClusterQueue) else None
 
 
 def _required_checks(wl: Workload, cq: ClusterQueue) -> list[str]:

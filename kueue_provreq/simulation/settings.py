@@ -96,6 +96,8 @@ def parse_setting(text: str) -> Setting:
     path = path.strip()
     if not sep or not path:
         raise SettingError(f"--set {text}: expected PATH=V1,V2,...")
+    if path.startswith("retryStrategy.") and path not in SHORTHANDS:
+        raise SettingError(f"--set {path}: unknown retryStrategy field (known: {', '.join(SHORTHANDS)})")
     values = []
     for item in raw.split(","):
         try:

@@ -182,6 +182,10 @@ def load_document(path: str | Path) -> Document:
     return Document(documents[0], str(path), path.parent)
 
 
+def _below(path: str, parent: str) -> bool:
+    return path.startswith(parent + ".") or path.startswith(parent + "[")
+
+
 class _Reader:
     """Field-by-field validation with errors naming the file, line and field path."""
 
@@ -193,8 +197,9 @@ class _Reader:
 
     def error(self, path: Path_, reason: str) -> ManifestError:
         text = format_path(path)
-        source = next((s for p, s in self.overridden.items() if text == p or text.startswith(p + ".")
-                       or text.startswith(p + "[")), None)
+        # the --set that wrote this field, or one below it (a key the setting created)
+        source = next((s for p, s in self.overridden.items()
+                       if text == p or _below(text, p) or _below(p, text)), None)
         return ManifestError(reason, path=text, obj=f"Simulation {self.name}",
                              source=source or locate(self.root, text))
 
