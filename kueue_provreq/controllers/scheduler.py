@@ -470,7 +470,7 @@ class _Cycle:
     # --- KEP-993 (the kep-993-preemption semantics) ------------------------------------------------
 
     def kep_993_pass(self, world: World, cq: ClusterQueue, table: QuotaTable,
-                     holding: list[tuple[Workload, Usage]]) -> tuple[list[tuple[Workload, Usage]], Usage]:
+                     holding: list[tuple[Workload, preemption.Amounts]]) -> tuple[list[tuple[Workload, preemption.Amounts]], Usage]:
         """The queue's reservations as KEP-993 reads them (:func:`kep993.plan`): issue the
         preemptions whose preemptor's policy now allows them, take back the reservations whose
         preemptions can no longer happen, and return what the next reservations see: the
@@ -489,7 +489,7 @@ class _Cycle:
         gone = plan.claimed | {wl.metadata.uid for wl in plan.invalid}
         return [pair for pair in holding if pair[0].metadata.uid not in gone], dict(plan.used)
 
-    def kep_993_admit(self, cq: ClusterQueue, table: QuotaTable, holding: list[tuple[Workload, Usage]],
+    def kep_993_admit(self, cq: ClusterQueue, table: QuotaTable, holding: list[tuple[Workload, preemption.Amounts]],
                       revoked: set[str]) -> None:
         """KEP-993's "recheck that Admission settings are still valid" before ``Admitted``: a
         reservation whose checks are all Ready is admitted when it fits beside what may still
