@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from itertools import count
-from typing import Any, Union
+from typing import Any, TypeVar, Union
 
 import attrs
 
@@ -115,6 +115,31 @@ class Fault:
         return self.error
 
 
+IndexKey = TypeVar("IndexKey", tuple[str, str, str], str)
+
+
+def _index_add(index: dict[IndexKey, tuple[Key, ...]], at: IndexKey, key: Key) -> None:
+    """Add ``key`` under ``at`` (once, in insertion order).  An owner index holds one entry per
+    owner and an owner has a handful of dependents (a Workload: its requests and templates),
+    so the entries are tuples, which take a quarter of the memory of one-key dicts; adding and
+    removing cost a scan of those few keys."""
+    found: tuple[Key, ...] = index.get(at, ())
+    if key not in found:
+        index[at] = (*found, key)
+
+
+def _index_remove(index: dict[IndexKey, tuple[Key, ...]], at: IndexKey, key: Key) -> None:
+    """Remove ``key`` from under ``at``, and ``at`` when nothing is left under it (a world that
+    keeps changing must not keep an entry per owner ever seen)."""
+    found = index.get(at)
+    if found is not None and key in found:
+        rest = tuple(k for k in found if k != key)
+        if rest:
+            index[at] = rest
+        else:
+            del index[at]
+
+
 # --- the world -------------------------------------------------------------------
 
 Observer = Callable[[Key, KubeObject | None, KubeObject | None], None]
@@ -137,8 +162,10 @@ class World:
     def __init__(self, objects: Iterable[KubeObject] = (), faults: tuple[Fault, ...] = ()) -> None:
         self._objects: dict[Key, KubeObject] = {}
         self._by_kind: dict[str, dict[Key, KubeObject]] = {k: {} for k in KINDS}
-        self._owned_by_name: dict[tuple[str, str, str], dict[Key, None]] = {}
-        self._dependents: dict[str, dict[Key, None]] = {}
+        #: the two owner indexes: (kind, namespace, owner name) -> keys, owner uid -> keys
+        #: (see :func:`_index_add` for why tuples)
+        self._owned_by_name: dict[tuple[str, str, str], tuple[Key, ...]] = {}
+        self._dependents: dict[str, tuple[Key, ...]] = {}
         self.uid_counter = 0
         self.faults = faults
         #: where ``apply`` and ``put`` record the keys they touch, each with the object it held
@@ -331,27 +358,18 @@ class World:
         self._objects[key] = obj
         self._by_kind[key[0]][key] = obj
         for ref in obj.metadata.owner_references:
-            self._owned_by_name.setdefault((key[0], key[1], ref.name), {})[key] = None
+            _index_add(self._owned_by_name, (key[0], key[1], ref.name), key)
             if ref.uid:
-                self._dependents.setdefault(ref.uid, {})[key] = None
+                _index_add(self._dependents, ref.uid, key)
 
     def _drop(self, obj: KubeObject) -> None:
         key = key_of(obj)
         del self._objects[key]
         del self._by_kind[key[0]][key]
         for ref in obj.metadata.owner_references:
-            index_key = (key[0], key[1], ref.name)
-            idx = self._owned_by_name.get(index_key)
-            if idx is not None:
-                idx.pop(key, None)
-                if not idx:  # a world that keeps changing must not keep an entry per owner ever seen
-                    del self._owned_by_name[index_key]
+            _index_remove(self._owned_by_name, (key[0], key[1], ref.name), key)
             if ref.uid:
-                dep = self._dependents.get(ref.uid)
-                if dep is not None:
-                    dep.pop(key, None)
-                    if not dep:
-                        del self._dependents[ref.uid]
+                _index_remove(self._dependents, ref.uid, key)
 
     def _delete_cascading(self, key: Key) -> list[tuple[Key, KubeObject | None]]:
         obj = self._objects.get(key)
@@ -363,7 +381,7 @@ class World:
         gone: list[tuple[Key, KubeObject | None]] = [(key, obj)]
         uid = obj.metadata.uid
         if uid:
-            for dep in list(self._dependents.get(uid, ())):
+            for dep in self._dependents.get(uid, ()):
                 dep_obj = self._objects.get(dep)
                 if dep_obj is None:
                     continue

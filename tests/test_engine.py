@@ -168,6 +168,27 @@ def test_verify_catches_a_watch_that_ignores_what_its_controller_reads(monkeypat
         manager.settle(ctx())
 
 
+@pytest.mark.parametrize(("answer", "complaint"), [
+    (Result(error="boom"), "would fail but its watch ignored a change by scheduler: boom"),
+    (Result(requeue_after=30.0), "would ask to be woken in 30.0s but its watch ignored a change by scheduler"),
+])
+def test_verify_catches_a_left_out_reconcile_that_would_fail_or_ask_a_wake_up(
+        monkeypatch: pytest.MonkeyPatch, answer: Result, complaint: str) -> None:
+    """A proof that answers more than nothing is looked at closely: no error, no wake-up that
+    is not asked already (the watch here ignores the quota reservation it must answer)."""
+    real = registry.BY_NAME["provisioning"]
+
+    def reconcile(world: World, key: Key, context: Context) -> Result:
+        wl = world.get(*key)
+        return answer if isinstance(wl, Workload) and wl.has_quota_reservation() else real.reconcile(world, key, context)
+
+    monkeypatch.setitem(registry.BY_NAME, "provisioning", attrs.evolve(
+        real, reconcile=reconcile, reads=lambda world, wl, config: frozenset()))
+    manager = Manager(World(build_objects(OPTS)))
+    with pytest.raises(SettleError, match=f"provisioning reconcile of default/wla {complaint}"):
+        manager.settle(ctx())
+
+
 def test_verify_catches_a_change_made_behind_the_managers_back() -> None:
     world, manager, _ = fresh()
     journal, world.journal = world.journal, None  # a write the journal does not see

@@ -104,10 +104,12 @@ class WorkloadStatus:
         return by_type
 
     @functools.cached_property
-    def true_types(self) -> frozenset[str]:
+    def true_types(self) -> tuple[str, ...]:
         """The condition types whose (first) condition is True, built once per status: most
-        questions a controller asks are whether a condition holds."""
-        return frozenset([t for t, cond in self.conditions_by_type.items() if cond.status == c.TRUE])
+        questions a controller asks are whether a condition holds.  A tuple, not a set: it
+        holds a few types, ``in`` over it costs as much, and it takes a third of the memory
+        (every live status keeps one)."""
+        return tuple([t for t, cond in self.conditions_by_type.items() if cond.status == c.TRUE])
 
     def is_true(self, type_: str) -> bool:
         """``meta.is_true`` over ``conditions``, through the per-status index."""

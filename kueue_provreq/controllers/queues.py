@@ -22,7 +22,7 @@ world equals the one built afresh from its objects (verify mode checks it).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from decimal import Decimal
 from typing import Any
 
@@ -38,7 +38,7 @@ from kueue_provreq.api.workload import Workload
 from kueue_provreq.controllers import workload_status
 from kueue_provreq.controllers.activity import inactive_reason
 from kueue_provreq.controllers.context import Context
-from kueue_provreq.controllers.usage import Usage, usage_of
+from kueue_provreq.controllers.usage import FlavorResource, Usage, held_by
 from kueue_provreq.world import Txn, World
 
 OrderKey = tuple[int, int, str]
@@ -121,8 +121,8 @@ class QueueIndex:
         self.used: dict[str, Usage] = {}
         """ClusterQueue name -> the quota its holding workloads hold (zeros left out)."""
         self.admitted_used: dict[str, Usage] = {}
-        self._held: dict[Key, Usage] = {}
-        """What each holding workload holds (its share of ``used``)."""
+        self._held: dict[Key, Held] = {}
+        """What each holding workload holds (its share of ``used``; shared, read-only)."""
         self.moves: list[tuple[Place | None, Place | None]] | None = None
         """When a driver asks for them (not None), the changes that moved a ClusterQueue's
         counts, as (place before, place after): the driver routes them to the ClusterQueue
@@ -165,7 +165,8 @@ class QueueIndex:
                 (self.gated if now[2] else self.pending).setdefault(now[1], {})[key] = after
 
     def _hold(self, key: Key, wl: Workload, cq: str) -> None:
-        held = self._held[key] = usage_of((wl,))
+        assert wl.status.admission is not None
+        held = self._held[key] = held_by(wl.status.admission, wl.spec.pod_sets)
         self.holding.setdefault(cq, {})[key] = wl
         _add(self.used.setdefault(cq, {}), held, 1)
         if _admitted(wl):
@@ -180,7 +181,7 @@ class QueueIndex:
             _remove(self.admitted, cq, key)
             _add(self.admitted_used[cq], held, -1)
 
-    def held(self, key: Key) -> Usage:
+    def held(self, key: Key) -> Held:
         """What a workload holding quota holds."""
         return self._held[key]
 
@@ -237,6 +238,9 @@ def _nonzero(totals: dict[str, Usage]) -> dict[str, Usage]:
     return {cq: used for cq, used in totals.items() if used}
 
 
+Held = Mapping[FlavorResource, Decimal]
+"""What one workload holding quota holds (read-only: look-alike workloads share it)."""
+
 Place = tuple[bool, Any, bool]
 
 
@@ -268,7 +272,7 @@ def _remove(buckets: dict[Any, dict[Key, Workload]], where: Any, key: Key) -> No
         del buckets[where]
 
 
-def _add(total: Usage, amounts: Usage, sign: int) -> None:
+def _add(total: Usage, amounts: Held, sign: int) -> None:
     for fr, value in amounts.items():
         new = total.get(fr, _ZERO) + sign * value
         if new:

@@ -85,6 +85,20 @@ def _quantity(value: Decimal) -> Quantity:
     return Quantity.of(value)
 
 
+@lru_cache(maxsize=4096)
+def _flavor_map(flavors: tuple[tuple[str, str], ...]) -> FrozenMap[str, str]:
+    """A podset assignment's flavors (resource -> flavor), one instance per value: look-alike
+    workloads then share one map instead of holding a copy each (about 180 bytes)."""
+    return FrozenMap(dict(flavors))
+
+
+@lru_cache(maxsize=4096)
+def _usage_map(usage: tuple[tuple[str, Decimal], ...]) -> FrozenMap[str, Quantity]:
+    """A podset assignment's resource usage, shared like :func:`_flavor_map` (its quantities
+    are :func:`_quantity`'s, shared already)."""
+    return FrozenMap({r: _quantity(amount) for r, amount in usage})
+
+
 # --- quantities in messages -------------------------------------------------------------------
 
 _DECIMAL_SUFFIXES = {-3: "m", 0: "", 3: "k", 6: "M", 9: "G", 12: "T", 15: "P", 18: "E"}
@@ -250,8 +264,8 @@ def assign_flavors(wl: Workload, table: QuotaTable, used: Usage, counts: Sequenc
         for name, flavor in flavors.items():
             own[(flavor, name)] = own.get((flavor, name), _ZERO) + requests[name]
         assigned.append(PodSetAssignment(
-            name=ps.name, flavors=FrozenMap({r: flavors[r] for r in sorted(flavors)}),
-            resource_usage=FrozenMap({r: _quantity(requests[r]) for r in names}), count=count))
+            name=ps.name, flavors=_flavor_map(tuple((r, flavors[r]) for r in sorted(flavors))),
+            resource_usage=_usage_map(tuple((r, requests[r]) for r in names)), count=count))
     if waiting:
         return Assignment(tuple(assigned), c.REASON_WAITING_FOR_QUOTA, "; ".join(messages), frozenset(needs))
     return Assignment(pod_sets=tuple(assigned))
@@ -456,7 +470,7 @@ class _Cycle:
     # --- KEP-993 (the kep-993-preemption semantics) ------------------------------------------------
 
     def kep_993_pass(self, world: World, cq: ClusterQueue, table: QuotaTable,
-                     holding: list[tuple[Workload, Usage]]) -> tuple[list[tuple[Workload, Usage]], Usage]:
+                     holding: list[tuple[Workload, preemption.Amounts]]) -> tuple[list[tuple[Workload, preemption.Amounts]], Usage]:
         """The queue's reservations as KEP-993 reads them (:func:`kep993.plan`): issue the
         preemptions whose preemptor's policy now allows them, take back the reservations whose
         preemptions can no longer happen, and return what the next reservations see: the
@@ -475,7 +489,7 @@ class _Cycle:
         gone = plan.claimed | {wl.metadata.uid for wl in plan.invalid}
         return [pair for pair in holding if pair[0].metadata.uid not in gone], dict(plan.used)
 
-    def kep_993_admit(self, cq: ClusterQueue, table: QuotaTable, holding: list[tuple[Workload, Usage]],
+    def kep_993_admit(self, cq: ClusterQueue, table: QuotaTable, holding: list[tuple[Workload, preemption.Amounts]],
                       revoked: set[str]) -> None:
         """KEP-993's "recheck that Admission settings are still valid" before ``Admitted``: a
         reservation whose checks are all Ready is admitted when it fits beside what may still

@@ -7,12 +7,14 @@ caller's ``Txn``, because upstream emits them from the same call.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.config import Configuration
 from kueue_provreq.api.evolve import evolve
-from kueue_provreq.api.frozen import FrozenMap, freeze
+from kueue_provreq.api.frozen import EMPTY, FrozenMap, freeze
 from kueue_provreq.api.meta import (
     Condition,
     Time,
@@ -241,6 +243,30 @@ def reason_with_cause(reason: str, cause: str) -> str:
     return reason
 
 
+def _count_eviction(extra: FrozenMap[str, Any], reason: str, cause: str) -> tuple[FrozenMap[str, Any], bool]:
+    """``status.schedulingStats.evictions`` with this eviction counted, and whether one for
+    the same reason and cause was counted before."""
+    stats = extra.get("schedulingStats", FrozenMap())
+    evictions = list(stats.get("evictions", ()))
+    seen_before = False
+    for i, e in enumerate(evictions):
+        if e.get("reason") == reason and e.get("underlyingCause", "") == cause:
+            seen_before = True
+            evictions[i] = e.set("count", e.get("count", 0) + 1)
+            break
+    else:
+        evictions.append(freeze({"reason": reason, "underlyingCause": cause, "count": 1}))
+    return extra.set("schedulingStats", stats.set("evictions", tuple(evictions))), seen_before
+
+
+@functools.lru_cache(maxsize=64)
+def _first_eviction(reason: str, cause: str) -> FrozenMap[str, Any]:
+    """:func:`_count_eviction` of a status without other unmodelled fields: the same for every
+    workload evicted for the same reason and cause, so built once and shared (three maps less
+    per evicted workload); reasons and causes are upstream's few constants, hence the bound."""
+    return _count_eviction(EMPTY, reason, cause)[0]
+
+
 def evict(txn: Txn, wl: Workload, reason: str, message: str, cause: str = "") -> tuple[Workload, Fired]:
     """``evict.Evict`` after its CustomPrepare: Evicted=True, checks reset, scheduling stats,
     and (only for a workload that had an admission) the metrics and the event.  Fires the
@@ -252,17 +278,10 @@ def evict(txn: Txn, wl: Workload, reason: str, message: str, cause: str = "") ->
     extra = wl.status.extra
     for k in _CLEARED_ON_EVICTION:
         extra = extra.without(k)
-    stats = extra.get("schedulingStats", FrozenMap())
-    evictions = list(stats.get("evictions", ()))
-    seen_before = False
-    for i, e in enumerate(evictions):
-        if e.get("reason") == reason and e.get("underlyingCause", "") == cause:
-            seen_before = True
-            evictions[i] = e.set("count", e.get("count", 0) + 1)
-            break
+    if extra:
+        extra, seen_before = _count_eviction(extra, reason, cause)
     else:
-        evictions.append(freeze({"reason": reason, "underlyingCause": cause, "count": 1}))
-    extra = extra.set("schedulingStats", stats.set("evictions", tuple(evictions)))
+        extra, seen_before = _first_eviction(reason, cause), False
     checks, resets = reset_checks_on_eviction(wl.status.admission_checks, now)
     wl = wl.with_status(extra=extra, admission_checks=checks)
     gated = wl.condition(c.WORKLOAD_BLOCKED_ON_PREEMPTION_GATES)
