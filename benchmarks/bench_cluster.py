@@ -21,8 +21,6 @@ import copy
 import json
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +31,9 @@ from kueue_provreq.controllers.context import Context
 from kueue_provreq.manifests.codec import parse_time
 from kueue_provreq.waits import waits
 from kueue_provreq.world import World
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_inputs import best  # noqa: E402  (one timing helper for the benchmarks)
 
 DUMP = Path(__file__).parents[1] / "tests" / "data" / "cluster" / "troubled" / "dump.json"
 UNMODELLED = {"Pod", "Event", "Service", "Deployment", "ConfigMap"}
@@ -56,15 +57,6 @@ def cluster(copies: int) -> list[dict[str, Any]]:
                 ref["uid"] = f"{n:08x}{ref['uid'][8:]}"
             out.append(obj)
     return out
-
-
-def best(fn: Callable[[], object], repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def import_seconds(code: str, repeat: int) -> float:
