@@ -229,6 +229,12 @@ def _manifest_options(cmd: argparse.ArgumentParser, outputs: tuple[str, ...]) ->
     cmd.add_argument("-f", "--filename", action="append", required=True, metavar="FILE|DIR|-",
                      help="a manifest file, a folder of *.yaml/*.yml/*.json files, or - for stdin; "
                           "repeatable; kubectl get -o yaml|json output (a List) too")
+    _reading_options(cmd, outputs)
+
+
+def _reading_options(cmd: argparse.ArgumentParser, outputs: tuple[str, ...]) -> None:
+    """How the objects are read and shown, whatever their source: output, validation,
+    Configuration and semantics switches."""
     cmd.add_argument("-o", "--output", choices=outputs, default=outputs[0],
                      help=f"{', '.join(outputs)} (default {outputs[0]})")
     cmd.add_argument("--validate", type=_validation_level, default=STRICT, metavar="|".join(VALIDATION_LEVELS),
@@ -255,7 +261,7 @@ def _validation_level(text: str) -> str:
 
 
 def _source_options(cmd: argparse.ArgumentParser, outputs: tuple[str, ...]) -> None:
-    """``-f`` manifests or dumps, or a live cluster; the clock; the manifest options."""
+    """``-f`` manifests or dumps, or a live cluster; the reading options; the clock."""
     source = cmd.add_mutually_exclusive_group(required=True)
     source.add_argument("-f", "--filename", action="append", metavar="FILE|DIR|-",
                         help="a manifest file, a folder of *.yaml/*.yml/*.json files, or - for stdin; "
@@ -268,13 +274,7 @@ def _source_options(cmd: argparse.ArgumentParser, outputs: tuple[str, ...]) -> N
     cmd.add_argument("--context", metavar="NAME", help="the kubeconfig context (default: its current one)")
     cmd.add_argument("-n", "--namespace", metavar="NS", default="",
                      help="with --kubeconfig: read namespaced objects of NS only (default: all namespaces)")
-    cmd.add_argument("-o", "--output", choices=outputs, default=outputs[0],
-                     help=f"{', '.join(outputs)} (default {outputs[0]})")
-    cmd.add_argument("--validate", type=_validation_level, default=STRICT, metavar="|".join(VALIDATION_LEVELS),
-                     help="unknown fields are errors (strict, the default), warnings (warn) or "
-                          "dropped silently (ignore), as kubectl's --validate (true and false too)")
-    _config_option(cmd, "for manageJobsWithoutQueueName, waitForPodsReady and feature gates")
-    _semantics_option(cmd)
+    _reading_options(cmd, outputs)
     cmd.add_argument("--at", metavar="TIME", default=None,
                      help="the clock, an RFC 3339 time like 2024-01-01T00:10:00Z (default: for files, the "
                           "newest time they record, as in a cluster dump, else now; for a cluster, now)")
