@@ -326,8 +326,7 @@ def forecast(objects: Sequence[KubeObject], at: Time, script: Script = PROVISION
         for obj in world.objects(kind):
             verdict = job.management(world, obj, config)  # type: ignore[arg-type]
             if not verdict.managed:
-                unmanaged.append(f"{obj.KIND} {obj.metadata.namespace}/{obj.metadata.name}: "
-                                 f"{verdict.error or verdict.why}")
+                unmanaged.append(f"{obj.KIND} {obj.metadata.namespace}/{obj.metadata.name}: {verdict.why}")
     story: _Story | None = None
 
     def listener(actor: str, effect: Any) -> None:

@@ -411,8 +411,7 @@ def _templates(r: _Reader, value: Any, job_model: JobModel, config: Configuratio
             obj = jobs.defaulted(setup, obj, config)
             verdict = jobs.management(setup, obj, config)  # type: ignore[arg-type]
             if not verdict.managed:
-                raise r.error((*path, kind), f"Kueue would not manage this {obj.KIND}: "
-                                             f"{verdict.error or verdict.why}")
+                raise r.error((*path, kind), f"Kueue would not manage this {obj.KIND}: {verdict.why}")
         overrides = {k: t[k] for k in ("podsReadyTime", "runningTime") if k in t}
         template: Workload | JobObject = obj  # type: ignore[assignment]  # checked above: a Workload or a job
         out.append(Template(name, weight, template, _job_model(r, overrides, path, job_model)))
