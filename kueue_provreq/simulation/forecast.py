@@ -22,7 +22,7 @@ import attrs
 from kueue_provreq.api import constants as c
 from kueue_provreq.api import naming
 from kueue_provreq.api.config import Configuration
-from kueue_provreq.api.meta import Time
+from kueue_provreq.api.meta import OwnerReference, Time
 from kueue_provreq.api.objects import JOB_KINDS, Key, KubeObject, key_of
 from kueue_provreq.api.provisioning import ProvisioningRequest, ProvisioningRequestConfig
 from kueue_provreq.api.queues import AdmissionCheck
@@ -133,6 +133,11 @@ def relative(seconds: int) -> str:
     return f"+{s}s"
 
 
+def _job_of(wl: Workload) -> OwnerReference | None:
+    """The owner reference to the job the workload came from, None for a Workload given as such."""
+    return next((r for r in wl.metadata.owner_references if r.kind in JOB_KINDS), None)
+
+
 class _Story(Watch):
     """Writes each workload's timeline as the run goes."""
 
@@ -160,7 +165,7 @@ class _Story(Watch):
     def _created(self, wl: Workload, given: bool = False) -> None:
         """A Workload's first entry: a change from nothing (the job reconciler created it), or,
         for one the manifests held, where it stands at the start."""
-        owner = next((r for r in wl.metadata.owner_references if r.kind in JOB_KINDS), None)
+        owner = _job_of(wl)
         origin = f"created from {owner.kind} {owner.name}" if owner else "created"
         if given:
             origin = f"{self.phases[key_of(wl)]} at the start" + (f" ({owner.kind} {owner.name})" if owner else "")
@@ -352,7 +357,7 @@ def forecast(objects: Sequence[KubeObject], at: Time, script: Script = PROVISION
     for wl in sorted((o for o in world.objects(c.WORKLOAD) if isinstance(o, Workload)),
                      key=lambda w: (w.metadata.namespace, w.metadata.name)):
         key = key_of(wl)
-        owner = next((r for r in wl.metadata.owner_references if r.kind in JOB_KINDS), None)
+        owner = _job_of(wl)
         out.append(WorkloadForecast(wl.metadata.namespace, wl.metadata.name, owner.name if owner else None,
                                     OUTCOMES.get(story.phases[key], PENDING), story.admitted_at.get(key),
                                     story.attempts.get(key, 0), story.timeline(key),
