@@ -427,7 +427,7 @@ class _Arrivals:
                 name = ""
         world = self.loop.world
         meta = wl.metadata
-        wl = attrs.evolve(wl, metadata=attrs.evolve(meta, namespace=meta.namespace or "default",
+        wl = attrs.evolve(wl, metadata=attrs.evolve(meta, namespace=meta.namespace or c.DEFAULT_NAMESPACE,
                                                     uid=world.next_uid(), generation=1,
                                                     creation_timestamp=self.loop.now))
         self.metrics.templates[key_of(wl)] = name
@@ -445,7 +445,7 @@ class _Arrivals:
         # outside the world's own sequence
         job: JobObject = attrs.evolve(obj, metadata=attrs.evolve(
             meta, name=name, extra=extra, uid=f"00000000-0000-4000-9000-{i:012x}",
-            namespace=meta.namespace or "default"))
+            namespace=meta.namespace or c.DEFAULT_NAMESPACE))
         return jobs.workload_for(job, self.sim.config)
 
 
