@@ -10,7 +10,7 @@ import pytest
 from kueue_provreq import cli
 from kueue_provreq.manifests import ManifestError
 from kueue_provreq.simulation import SettingError, grid, load_document, parse_setting, sweep
-from kueue_provreq.simulation.settings import apply, parse_keys
+from kueue_provreq.simulation.settings import apply, first_created, parse_keys
 from kueue_provreq.simulation.sweep import flatten
 
 from builders import simulation_file
@@ -61,6 +61,17 @@ def test_apply_creates_mappings_on_the_way_and_refuses_to_walk_through_values() 
         apply(doc, [(parse_setting("seed.x=1"), 1)])
     with pytest.raises(SettingError, match=r"workloads.templates has 1 items, no \[4\]"):
         apply(doc, [(parse_setting("workloads.templates[4].weight=1"), 1)])
+
+
+def test_an_error_on_a_key_a_setting_created_is_the_settings_and_no_other() -> None:
+    """Only the first key a setting adds makes the error there its own: an error on a field the
+    file already has (its parent ``workloads``) stays the file's."""
+    doc = {"seed": 1, "workloads": {"count": 3, "templates": [{"weight": 1}]}}
+    assert first_created(doc, parse_setting("arrival.rate=1")) == "arrival"
+    assert first_created(doc, parse_setting("arrival.poisson.rate=1")) == "arrival"
+    assert first_created(doc, parse_setting("workloads.count=5")) is None
+    assert first_created(doc, parse_setting("workloads.templates[0].weight=2")) is None
+    assert first_created(doc, parse_setting("seed=2")) is None
 
 
 def test_flatten() -> None:

@@ -36,14 +36,13 @@ from kueue_provreq.manifests.codec import format_duration, format_time
 from kueue_provreq.simulation.autoscaler import PROVISION_AT_ONCE, Script, attempt_of
 from kueue_provreq.simulation.drive import AutoscalerDriver, JobDriver, ScriptModel
 from kueue_provreq.simulation.loop import Loop
+from kueue_provreq.simulation.outcomes import FINAL, Outcome, outcome_of
 from kueue_provreq.simulation.watch import Watch
 from kueue_provreq.world import World
 
 DEFAULT_UNTIL = 24 * 3600
 
 #: ``outcome`` of a workload: where it stands when the forecast ends.
-OUTCOMES: dict[str, str] = {P.ADMITTED: "Admitted", P.INACTIVE: "Deactivated", P.FINISHED: "Finished"}
-PENDING = "Pending"
 
 
 @attrs.frozen
@@ -108,7 +107,7 @@ class Forecast:
             lines += ["", "no workloads"]
         for w in self.workloads:
             source = f" ({w.job_kind} {w.job})" if w.job else ""
-            if w.outcome == "Admitted" and w.admitted_at is not None:
+            if w.outcome == Outcome.ADMITTED and w.admitted_at is not None:
                 verdict = f"Admitted at {relative(w.admitted_at - self.at)}"
             else:
                 verdict = w.outcome
@@ -303,7 +302,7 @@ class _Story(Watch):
 
     def settled(self) -> bool:
         """Every workload admitted, deactivated or finished, and no scripted revocation to come."""
-        if any(phase not in OUTCOMES for phase in self.phases.values()):
+        if any(phase not in FINAL for phase in self.phases.values()):
             return False
         return self.autoscaler is None or not self.autoscaler.revocations_pending()
 
@@ -359,7 +358,7 @@ def forecast(objects: Sequence[KubeObject], at: Time, script: Script = PROVISION
         key = key_of(wl)
         owner = _job_of(wl)
         out.append(WorkloadForecast(wl.metadata.namespace, wl.metadata.name, owner.name if owner else None,
-                                    OUTCOMES.get(story.phases[key], PENDING), story.admitted_at.get(key),
+                                    outcome_of(story.phases[key]), story.admitted_at.get(key),
                                     story.attempts.get(key, 0), story.timeline(key),
                                     owner.kind if owner else None))
     return Forecast(at, script, until, tuple(out), tuple(unmanaged))

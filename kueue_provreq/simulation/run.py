@@ -37,6 +37,7 @@ from kueue_provreq.machines import WorkloadPhase as P
 from kueue_provreq.simulation.drive import AutoscalerDriver, JobDriver
 from kueue_provreq.simulation.fleet import Draws, FleetModel
 from kueue_provreq.simulation.loop import Loop
+from kueue_provreq.simulation.outcomes import Outcome, outcome_of
 from kueue_provreq.simulation.spec import POISSON, Simulation
 from kueue_provreq.simulation.watch import Watch
 from kueue_provreq.world import Create, Delete, World
@@ -186,10 +187,9 @@ class _Life:
     attempts: int = 0
     evictions: int = 0
     admissions: int = 0
-    outcome: str = "Pending"
+    outcome: str = Outcome.PENDING.value
 
 
-_OUTCOMES: dict[str, str] = {P.FINISHED: "Finished", P.ADMITTED: "Admitted", P.INACTIVE: "Deactivated"}
 
 
 class _Metrics(Watch):
@@ -294,7 +294,7 @@ class _Metrics(Watch):
             if self.on_done is not None:
                 self.on_done(self.done)
             self.loop.after_settle(lambda: self._remove(key))
-        life.outcome = _OUTCOMES.get(after, "Pending")
+        life.outcome = outcome_of(after)
 
     def on_workload_updated(self, actor: str, wl: Workload) -> None:
         key = key_of(wl)
@@ -506,9 +506,9 @@ def _report(sim: Simulation, m: _Metrics, end: int) -> Report:
     latencies = [r.admitted - r.created for r in records if r.admitted is not None]
     req = m.requests
     summary = Summary(
-        simulation=sim.name, seed=sim.seed, workloads=len(records), admitted=outcomes.count("Admitted"),
-        deactivated=outcomes.count("Deactivated"), pending=outcomes.count("Pending"),
-        finished=outcomes.count("Finished"), admission_latency=Percentiles.of(latencies),
+        simulation=sim.name, seed=sim.seed, workloads=len(records), admitted=outcomes.count(Outcome.ADMITTED),
+        deactivated=outcomes.count(Outcome.DEACTIVATED), pending=outcomes.count(Outcome.PENDING),
+        finished=outcomes.count(Outcome.FINISHED), admission_latency=Percentiles.of(latencies),
         requests=RequestCounts(req["created"], req[c.PR_PROVISIONED], req[c.PR_FAILED], req[c.PR_BOOKING_EXPIRED],
                                req[c.CA_REASON_CAPACITY_BOOKING_CONSUMED], req[c.PR_CAPACITY_REVOKED]),
         evictions=FrozenMap(m.evictions),

@@ -109,7 +109,7 @@ def parse_setting(text: str) -> Setting:
             raise SettingError(f"--set {path}: {shown} is not a value "
                                "(values are numbers, strings, durations or booleans, comma-separated)")
         values.append(value)
-    return Setting(path, parse_keys(path) if path not in SHORTHANDS else tuple(path.split(".")), tuple(values))
+    return Setting(path, parse_keys(path), tuple(values))
 
 
 def apply(document: Mapping[str, Any], assignments: Sequence[tuple[Setting, Any]]) -> dict[str, Any]:
@@ -146,6 +146,23 @@ def apply(document: Mapping[str, Any], assignments: Sequence[tuple[Setting, Any]
                 asked = f"[{key}]" if isinstance(key, int) else f"key {key!r}"
                 raise SettingError(f"{given}: {where} is {what}, it has no {asked}")
     return out
+
+
+def first_created(document: Mapping[str, Any], setting: Setting) -> str | None:
+    """The path of the first mapping key ``setting`` adds to ``document`` (:func:`apply` creates
+    what is missing on the way), or None when every key but the last is there: an error about
+    that key (a misspelt field) is the setting's, not the file's."""
+    node: Any = document
+    for depth, key in enumerate(setting.keys[:-1]):
+        if isinstance(node, Mapping) and isinstance(key, str):
+            if node.get(key) is None:
+                return format_path(setting.keys[:depth + 1])
+            node = node[key]
+        elif isinstance(node, list) and isinstance(key, int) and key < len(node):
+            node = node[key]
+        else:
+            return None
+    return None
 
 
 def shorthands(assignments: Sequence[tuple[Setting, Any]]) -> dict[str, Any]:

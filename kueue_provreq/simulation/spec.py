@@ -197,9 +197,7 @@ class _Reader:
 
     def error(self, path: Path_, reason: str) -> ManifestError:
         text = format_path(path)
-        # the --set that wrote this field, or one below it (a key the setting created)
-        source = next((s for p, s in self.overridden.items()
-                       if text == p or _below(text, p) or _below(p, text)), None)
+        source = next((s for p, s in self.overridden.items() if text == p or _below(text, p)), None)
         return ManifestError(reason, path=text, obj=f"Simulation {self.name}",
                              source=source or locate(self.root, text))
 

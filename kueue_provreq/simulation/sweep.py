@@ -108,8 +108,13 @@ def grid(document: Document, settings: Sequence[s.Setting], *, config: Configura
     for values in itertools.product(*(setting.values for setting in settings)):
         assignments = list(zip(settings, values))
         data = s.apply(document.data, assignments)
-        overridden = {setting.field_path() if setting.shorthand is None else setting.text:
-                      f"--set {setting.text}={value}" for setting, value in assignments}
+        overridden: dict[str, str] = {}
+        for setting, value in assignments:
+            given = f"--set {setting.text}={value}"
+            overridden[setting.field_path() if setting.shorthand is None else setting.text] = given
+            created = None if setting.shorthand is not None else s.first_created(document.data, setting)
+            if created is not None:
+                overridden[created] = given
         sim = parse(attrs.evolve(document, data=data), config=config, count=count, seed=seed,
                     retry_strategy=s.shorthands(assignments), overridden=overridden)
         points.append(Point(values, sim))
