@@ -36,6 +36,7 @@ from kueue_provreq.controllers import activity, provisioning
 from kueue_provreq.machines.phases import provisioning_request_phase
 from kueue_provreq.machines.requests import attempt_over
 from kueue_provreq.manifests.codec import format_duration, format_time
+from kueue_provreq.waits import relative, retry_due
 from kueue_provreq.world import Txn, World
 
 ERROR = "error"
@@ -148,10 +149,6 @@ def object_name(obj: KubeObject) -> str:
 
 def _finding(rule: str, obj: KubeObject | str, message: str) -> Finding:
     return Finding(RULES[rule].severity, rule, obj if isinstance(obj, str) else object_name(obj), message)
-
-
-def _ago(now: Time, then: Time) -> str:
-    return f"{format_duration(now - then)} ago" if now >= then else f"in {format_duration(then - now)}"
 
 
 # --- reading the world ---------------------------------------------------------------------------------
@@ -390,25 +387,15 @@ def stuck(world: World, now: Time, limits: Thresholds) -> Iterator[Finding]:
             continue
         rs = wl.status.requeue_state
         for s in wl.status.admission_checks:
-            due = _retry_due(s, rs.requeue_at if rs is not None else None)
+            due = retry_due(s, rs.requeue_at if rs is not None else None)
             if due is not None and now - due > limits.overdue:
                 quota = "it holds quota" if wl.has_quota_reservation() else \
                     "it holds no quota, and Kueue moves a Retry only by evicting a workload that does"
                 yield _finding("retry-overdue", wl,
-                               f"check {s.name} is in Retry, due {_ago(now, due)}; {quota}")
+                               f"check {s.name} is in Retry, due {relative(now, due)}; {quota}")
             if s.state == c.CHECK_PENDING:
                 yield from _provisioned_but_pending(world, wl, s, now, limits)
         yield from _quota_held(wl, now, limits)
-
-
-def _retry_due(s: AdmissionCheckState, requeue_at: Time | None) -> Time | None:
-    if s.state != c.CHECK_RETRY:
-        return None
-    base = s.last_transition_time
-    due = base + (s.requeue_after_seconds or 0) if base is not None else None
-    if requeue_at is not None and (due is None or requeue_at > due):
-        due = requeue_at
-    return None if due is None else Time(due)
 
 
 def _provisioned_but_pending(world: World, wl: Workload, s: AdmissionCheckState, now: Time,
@@ -423,7 +410,7 @@ def _provisioned_but_pending(world: World, wl: Workload, s: AdmissionCheckState,
         return
     if now - cond.last_transition_time > limits.overdue:
         yield _finding("provisioned-check-pending", wl,
-                       f"request {pr.metadata.name} is Provisioned since {_ago(now, cond.last_transition_time)} "
+                       f"request {pr.metadata.name} is Provisioned since {relative(now, cond.last_transition_time)} "
                        f"but check {s.name} is still Pending")
 
 
