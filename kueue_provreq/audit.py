@@ -177,8 +177,7 @@ def _being_evicted(wl: Workload) -> bool:
 
 
 def _being_deactivated(wl: Workload) -> bool:
-    target = wl.condition(c.WORKLOAD_DEACTIVATION_TARGET)
-    return target is not None and target.status == c.TRUE
+    return wl.status.is_true(c.WORKLOAD_DEACTIVATION_TARGET)
 
 
 def _managed(obj: KubeObject) -> bool:
