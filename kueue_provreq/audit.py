@@ -25,18 +25,17 @@ import attrs
 
 from kueue_provreq import invariants
 from kueue_provreq.api import constants as c
-from kueue_provreq.api import naming
 from kueue_provreq.api.config import Configuration
 from kueue_provreq.api.meta import Time, find_condition
 from kueue_provreq.api.objects import KubeObject
-from kueue_provreq.api.provisioning import ProvisioningRequest, ProvisioningRequestConfig
+from kueue_provreq.api.provisioning import ProvisioningRequestConfig
 from kueue_provreq.api.queues import AdmissionCheck, ClusterQueue
 from kueue_provreq.api.workload import AdmissionCheckState, PodSetAssignment, Workload
 from kueue_provreq.controllers import activity, provisioning
 from kueue_provreq.machines.phases import provisioning_request_phase
 from kueue_provreq.machines.requests import attempt_over
 from kueue_provreq.manifests.codec import format_duration, format_time
-from kueue_provreq.waits import relative, retry_due
+from kueue_provreq.waits import relative, requests_by_attempt, retry_due
 from kueue_provreq.world import Txn, World
 
 ERROR = "error"
@@ -228,13 +227,9 @@ def _duplicate_live_requests(world: World, wl: Workload) -> Iterator[Finding]:
     BookingExpired before admission), the only state in which it makes the next one.  The
     model's state invariant ``one_live_request_per_check`` says the same, with the request's
     phase and its controller's uid."""
-    ns, name = wl.metadata.namespace, wl.metadata.name
-    owned = [pr for pr in world.owned_by_name(c.PROVISIONING_REQUEST, ns, name) if isinstance(pr, ProvisioningRequest)]
     admitted = wl.is_admitted()
     for s in wl.status.admission_checks:
-        attempts = sorted((n, pr.metadata.name, pr) for pr in owned
-                          if (n := naming.attempt_of(pr.metadata.name, name, s.name)) is not None)
-        live = [pr for _, _, pr in attempts if not attempt_over(pr.status.conditions, admitted)]
+        live = [pr for _, pr in requests_by_attempt(world, wl, s.name) if not attempt_over(pr.status.conditions, admitted)]
         if len(live) < 2:
             continue
         names = ", ".join(pr.metadata.name for pr in live)

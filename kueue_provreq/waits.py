@@ -90,13 +90,21 @@ def _config(world: World, check: str) -> ProvisioningRequestConfig | None:
     return prc if isinstance(prc, ProvisioningRequestConfig) else None
 
 
-def _newest_request(world: World, wl: Workload, check: str) -> tuple[int, ProvisioningRequest] | None:
+def requests_by_attempt(world: World, wl: Workload, check: str) -> list[tuple[int, ProvisioningRequest]]:
+    """(attempt, request) for each request of ``wl``'s ``check``, oldest attempt first, found as
+    the provisioning controller finds them (PC §1.5-§1.7): through the owner-name index, named
+    ``<workload>-<check>-<n>``."""
     found = []
     for pr in world.owned_by_name(c.PROVISIONING_REQUEST, wl.metadata.namespace, wl.metadata.name):
         n = naming.attempt_of(pr.metadata.name, wl.metadata.name, check)
         if n is not None and isinstance(pr, ProvisioningRequest):
             found.append((n, pr))
-    return max(found, key=lambda t: t[0]) if found else None
+    return sorted(found, key=lambda t: t[0])
+
+
+def _newest_request(world: World, wl: Workload, check: str) -> tuple[int, ProvisioningRequest] | None:
+    found = requests_by_attempt(world, wl, check)
+    return found[-1] if found else None
 
 
 def _request_line(newest: tuple[int, ProvisioningRequest], check: str, attempts: int, now: Time) -> str:
