@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
 
     best: float | None = None
     for _ in range(args.repeat):
-        settle_secs, settle_reconciles, _, admitted, settled = settle_cycle(args.settle_size)
+        settle_secs, _, admitted, settled = settle_cycle(args.settle_size)
         del settled
         if admitted != args.settle_size:
             print(f"ERROR: {admitted} of {args.settle_size} workloads admitted by the settle story", file=sys.stderr)

@@ -132,6 +132,8 @@ class Manager:
         self.reconciles = 0
         #: of those, the ones that changed an object
         self.changing_reconciles = 0
+        #: verify mode: reconciles rerun to prove that one left out would change nothing
+        self.proofs = 0
         #: (controller, key) pairs due for a reconcile, in the order they became due; kept
         #: across settles (a settle restricted to some controllers leaves the others' work)
         self._queue: deque[tuple[str, Key]] = deque()
@@ -545,6 +547,7 @@ class Manager:
             name, key = item
             if item in queued or key not in world:
                 continue
+            self.proofs += 1
             result = reconcile_kept(controllers[name], key, ctx)
             if result.effects or result.error is not None or result.requeue_after is not None:
                 self._judge(name, key, why, result, ctx)
@@ -590,6 +593,7 @@ class Manager:
         return asked is not None and asked <= ctx.now + requeue_after
 
     def _check_quiet_one(self, name: str, key: Key, why: str, ctx: Context) -> None:
+        self.proofs += 1
         self._judge(name, key, why, self._reconcile_kept(self.controllers[name], key, ctx), ctx)
 
     def _judge(self, name: str, key: Key, why: str, result: Result, ctx: Context) -> None:

@@ -142,6 +142,21 @@ def test_a_watch_skips_changes_its_controller_does_not_read() -> None:
     assert workload(world).status.admission_checks[0].message == ""
 
 
+def test_verify_mode_counts_its_proofs_and_fast_mode_makes_none() -> None:
+    """The skipped reconciles of the test above are each proven quiet once in verify mode; a
+    fast Manager proves nothing (bench_core prints the proofs per workload)."""
+    world, manager, _ = fresh()
+    wl = workload(world)
+    state = wl.status.admission_checks[0]
+    before = manager.proofs
+    manager.world.put(wl.with_status(admission_checks=(attrs.evolve(state, message="seen by provisioning"),)))
+    manager.settle(ctx())
+    assert manager.proofs > before
+    fast = Manager(World(build_objects(OPTS)), verify=False)
+    fast.settle(ctx())
+    assert fast.reconciles > 0 and fast.proofs == 0
+
+
 def test_a_watch_wakes_a_controller_when_what_it_reads_changes() -> None:
     """The same check in Retry: the workload controller reads its times and message then."""
     world, manager, counts = fresh()
