@@ -25,17 +25,17 @@ import attrs
 
 from kueue_provreq import invariants
 from kueue_provreq.api import constants as c
-from kueue_provreq.api import naming
 from kueue_provreq.api.config import Configuration
 from kueue_provreq.api.meta import Time, find_condition
 from kueue_provreq.api.objects import KubeObject
-from kueue_provreq.api.provisioning import ProvisioningRequest, ProvisioningRequestConfig
+from kueue_provreq.api.provisioning import ProvisioningRequestConfig
 from kueue_provreq.api.queues import AdmissionCheck, ClusterQueue
 from kueue_provreq.api.workload import AdmissionCheckState, PodSetAssignment, Workload
 from kueue_provreq.controllers import activity, provisioning
 from kueue_provreq.machines.phases import provisioning_request_phase
 from kueue_provreq.machines.requests import attempt_over
 from kueue_provreq.manifests.codec import format_duration, format_time
+from kueue_provreq.waits import relative, requests_by_attempt, retry_due
 from kueue_provreq.world import Txn, World
 
 ERROR = "error"
@@ -150,10 +150,6 @@ def _finding(rule: str, obj: KubeObject | str, message: str) -> Finding:
     return Finding(RULES[rule].severity, rule, obj if isinstance(obj, str) else object_name(obj), message)
 
 
-def _ago(now: Time, then: Time) -> str:
-    return f"{format_duration(now - then)} ago" if now >= then else f"in {format_duration(then - now)}"
-
-
 # --- reading the world ---------------------------------------------------------------------------------
 
 
@@ -180,8 +176,7 @@ def _being_evicted(wl: Workload) -> bool:
 
 
 def _being_deactivated(wl: Workload) -> bool:
-    target = wl.condition(c.WORKLOAD_DEACTIVATION_TARGET)
-    return target is not None and target.status == c.TRUE
+    return wl.status.is_true(c.WORKLOAD_DEACTIVATION_TARGET)
 
 
 def _managed(obj: KubeObject) -> bool:
@@ -232,13 +227,9 @@ def _duplicate_live_requests(world: World, wl: Workload) -> Iterator[Finding]:
     BookingExpired before admission), the only state in which it makes the next one.  The
     model's state invariant ``one_live_request_per_check`` says the same, with the request's
     phase and its controller's uid."""
-    ns, name = wl.metadata.namespace, wl.metadata.name
-    owned = [pr for pr in world.owned_by_name(c.PROVISIONING_REQUEST, ns, name) if isinstance(pr, ProvisioningRequest)]
     admitted = wl.is_admitted()
     for s in wl.status.admission_checks:
-        attempts = sorted((n, pr.metadata.name, pr) for pr in owned
-                          if (n := naming.attempt_of(pr.metadata.name, name, s.name)) is not None)
-        live = [pr for _, _, pr in attempts if not attempt_over(pr.status.conditions, admitted)]
+        live = [pr for _, pr in requests_by_attempt(world, wl, s.name) if not attempt_over(pr.status.conditions, admitted)]
         if len(live) < 2:
             continue
         names = ", ".join(pr.metadata.name for pr in live)
@@ -390,25 +381,15 @@ def stuck(world: World, now: Time, limits: Thresholds) -> Iterator[Finding]:
             continue
         rs = wl.status.requeue_state
         for s in wl.status.admission_checks:
-            due = _retry_due(s, rs.requeue_at if rs is not None else None)
+            due = retry_due(s, rs.requeue_at if rs is not None else None)
             if due is not None and now - due > limits.overdue:
                 quota = "it holds quota" if wl.has_quota_reservation() else \
                     "it holds no quota, and Kueue moves a Retry only by evicting a workload that does"
                 yield _finding("retry-overdue", wl,
-                               f"check {s.name} is in Retry, due {_ago(now, due)}; {quota}")
+                               f"check {s.name} is in Retry, due {relative(now, due)}; {quota}")
             if s.state == c.CHECK_PENDING:
                 yield from _provisioned_but_pending(world, wl, s, now, limits)
         yield from _quota_held(wl, now, limits)
-
-
-def _retry_due(s: AdmissionCheckState, requeue_at: Time | None) -> Time | None:
-    if s.state != c.CHECK_RETRY:
-        return None
-    base = s.last_transition_time
-    due = base + (s.requeue_after_seconds or 0) if base is not None else None
-    if requeue_at is not None and (due is None or requeue_at > due):
-        due = requeue_at
-    return None if due is None else Time(due)
 
 
 def _provisioned_but_pending(world: World, wl: Workload, s: AdmissionCheckState, now: Time,
@@ -423,7 +404,7 @@ def _provisioned_but_pending(world: World, wl: Workload, s: AdmissionCheckState,
         return
     if now - cond.last_transition_time > limits.overdue:
         yield _finding("provisioned-check-pending", wl,
-                       f"request {pr.metadata.name} is Provisioned since {_ago(now, cond.last_transition_time)} "
+                       f"request {pr.metadata.name} is Provisioned since {relative(now, cond.last_transition_time)} "
                        f"but check {s.name} is still Pending")
 
 

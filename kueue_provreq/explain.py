@@ -239,15 +239,16 @@ def _action(world: World, controller: str, label: str, result: Result) -> Action
 
 
 def next_actions(world: World, ctx: Context) -> list[Action]:
-    """Each controller's reconcile of each of its objects, once, on a private copy."""
+    """Each controller's reconcile of each of its objects, once, on a private copy of ``world``."""
     actions = []
     result = scheduler.schedule(world.copy(), ctx)
     found = _action(world, SCHEDULER, "cycle", result)
     if found is not None:
         actions.append(found)
+    scratch = world.copy()  # one for every reconcile: a reconcile returns its effects, it writes nothing
     for ctl in registry.CONTROLLERS:
         for key in ctl.keys(world):
-            found = _action(world, ctl.name, _name(*key), ctl.reconcile(world.copy(), key, ctx))
+            found = _action(world, ctl.name, _name(*key), ctl.reconcile(scratch, key, ctx))
             if found is not None:
                 actions.append(found)
     return actions

@@ -47,10 +47,24 @@ class Wait:
                 "next": list(self.next)}
 
 
-def _relative(now: Time, t: Time) -> str:
+def relative(now: Time, t: Time) -> str:
+    """``t`` from ``now``, as ``kubectl describe`` says it: ``5m ago``, ``in 30s``, ``just now``."""
     if t == now:
         return "just now"
     return f"in {format_duration(t - now)}" if t > now else f"{format_duration(now - t)} ago"
+
+
+def retry_due(s: AdmissionCheckState, requeue_at: Time | None) -> Time | None:
+    """When a check in Retry has its workload evicted and requeued: its ``lastTransitionTime
+    + requeueAfterSeconds``, or the workload's ``requeueState.requeueAt`` when that is later
+    (AR A.7, KEP-3258); None for a check not in Retry, or with neither time."""
+    if s.state != c.CHECK_RETRY:
+        return None
+    base = s.last_transition_time
+    due = base + (s.requeue_after_seconds or 0) if base is not None else None
+    if requeue_at is not None and (due is None or requeue_at > due):
+        due = requeue_at
+    return None if due is None else Time(due)
 
 
 def _last_condition(pr: ProvisioningRequest) -> Condition | None:
@@ -76,13 +90,21 @@ def _config(world: World, check: str) -> ProvisioningRequestConfig | None:
     return prc if isinstance(prc, ProvisioningRequestConfig) else None
 
 
-def _newest_request(world: World, wl: Workload, check: str) -> tuple[int, ProvisioningRequest] | None:
+def requests_by_attempt(world: World, wl: Workload, check: str) -> list[tuple[int, ProvisioningRequest]]:
+    """(attempt, request) for each request of ``wl``'s ``check``, oldest attempt first, found as
+    the provisioning controller finds them (PC §1.5-§1.7): through the owner-name index, named
+    ``<workload>-<check>-<n>``."""
     found = []
     for pr in world.owned_by_name(c.PROVISIONING_REQUEST, wl.metadata.namespace, wl.metadata.name):
         n = naming.attempt_of(pr.metadata.name, wl.metadata.name, check)
         if n is not None and isinstance(pr, ProvisioningRequest):
             found.append((n, pr))
-    return max(found, key=lambda t: t[0]) if found else None
+    return sorted(found, key=lambda t: t[0])
+
+
+def _newest_request(world: World, wl: Workload, check: str) -> tuple[int, ProvisioningRequest] | None:
+    found = requests_by_attempt(world, wl, check)
+    return found[-1] if found else None
 
 
 def _request_line(newest: tuple[int, ProvisioningRequest], check: str, attempts: int, now: Time) -> str:
@@ -90,7 +112,7 @@ def _request_line(newest: tuple[int, ProvisioningRequest], check: str, attempts:
     cond = _last_condition(pr)
     said = "no condition yet" if cond is None else (
         f"{cond.type}={cond.status} ({cond.reason}: {cond.message})"
-        + (f", {_relative(now, cond.last_transition_time)}" if cond.last_transition_time is not None else ""))
+        + (f", {relative(now, cond.last_transition_time)}" if cond.last_transition_time is not None else ""))
     return f"ProvisioningRequest {pr.metadata.namespace}/{pr.metadata.name} (check {check}, attempt {n} of " \
            f"{attempts}): {said}"
 
@@ -104,15 +126,13 @@ def _check(world: World, wl: Workload, st: AdmissionCheckState, now: Time) -> tu
     attempts = rs.backoff_limit_count + 1
     newest = _newest_request(world, wl, st.name)
     if st.state == c.CHECK_RETRY:
-        due = st.last_transition_time + (st.requeue_after_seconds or 0) if st.last_transition_time else None
         req = wl.status.requeue_state
-        if req is not None and req.requeue_at is not None and (due is None or req.requeue_at > due):
-            due = req.requeue_at
+        due = retry_due(st, req.requeue_at if req is not None else None)
         n = (st.retry_count or 0) + 1
         waits = [f"check {st.name} Retry: {st.message}" if st.message else f"check {st.name} Retry"]
         if newest is not None:
             waits.append(_request_line(newest, st.name, attempts, now))
-        when = f"at {format_time(Time(due))} ({_relative(now, Time(due))})" if due is not None else "now"
+        when = f"at {format_time(due)} ({relative(now, due)})" if due is not None else "now"
         return waits, [f"evicted {when} to release its quota, then queued again; attempt {n + 1} of "
                        f"{attempts} once quota is reserved again"]
     if st.state == c.CHECK_REJECTED:
@@ -165,7 +185,7 @@ def _queued(world: World, wl: Workload, ctx: Context, found: queues.Scan,
     if queues.in_backoff(wl, ctx.now):
         rs = wl.status.requeue_state
         at = rs.requeue_at if rs is not None else None
-        when = f" at {format_time(at)} ({_relative(ctx.now, at)})" if at is not None else ""
+        when = f" at {format_time(at)} ({relative(ctx.now, at)})" if at is not None else ""
         return [f"its backoff to end{when}"], [f"back in ClusterQueue {cq_name}'s queue"]
     ready = found.ready.get(cq_name, [])
     if cq_name not in positions:

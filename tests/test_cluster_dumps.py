@@ -26,6 +26,14 @@ def test_a_healthy_cluster_audits_clean(dump: str) -> None:
     assert run(["audit", "-f", str(DATA / "healthy" / dump)]) == (0, "0 errors, 0 warnings\n", SKIPPED)
 
 
+def test_strict_fails_on_warnings_alone() -> None:
+    """train-b has held quota for 52 s at the dump's time: a warning with --quota-wait 50s."""
+    argv = ["audit", "-f", str(DATA / "healthy" / "dump.json"), "--quota-wait", "50s"]
+    status, out, _ = run(argv)
+    assert (status, out.splitlines()[-1]) == (0, "0 errors, 1 warning")
+    assert run([*argv, "--strict"])[:2] == (1, out)
+
+
 def test_json_and_yaml_dumps_audit_alike() -> None:
     as_json = run(["audit", "-f", str(DATA / "troubled" / "dump.json"), "-o", "json"])
     as_yaml = run(["audit", "-f", str(DATA / "troubled" / "dump.yaml"), "-o", "json"])

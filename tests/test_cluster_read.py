@@ -141,7 +141,7 @@ def test_audit_names_each_offending_object(tmp_path: Path) -> None:
     assert all("job-train-g-88ed5-gpu-capacity-1, job-train-g-88ed5-gpu-capacity-2" in line for line in duplicate)
 
 
-def test_audit_json_and_strict(tmp_path: Path) -> None:
+def test_audit_json_and_thresholds(tmp_path: Path) -> None:
     with serve("troubled") as server:
         kubeconfig = str(server.kubeconfig(tmp_path))
         status, out, _ = run(["audit", "--kubeconfig", kubeconfig, "--at", AT, "-o", "json"])

@@ -92,6 +92,11 @@ def _resource_version(obj: KubeObject | None) -> str:
     return rv if isinstance(rv, str) else ""
 
 
+def _stored_version(stored: Mapping[str, Any], default: str) -> str:
+    """The resourceVersion the API server answered a write with."""
+    return str((stored.get("metadata") or {}).get("resourceVersion") or default)
+
+
 def _event_body(effect: Event, involved: KubeObject | None, field_manager: str, now: Time) -> dict[str, Any]:
     res = RESOURCES[effect.kind]
     stamp = format_time(now)
@@ -118,10 +123,7 @@ class _Batch:
         self.written.append(stored)
         status = dump_object(obj).get("status")
         if status:
-            version = str((stored.get("metadata") or {}).get("resourceVersion") or "")
-            self.written.append(self.client.patch(
-                res, meta.namespace, meta.name, {"metadata": {"resourceVersion": version}, "status": status},
-                self.manager, "status"))
+            self._patch_status(obj, _stored_version(stored, ""), status)
 
     def update(self, new: KubeObject) -> None:
         res = RESOURCES[new.KIND]
@@ -137,11 +139,16 @@ class _Batch:
             main.setdefault("metadata", {})["resourceVersion"] = version
             stored = self.client.patch(res, meta.namespace, meta.name, main, self.manager)
             self.written.append(stored)
-            version = str((stored.get("metadata") or {}).get("resourceVersion") or version)
+            version = _stored_version(stored, version)
         if status:
-            self.written.append(self.client.patch(
-                res, meta.namespace, meta.name, {"metadata": {"resourceVersion": version}, "status": status},
-                self.manager, "status"))
+            self._patch_status(new, version, status)
+
+    def _patch_status(self, obj: KubeObject, version: str, status: Any) -> None:
+        """A merge patch of the ``status`` subresource, conditioned on ``version``."""
+        meta = obj.metadata
+        self.written.append(self.client.patch(
+            RESOURCES[obj.KIND], meta.namespace, meta.name,
+            {"metadata": {"resourceVersion": version}, "status": status}, self.manager, "status"))
 
     def delete(self, effect: Delete) -> None:
         old = self.world.get(effect.kind, effect.namespace, effect.name)

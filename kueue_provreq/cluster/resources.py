@@ -29,10 +29,6 @@ class Resource:
         return f"{self.group}/{self.version}" if self.group else self.version
 
     @property
-    def list_kind(self) -> str:
-        return f"{self.kind}List"
-
-    @property
     def resource_name(self) -> str:
         """``<plural>.<group>``, as ``kubectl`` and the API server's errors name it."""
         return f"{self.plural}.{self.group}" if self.group else self.plural

@@ -44,17 +44,17 @@ PAGE_SIZE = 500
 """Objects per list call, as ``kubectl --chunk-size`` (the API server pages with ``continue``)."""
 
 
-def read(client: Client, namespace: str = "", page_size: int = 0) -> Snapshot:
+def read(client: Client, namespace: str = "") -> Snapshot:
     """Every object of :data:`~kueue_provreq.cluster.resources.SNAPSHOT_KINDS`, cluster-scoped
     kinds in full, namespaced ones in ``namespace`` (all namespaces when empty), in pages of
-    ``page_size`` (default :data:`PAGE_SIZE`)."""
+    :data:`PAGE_SIZE`."""
     documents: list[dict[str, Any]] = []
     unread: set[str] = set()
     warnings: list[str] = []
     for kind in SNAPSHOT_KINDS:
         res = RESOURCES[kind]
         try:
-            listing = client.list(res, namespace if res.namespaced else "", page_size or PAGE_SIZE,
+            listing = client.list(res, namespace if res.namespaced else "", PAGE_SIZE,
                                   SNAPSHOT_SELECTORS.get(kind, ""))
         except ApiError as e:
             if e.code not in (403, 404):

@@ -57,13 +57,12 @@ def _name_of(kind: Any, metadata: Any) -> str:
 
 def _check_version(kind: Any, api_version: Any) -> str:
     """``kind``, once it and ``api_version`` are known to be served."""
-    served = API_VERSIONS
-    if not isinstance(kind, str) or kind not in served:
+    if not isinstance(kind, str) or kind not in API_VERSIONS:
         raise ManifestError(f"unsupported kind {describe(kind)} (supported: "
                             f"{', '.join(API_VERSIONS)})", path="kind")
-    if api_version not in served[kind]:
+    if api_version not in API_VERSIONS[kind]:
         raise ManifestError(f"unsupported apiVersion {describe(api_version)} for {kind} "
-                            f"(supported: {', '.join(served[kind])})", path="apiVersion")
+                            f"(supported: {', '.join(API_VERSIONS[kind])})", path="apiVersion")
     return kind
 
 

@@ -42,6 +42,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from kueue_provreq.api import constants as c
+from kueue_provreq.api.objects import JOB_KINDS
 from kueue_provreq.manifests import kubernetes as k8s
 from kueue_provreq.manifests import names as n
 from kueue_provreq.manifests.codec import describe
@@ -754,14 +755,13 @@ def validate_metadata(kind: str, metadata: Mapping[str, Any], out: Problems) -> 
     if isinstance(namespace, str) and namespace:
         LABEL.check(namespace, "metadata.namespace", out)
     annotations = metadata.get("annotations")
-    if kind in _GATED_KINDS and isinstance(annotations, Mapping):
+    if kind in JOB_KINDS and isinstance(annotations, Mapping):  # the job webhooks check the gates
         validate_admission_gates(annotations.get(c.ANNOTATION_ADMISSION_GATED_BY),
                                  f"metadata.annotations[{c.ANNOTATION_ADMISSION_GATED_BY}]", out)
 
 
 #: ``validation.IsDomainPrefixedPath``'s path part (``httpPathFmt``).
 _HTTP_PATH: Final = re.compile(r"[A-Za-z0-9/\-._~%!$&'()*+,;=:]+")
-_GATED_KINDS: Final = (c.JOB, c.JOBSET, c.PYTORCH_JOB)
 
 
 def validate_admission_gates(value: Any, path: str, out: Problems) -> None:
