@@ -204,16 +204,17 @@ def workload_invariants(world: World, now: Time, config: Configuration = Configu
             yield _finding("admission-without-reservation", wl, f"{held} {has} status.admission")
         yield from _admitted_check_not_ready(wl)
         yield from _duplicate_live_requests(world, wl)
-        if not (_being_evicted(wl) or _being_deactivated(wl)):
-            for _ in invariants.rejected_check_deactivates(scope, ctx):
-                if wl.is_active:
-                    rejected = [s.name for s in wl.status.admission_checks if s.state == c.CHECK_REJECTED]
-                    yield _finding("rejected-check-active", wl,
-                                   f"check {', '.join(rejected)} is Rejected but the workload is active and "
-                                   "not being deactivated")
-                else:
-                    yield _finding("deactivated-holds-quota", wl,
-                                   "spec.active=false but it holds quota and is not being evicted")
+        # the invariant answers once per Rejected check; one finding names them all
+        if not (_being_evicted(wl) or _being_deactivated(wl)) and \
+                any(True for _ in invariants.rejected_check_deactivates(scope, ctx)):
+            if wl.is_active:
+                rejected = [s.name for s in wl.status.admission_checks if s.state == c.CHECK_REJECTED]
+                yield _finding("rejected-check-active", wl,
+                               f"check {', '.join(rejected)} is Rejected but the workload is active and "
+                               "not being deactivated")
+            else:
+                yield _finding("deactivated-holds-quota", wl,
+                               "spec.active=false but it holds quota and is not being evicted")
         for _ in invariants.finished_has_no_requests(scope, ctx):
             owned = [pr.metadata.name for pr in scope.objects(c.PROVISIONING_REQUEST)]
             yield _finding("finished-keeps-requests", wl,

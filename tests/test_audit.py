@@ -55,6 +55,14 @@ def rejected(items: list[Obj]) -> None:
     wl["status"]["admissionChecks"][0]["state"] = "Rejected"
 
 
+def rejected_twice(items: list[Obj]) -> None:
+    """Two Rejected checks: one finding, naming both."""
+    wl = find(items, "Workload", "job-train-b")
+    first = wl["status"]["admissionChecks"][0]
+    first["state"] = "Rejected"
+    wl["status"]["admissionChecks"].append({**first, "name": "h100-capacity"})
+
+
 def deactivated(items: list[Obj]) -> None:
     find(items, "Workload", "job-train-b")["spec"]["active"] = False
 
@@ -78,6 +86,7 @@ def bad_ref(items: list[Obj]) -> None:
     (quota_gone, [("error", "admitted-without-quota", "Workload ml/job-train-a-5b3d0"),
                   ("error", "admission-without-reservation", "Workload ml/job-train-a-5b3d0")]),
     (rejected, [("error", "rejected-check-active", "Workload ml/job-train-b-9fa8c")]),
+    (rejected_twice, [("error", "rejected-check-active", "Workload ml/job-train-b-9fa8c")]),
     (deactivated, [("error", "deactivated-holds-quota", "Workload ml/job-train-b-9fa8c")]),
     (finished, [("error", "finished-keeps-requests", "Workload ml/job-train-a-5b3d0")]),
     (not_controlled, [("error", "not-owned-as-kueue-owns", "ProvisioningRequest ml/job-train-a-5b3d0-gpu-capacity-1")]),
