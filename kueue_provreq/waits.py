@@ -154,8 +154,7 @@ def _check(world: World, wl: Workload, st: AdmissionCheckState, now: Time) -> tu
         delay = nominal_delay_seconds((st.retry_count or 0) + 1, rs.backoff_base_seconds, rs.backoff_max_seconds)
         fail = f"Failed=True puts check {st.name} in Retry: attempt {n + 1} of {attempts} after a " \
                f"{format_duration(delay)} backoff"
-    who = "Cluster Autoscaler" if pr.spec.provisioning_class_name in (
-        c.CLASS_CHECK_CAPACITY, c.CLASS_BEST_EFFORT_ATOMIC) else \
+    who = "Cluster Autoscaler" if pr.spec.provisioning_class_name in c.CA_CLASSES else \
         f"the provisioner of class {pr.spec.provisioning_class_name}"
     return waits, [f"{who} answers: Provisioned=True makes check {st.name} Ready; {fail}"]
 

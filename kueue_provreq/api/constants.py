@@ -329,6 +329,8 @@ CA_MSG_CAPACITY_BOOKING_CONSUMED: Final = "Capacity booking consumed: all pods s
 CA_REASON_CAPACITY_REVOKED: Final = "CapacityRevoked"
 CA_MSG_CAPACITY_REVOKED: Final = "Capacity was revoked"
 CLASS_BEST_EFFORT_ATOMIC: Final = "best-effort-atomic-scale-up.autoscaling.x-k8s.io"
+CA_CLASSES: Final = (CLASS_CHECK_CAPACITY, CLASS_BEST_EFFORT_ATOMIC)
+"""The classes upstream Cluster Autoscaler processes; it ignores requests of any other class."""
 PARAMETER_NO_RETRY: Final = "noRetry"
 """check-capacity: ``"true"`` turns "no capacity" into Failed=True instead of a retry."""
 

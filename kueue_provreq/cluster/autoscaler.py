@@ -38,7 +38,7 @@ from kueue_provreq.cluster.resources import RESOURCES
 from kueue_provreq.cluster.snapshot import to_objects
 from kueue_provreq.manifests.codec import format_time
 from kueue_provreq.manifests.objects import IGNORE
-from kueue_provreq.simulation.autoscaler import SUPPORTED_CLASSES, Script, reconcile
+from kueue_provreq.simulation.autoscaler import Script, reconcile
 from kueue_provreq.world import Update, World
 
 FIELD_MANAGER = "kueue-provreq-autoscaler"
@@ -88,7 +88,7 @@ class StandIn:
         pr = decoded[1]
         if pr.metadata.extra.get("deletionTimestamp"):
             return None
-        if pr.spec.provisioning_class_name not in SUPPORTED_CLASSES:
+        if pr.spec.provisioning_class_name not in c.CA_CLASSES:
             if key not in self.ignored:
                 self.ignored.add(key)
                 self.log(f"ignoring {key[0]}/{key[1]}: class {pr.spec.provisioning_class_name} is not one "

@@ -56,9 +56,6 @@ INITIAL_BACKOFF = 60
 MAX_BACKOFF = 600
 """``--provisioning-request-max-backoff-time``: the most CA waits between two tries."""
 
-SUPPORTED_CLASSES = (c.CLASS_CHECK_CAPACITY, c.CLASS_BEST_EFFORT_ATOMIC)
-"""The classes upstream CA processes; it ignores requests of any other class."""
-
 
 class Answer(enum.StrEnum):
     """What CA answers to one try at provisioning a request."""
@@ -301,5 +298,5 @@ def _transition_time(conditions: Conditions, type_: str, default: Time) -> Time:
 
 
 __all__ = ["BOOKING_TIME", "EXPIRATION_TIME", "INITIAL_BACKOFF", "MAX_BACKOFF", "PROVISION_AT_ONCE",
-           "SCRIPT_ANSWERS", "SUPPORTED_CLASSES", "Answer", "Decision", "Reconciled", "Script", "ScriptError",
+           "SCRIPT_ANSWERS", "Answer", "Decision", "Reconciled", "Script", "ScriptError",
            "ScriptItem", "attempt_of", "ca_backoff", "no_capacity_answer", "parse_script", "reconcile"]

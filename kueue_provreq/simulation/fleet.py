@@ -19,7 +19,7 @@ from kueue_provreq.api.objects import Key, key_of
 from kueue_provreq.api.provisioning import PodTemplate, ProvisioningRequest
 from kueue_provreq.api.workload import PodSet
 from kueue_provreq.controllers.usage import pod_requests
-from kueue_provreq.simulation.autoscaler import SUPPORTED_CLASSES, Answer, Decision, ca_backoff, no_capacity_answer
+from kueue_provreq.simulation.autoscaler import Answer, Decision, ca_backoff, no_capacity_answer
 from kueue_provreq.simulation.spec import ClassModel, Simulation
 from kueue_provreq.world import World
 
@@ -45,7 +45,7 @@ class FleetModel:
     held from provisioning until the request is deleted or revoked."""
 
     def __init__(self, sim: Simulation, world: World, draws: Draws) -> None:
-        self.classes: dict[str, ClassModel] = {name: ClassModel() for name in SUPPORTED_CLASSES}
+        self.classes: dict[str, ClassModel] = {name: ClassModel() for name in c.CA_CLASSES}
         self.classes.update(sim.autoscaler)
         self.world = world
         self.draws = draws
