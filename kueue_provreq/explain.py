@@ -49,7 +49,7 @@ from kueue_provreq.machines import WorkloadPhase as P
 from kueue_provreq.machines.phases import workload_phase
 from kueue_provreq.manifests.codec import format_duration, format_time
 from kueue_provreq.timestamps import to_time
-from kueue_provreq.waits import Wait, waits
+from kueue_provreq.waits import Wait, requests_by_attempt, waits
 from kueue_provreq.world import Create, Delete, Effect, Event, MetricInc, Result, Update, World
 
 # --- the world ------------------------------------------------------------------------------
@@ -297,15 +297,6 @@ def _workload_finding(world: World, wl: Workload, now: Time, config: Configurati
     return Finding(subject, phase, "")
 
 
-def _attempts(wl: Workload, check: str, world: World) -> list[tuple[int, ProvisioningRequest]]:
-    found = []
-    for pr in world.owned_by_name(c.PROVISIONING_REQUEST, wl.metadata.namespace, wl.metadata.name):
-        n = naming.attempt_of(pr.metadata.name, wl.metadata.name, check)
-        if n is not None and isinstance(pr, ProvisioningRequest):
-            found.append((n, pr))
-    return sorted(found, key=lambda t: t[0])
-
-
 def _config(world: World, check: str) -> tuple[AdmissionCheck | None, ProvisioningRequestConfig | None]:
     ac = world.get(c.ADMISSION_CHECK, "", check)
     if not isinstance(ac, AdmissionCheck):
@@ -325,7 +316,7 @@ def _check_finding(world: World, wl: Workload, st: AdmissionCheckState, now: Tim
                                           "model does not run")
     if prc is None:
         return Finding(subject, st.state, "its ProvisioningRequestConfig is missing, so the check is inactive")
-    attempts = _attempts(wl, st.name, world)
+    attempts = requests_by_attempt(world, wl, st.name)
     if not attempts:
         if not wl.has_quota_reservation():
             return Finding(subject, st.state, "a ProvisioningRequest is created once the workload "
