@@ -5,6 +5,7 @@ copied N times over as many namespaces, then
     read both go through);
 (b) ``audit`` over them;
 (c) explain's ``WAITS FOR`` section over them;
+(d) the whole ``explain`` report (its NEXT section reconciles every object once);
 
 each best of ``--repeat``, with the cost per workload, so that the ratio between sizes shows
 whether a step grows faster than the cluster; and, first, what the optional client costs at
@@ -28,6 +29,7 @@ from kueue_provreq.api.meta import Time
 from kueue_provreq.audit import audit
 from kueue_provreq.cluster.snapshot import to_objects
 from kueue_provreq.controllers.context import Context
+from kueue_provreq.explain import explain
 from kueue_provreq.manifests.codec import parse_time
 from kueue_provreq.waits import waits
 from kueue_provreq.world import World
@@ -72,8 +74,8 @@ def main() -> None:
     client = import_seconds("import kueue_provreq.cli; from kueue_provreq.cluster import client; "
                             "client._import_client(); import kubernetes.client", args.repeat)
     print(f"start-up: CLI {bare:.2f}s, CLI + Kubernetes client {client:.2f}s (best of {args.repeat})")
-    print(f"{'copies':>7} {'workloads':>9} {'objects':>8}  {'decode':>8} {'audit':>8} {'waits':>8}  "
-          f"{'audit/workload':>14}")
+    print(f"{'copies':>7} {'workloads':>9} {'objects':>8}  {'decode':>8} {'audit':>8} {'waits':>8} {'explain':>8}  "
+          f"{'audit/workload':>14} {'explain/workload':>16}")
     for copies in map(int, args.sizes.split(",")):
         docs = cluster(copies)
         objects, _ = to_objects(docs)
@@ -81,8 +83,9 @@ def main() -> None:
         decode = best(lambda: to_objects(docs), args.repeat)
         judged = best(lambda: audit(objects, AT), args.repeat)
         waited = best(lambda: waits(World(objects), Context(now=AT)), args.repeat)
-        print(f"{copies:>7} {workloads:>9} {len(objects):>8}  {decode:>7.3f}s {judged:>7.3f}s {waited:>7.3f}s  "
-              f"{judged / workloads * 1e6:>12.0f}us")
+        told = best(lambda: explain(objects, AT), args.repeat)
+        print(f"{copies:>7} {workloads:>9} {len(objects):>8}  {decode:>7.3f}s {judged:>7.3f}s {waited:>7.3f}s "
+              f"{told:>7.3f}s  {judged / workloads * 1e6:>12.0f}us {told / workloads * 1e6:>14.0f}us")
 
 
 if __name__ == "__main__":
