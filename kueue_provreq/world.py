@@ -213,14 +213,17 @@ class World:
 
     def still_reads(self, reads: list[Read]) -> bool:
         """Whether every read in ``reads`` (as :attr:`reads` keeps them) answers the same now."""
-        objects = self._objects
+        objects, owned = self._objects, self._owned_by_name
         for what, answer in reads:
             if what is None:
                 return False
             if what[0] == OWNED:
-                keys = self._owned_by_name.get(what[1:])
-                if tuple(objects[k] for k in keys or ()) != answer:
+                keys = owned.get(what[1:], ())
+                if len(keys) != len(answer):
                     return False
+                for key, obj in zip(keys, answer):
+                    if objects[key] is not obj:
+                        return False
             elif objects.get(what) is not answer:
                 return False
         return True
