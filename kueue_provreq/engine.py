@@ -37,7 +37,7 @@ from kueue_provreq.machines import (
     WORKLOAD_MACHINE,
     Actor,
     IllegalTransition,
-    WorkloadPhase,
+    Transition,
 )
 from kueue_provreq.machines.phases import workload_phase
 from kueue_provreq.world import Create, Delete, Effect, Read, Result, Update, World
@@ -65,27 +65,29 @@ def verify_change(old: KubeObject | None, update: Update) -> None:
     """In verify mode, a Workload write must name, as its transitions, the fires that explain
     every phase and check-state change it makes: chained from the old phase to the new one,
     each a declared (source, trigger, target), each check's from its old state to its new one.
-    A plain lookup, not a second decision: the controller's fire was the decision."""
+    A plain lookup, not a second decision: the controller's fire was the decision.  (It runs
+    on every Workload write, so it builds no message unless one is wrong.)"""
     new = update.obj
     if not isinstance(new, Workload) or not isinstance(old, Workload):
         return
     fired = update.transitions
     if old.status is new.status and old.spec is new.spec and not fired:
         return
-    where = f"workload {new.metadata.namespace}/{new.metadata.name}"
     for t in fired:
         if not MACHINES[t.machine].declares(t):
-            raise IllegalTransition(f"{where}: {t.describe()} is not a declared transition")
-    phase = workload_phase(old)
+            raise IllegalTransition(f"{_where(new)}: {t.describe()} is not a declared transition")
+    phase: str = workload_phase(old)
+    moved: dict[str, Transition] = {}
     for t in fired:
-        if t.machine == WORKLOAD_MACHINE.name:
+        if t.machine == _WORKLOAD_MACHINE:
             if t.source != phase:
-                raise IllegalTransition(f"{where}: {t.describe()} fired from {phase}")
-            phase = WorkloadPhase(t.target)
+                raise IllegalTransition(f"{_where(new)}: {t.describe()} fired from {phase}")
+            phase = t.target  # a declared target: a WorkloadPhase's value
+        elif t.machine == _CHECK_MACHINE:
+            moved[t.item] = t
     after = workload_phase(new)
     if after != phase:
-        raise IllegalTransition(f"{where}: the write leaves it {after}, its transitions say {phase}")
-    moved = {t.item: t for t in fired if t.machine == ADMISSION_CHECK_MACHINE.name}
+        raise IllegalTransition(f"{_where(new)}: the write leaves it {after}, its transitions say {phase}")
     if old.status.admission_checks is new.status.admission_checks and not moved:
         return
     before = {s.name: s.state for s in old.status.admission_checks}
@@ -94,10 +96,18 @@ def verify_change(old: KubeObject | None, update: Update) -> None:
         move = moved.get(s.name)
         if move is not None:
             if (move.source, move.target) != (prev, s.state):
-                raise IllegalTransition(f"{where}: check {s.name} went {prev} -> {s.state}, "
+                raise IllegalTransition(f"{_where(new)}: check {s.name} went {prev} -> {s.state}, "
                                         f"its transition says {move.describe()}")
         elif prev is not None and prev != s.state:
-            raise IllegalTransition(f"{where}: check {s.name} {prev} -> {s.state} without a transition")
+            raise IllegalTransition(f"{_where(new)}: check {s.name} {prev} -> {s.state} without a transition")
+
+
+_WORKLOAD_MACHINE = WORKLOAD_MACHINE.name
+_CHECK_MACHINE = ADMISSION_CHECK_MACHINE.name
+
+
+def _where(wl: Workload) -> str:
+    return f"workload {wl.metadata.namespace}/{wl.metadata.name}"
 
 
 class Manager:
@@ -558,15 +568,21 @@ class Manager:
         reconcile that changed nothing earlier at this instant, under this configuration, and
         every read of which still answers the same, is proven so by that run (controllers are
         deterministic); the others run again."""
-        world, evidence = self.world, self._evidence
+        world, evidence, wake_at = self.world, self._evidence, self._wake_at
+        still_reads, now, config = world.still_reads, ctx.now, ctx.config
         for name in names:
             for key in self.controllers[name].keys(world):
-                if (name, key) in skip:
+                item = (name, key)
+                if item in skip:
                     continue
-                kept = evidence.get((name, key))
-                if kept is not None and kept[0] == ctx.now and kept[1] is ctx.config and world.still_reads(kept[2]) \
-                        and self._timer_covers(name, key, kept[3], ctx):
-                    continue
+                kept = evidence.get(item)
+                if kept is not None and kept[0] == now and kept[1] is config and still_reads(kept[2]):
+                    after = kept[3]  # :meth:`_timer_covers`, inlined: this runs for every pair
+                    if after is None:
+                        continue
+                    asked = wake_at.get(item)
+                    if asked is not None and asked <= now + after:
+                        continue
                 self._check_quiet_one(name, key, "it was not scheduled", ctx)
 
     def _reconcile_kept(self, ctl: registry.Controller, key: Key, ctx: Context) -> Result:
