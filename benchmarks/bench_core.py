@@ -221,11 +221,11 @@ def per_call(fn: Callable[[], object], seconds: float = 1.0) -> float:
 def set_condition_on_latest(world: World, attempt: int, type_: str, reason: str, now: Time) -> int:
     """The autoscaler step for every workload's request of ``attempt``."""
     n = 0
+    cond = Condition(type_, c.TRUE, reason, f"{type_} by benchmark", now)  # as CA's, one text for all
     for pr in world.objects(c.PROVISIONING_REQUEST):
         assert isinstance(pr, ProvisioningRequest)
         if not pr.metadata.name.endswith(f"-{attempt}"):
             continue
-        cond = Condition(type_, c.TRUE, reason, f"{type_} by benchmark", now)
         world.apply(Update(attrs.evolve(pr, status=attrs.evolve(
             pr.status, conditions=pr.status.conditions + (cond,)))))
         n += 1
@@ -323,7 +323,8 @@ def main(argv: list[str] | None = None) -> int:
               f"  {secs / n * 1e6:7.1f} us/workload  {reconciles / n:5.1f} reconciles/workload,"
               f" {changing / n:4.1f} changed something ({1 - changing / reconciles:4.0%} changed nothing;"
               f" target <= 25%)", flush=True)
-        print(f"    memory: peak RSS {peak_rss_kib() / 1024:.0f} MiB, {per_workload_kib:.1f} KiB/workload"
+        print(f"    memory: peak RSS {peak_rss_kib() / 1024:.0f} MiB, {per_workload_kib * 1.024:.2f} KB"
+              f" ({per_workload_kib:.2f} KiB)/workload"
               f" above the RSS before the world was built (target < 6 KB; meaningful when the sizes"
               f" ascend); one full GC of the settled world: {collect:.2f} s", flush=True)
         if n <= args.verify_up_to:

@@ -451,7 +451,9 @@ class Manager:
                         on_effect(controller, key, effect)
                     continue
                 for k, before in world.apply_changes(effect):
-                    changed.setdefault(k, before)
+                    # the reconciled object's own key rather than the world's fresh copy of it:
+                    # what the engine keeps per object (quiet passes, wake-ups) then shares one
+                    changed.setdefault(key if k == key else k, before)
                 if on_effect is not None:
                     on_effect(controller, key, effect)
         finally:
