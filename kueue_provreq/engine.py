@@ -163,8 +163,10 @@ class Manager:
                 self._watchers.setdefault(w.kind, []).append((ctl, w))
         #: per controller with a watch predicate, Workload key -> the parts its last pass read
         #: and its view of them, when that pass left it nothing to do (kept until a write
-        #: changes them)
-        self._quiet: dict[str, dict[Key, Quiet]] = {
+        #: changes them), else None: the entry stays, with the key it was first stored under,
+        #: until the Workload goes (a Workload's quiet state comes and goes at every write, and
+        #: the keys a write comes with are new tuples each time: kept, they cost 64 bytes each)
+        self._quiet: dict[str, dict[Key, Quiet | None]] = {
             name: {} for name, ctl in self.controllers.items() if ctl.reads is not None}
         self._workload_routes = [(ctl, w.route, w.unless_written_by, self._quiet.get(ctl.name))
                                  for ctl, w in self._watchers.get(c.WORKLOAD, ()) if w.route is not Route.QUEUES]
@@ -209,7 +211,8 @@ class Manager:
                 quiet[key] = wl
                 self._skip(name, key, "it has nothing to do for such a Workload")
             else:
-                quiet.pop(key, None)
+                if quiet.get(key) is not None:
+                    quiet[key] = None
                 self._enqueue(name, key)
 
     def _skip(self, name: str, key: Key, why: str) -> None:
@@ -280,8 +283,8 @@ class Manager:
                     continue  # nothing left to reconcile
                 item = (name, key)
                 if item in queued:
-                    if quiet is not None:
-                        quiet.pop(key, None)
+                    if quiet is not None and quiet.get(key) is not None:
+                        quiet[key] = None
                     continue
                 if quiet is not None:
                     if origin == item:
@@ -308,7 +311,7 @@ class Manager:
                             self._skipped.setdefault(item, "it has nothing to do for such a Workload")
                         continue
                     if last is not None:
-                        del quiet[key]
+                        quiet[key] = None
                 queued.add(item)
                 self._queue.append(item)
             elif route is Route.OWNING_JOB:
@@ -334,8 +337,8 @@ class Manager:
             self._skip(ctl.name, key, "its own write settled it")
             return
         quiet = self._quiet.get(ctl.name)
-        if quiet is not None:
-            quiet.pop(key, None)
+        if quiet is not None and quiet.get(key) is not None:
+            quiet[key] = None
         self._enqueue(ctl.name, key)
 
     def _cluster_queues(self) -> list[Key]:
@@ -414,7 +417,8 @@ class Manager:
                 self._wake_up(ctx.now + (result.requeue_after or 0.0), controller, key)
             quiet = self._quiet.get(controller)
             if quiet is not None:
-                quiet.pop(key, None)
+                if quiet.get(key) is not None:
+                    quiet[key] = None
                 if result.error is None:
                     if not result.effects:
                         wl = world.get(*key)
@@ -461,7 +465,9 @@ class Manager:
                         on_effect(controller, key, effect)
                     continue
                 for k, before in world.apply_changes(effect):
-                    changed.setdefault(k, before)
+                    # the reconciled object's own key rather than the world's fresh copy of it:
+                    # what the engine keeps per object (quiet passes, wake-ups) then shares one
+                    changed.setdefault(key if k == key else k, before)
                 if on_effect is not None:
                     on_effect(controller, key, effect)
         finally:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from itertools import count
-from typing import Any, TypeVar, Union
+from typing import Any, Union
 
 import attrs
 
@@ -115,10 +115,7 @@ class Fault:
         return self.error
 
 
-IndexKey = TypeVar("IndexKey", tuple[str, str, str], str)
-
-
-def _index_add(index: dict[IndexKey, tuple[Key, ...]], at: IndexKey, key: Key) -> None:
+def _index_add(index: dict[str, tuple[Key, ...]], at: str, key: Key) -> None:
     """Add ``key`` under ``at`` (once, in insertion order).  An owner index holds one entry per
     owner and an owner has a handful of dependents (a Workload: its requests and templates),
     so the entries are tuples, which take a quarter of the memory of one-key dicts; adding and
@@ -128,7 +125,7 @@ def _index_add(index: dict[IndexKey, tuple[Key, ...]], at: IndexKey, key: Key) -
         index[at] = (*found, key)
 
 
-def _index_remove(index: dict[IndexKey, tuple[Key, ...]], at: IndexKey, key: Key) -> None:
+def _index_remove(index: dict[str, tuple[Key, ...]], at: str, key: Key) -> None:
     """Remove ``key`` from under ``at``, and ``at`` when nothing is left under it (a world that
     keeps changing must not keep an entry per owner ever seen)."""
     found = index.get(at)
@@ -162,9 +159,10 @@ class World:
     def __init__(self, objects: Iterable[KubeObject] = (), faults: tuple[Fault, ...] = ()) -> None:
         self._objects: dict[Key, KubeObject] = {}
         self._by_kind: dict[str, dict[Key, KubeObject]] = {k: {} for k in KINDS}
-        #: the two owner indexes: (kind, namespace, owner name) -> keys, owner uid -> keys
-        #: (see :func:`_index_add` for why tuples)
-        self._owned_by_name: dict[tuple[str, str, str], tuple[Key, ...]] = {}
+        #: the two owner indexes: (kind, namespace) -> owner name -> keys, owner uid -> keys
+        #: (see :func:`_index_add` for why tuples; nested, the names are the objects' own
+        #: strings, where a flat (kind, namespace, name) key would cost a tuple per owner)
+        self._owned_by_name: dict[tuple[str, str], dict[str, tuple[Key, ...]]] = {}
         self._dependents: dict[str, tuple[Key, ...]] = {}
         self.uid_counter = 0
         self.faults = faults
@@ -205,7 +203,7 @@ class World:
     def owned_by_name(self, kind: str, namespace: str, owner_name: str) -> list[KubeObject]:
         """Objects of ``kind`` with any ownerReference named ``owner_name`` (Kueue's
         ``metadata.ownedByWorkload`` index, which ignores the owner's kind)."""
-        keys = self._owned_by_name.get((kind, namespace, owner_name))
+        keys = self._owned_keys(kind, namespace, owner_name)
         found = [self._objects[k] for k in keys] if keys else []
         if self.reads is not None:
             self.reads.append(((OWNED, kind, namespace, owner_name), tuple(found)))
@@ -213,12 +211,12 @@ class World:
 
     def still_reads(self, reads: list[Read]) -> bool:
         """Whether every read in ``reads`` (as :attr:`reads` keeps them) answers the same now."""
-        objects, owned = self._objects, self._owned_by_name
+        objects, owned_keys = self._objects, self._owned_keys
         for what, answer in reads:
             if what is None:
                 return False
             if what[0] == OWNED:
-                keys = owned.get(what[1:], ())
+                keys = owned_keys(*what[1:]) or ()
                 if len(keys) != len(answer):
                     return False
                 for key, obj in zip(keys, answer):
@@ -227,6 +225,10 @@ class World:
             elif objects.get(what) is not answer:
                 return False
         return True
+
+    def _owned_keys(self, kind: str, namespace: str, owner_name: str) -> tuple[Key, ...] | None:
+        by_owner = self._owned_by_name.get((kind, namespace))
+        return None if by_owner is None else by_owner.get(owner_name)
 
     def dependents(self, uid: str) -> list[Key]:
         """Keys of the objects with an ownerReference to ``uid`` (the garbage collector's view)."""
@@ -361,7 +363,7 @@ class World:
         self._objects[key] = obj
         self._by_kind[key[0]][key] = obj
         for ref in obj.metadata.owner_references:
-            _index_add(self._owned_by_name, (key[0], key[1], ref.name), key)
+            _index_add(self._owned_by_name.setdefault(key[:2], {}), ref.name, key)
             if ref.uid:
                 _index_add(self._dependents, ref.uid, key)
 
@@ -370,7 +372,11 @@ class World:
         del self._objects[key]
         del self._by_kind[key[0]][key]
         for ref in obj.metadata.owner_references:
-            _index_remove(self._owned_by_name, (key[0], key[1], ref.name), key)
+            by_owner = self._owned_by_name.get(key[:2])
+            if by_owner is not None:
+                _index_remove(by_owner, ref.name, key)
+                if not by_owner:
+                    del self._owned_by_name[key[:2]]
             if ref.uid:
                 _index_remove(self._dependents, ref.uid, key)
 

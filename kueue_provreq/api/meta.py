@@ -8,6 +8,7 @@ only when the status changes.
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING, Any, NewType, Union
 
 import attrs
@@ -96,7 +97,12 @@ def is_false(conditions: Conditions, type_: str) -> bool:
 
 
 def set_condition(conditions: Conditions, new: Condition, now: Time) -> tuple[Conditions, bool]:
-    """``meta.SetStatusCondition``: returns the new list and whether it changed."""
+    """``meta.SetStatusCondition``: returns the new list and whether it changed.
+
+    The message kept is the interned copy: messages name queues, checks and reasons, rarely the
+    object, so thousands of workloads would otherwise each keep their own copy of a few texts
+    (about 240 bytes per workload in ``benchmarks/bench_core.py``)."""
+    message = sys.intern(new.message)
     out = list(conditions)
     for i, old in enumerate(out):
         if old.type != new.type:
@@ -105,19 +111,21 @@ def set_condition(conditions: Conditions, new: Condition, now: Time) -> tuple[Co
             ltt = new.last_transition_time if new.last_transition_time is not None else now
             # built directly (not evolved): metav1.Condition has exactly these six fields,
             # and this is the hottest write of every controller
-            updated = Condition(old.type, new.status, new.reason, new.message, ltt, new.observed_generation)
-        elif (old.reason == new.reason and old.message == new.message
+            updated = Condition(old.type, new.status, new.reason, message, ltt, new.observed_generation)
+        elif (old.reason == new.reason and old.message == message
               and old.observed_generation == new.observed_generation):
             return conditions, False  # the common no-op, without building a copy
         else:
-            updated = Condition(old.type, old.status, new.reason, new.message, old.last_transition_time,
+            updated = Condition(old.type, old.status, new.reason, message, old.last_transition_time,
                                 new.observed_generation)
         if updated == old:
             return conditions, False
         out[i] = updated
         return tuple(out), True
-    if new.last_transition_time is None:
-        new = Condition(new.type, new.status, new.reason, new.message, now, new.observed_generation)
+    if new.last_transition_time is None or message is not new.message:
+        new = Condition(new.type, new.status, new.reason, message,
+                        now if new.last_transition_time is None else new.last_transition_time,
+                        new.observed_generation)
     out.append(new)
     return tuple(out), True
 

@@ -531,13 +531,13 @@ def _handle_error(txn: Txn, wl: Workload, check: str, kind: str, name: str, msg:
 
 
 def _parameters(wl: Workload, prc: ProvisioningRequestConfig) -> FrozenMap[str, str]:
-    """Config parameters, overridden by ``provreq.kueue.x-k8s.io/`` workload annotations."""
-    params = dict(prc.spec.parameters)
+    """Config parameters, overridden by ``provreq.kueue.x-k8s.io/`` workload annotations (the
+    config's own map when none overrides it: every request of the config shares it)."""
     prefix = c.ANNOTATION_PROVREQ_PREFIX
-    for key, value in wl.metadata.annotations.items():
-        if key.startswith(prefix):
-            params[key[len(prefix):]] = value
-    return FrozenMap(params)
+    overrides = {key[len(prefix):]: value for key, value in wl.metadata.annotations.items() if key.startswith(prefix)}
+    if not overrides:
+        return prc.spec.parameters
+    return FrozenMap({**prc.spec.parameters, **overrides})
 
 
 def _retry_wait(pr: ProvisioningRequest, attempt: int, prc: ProvisioningRequestConfig,
