@@ -243,13 +243,17 @@ def set_condition_on_latest(world: World, attempt: int, type_: str, reason: str,
     return n
 
 
-def settle_cycle(n: int, verify: bool = False) -> tuple[float, Manager, int, World]:
+def settle_cycle(n: int, verify: bool = False, instrument: Callable[[Manager], None] | None = None
+                 ) -> tuple[float, Manager, int, World]:
     """Returns (seconds, the Manager and its counts, admitted, the settled world) for n
     workloads through fail -> retry -> provision.
     Only the four settles are timed; Cluster Autoscaler's condition writes between them are
-    the world outside the library."""
+    the world outside the library.  ``instrument`` is given the Manager before the first
+    settle (``bench_breakdown`` times its parts)."""
     world = World([*setup_objects(n + 10), *(workload(i) for i in range(n))])
     manager = Manager(world, verify=verify)
+    if instrument is not None:
+        instrument(manager)
     now = T0
     elapsed = 0.0
 

@@ -27,6 +27,7 @@ def load(name: str) -> ModuleType:
     ("bench_inputs", ["--sizes", "10", "--repeat", "1"]),
     ("bench_sim", ["--workloads", "20", "--settle-size", "20", "--repeat", "1"]),
     ("bench_verify", ["--size", "20", "--repeat", "1"]),
+    ("bench_breakdown", ["--size", "20"]),
 ])
 def test_benchmark_runs(name: str, argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     assert load(name).main(argv) in (0, None)
