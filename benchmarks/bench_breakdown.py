@@ -12,9 +12,9 @@ per-workload cost is made of, so that the next change aims at a measured part:
   the parts a write changed, what a quiet pass read);
 - the rest: the engine's loop between reconciles, and what the Manager does at each settle.
 
-The parts are timed by wrapping the Manager's own methods and controllers on the instance
-(nothing global is patched); the timers cost about 0.2 us a call, a few percent of the total,
-which the total printed beside it includes.
+The parts are timed by wrapping the Manager's own methods on the instance (nothing global is
+patched).  The wrappers add a few calls per reconcile, included in the total printed; compare it
+with a bench_core run of the same size on the machine at hand to see what they cost there.
 
 Usage: python benchmarks/bench_breakdown.py [--size 3000]
 """
