@@ -163,9 +163,7 @@ class Manager:
                 self._watchers.setdefault(w.kind, []).append((ctl, w))
         #: per controller with a watch predicate, Workload key -> the parts its last pass read
         #: and its view of them, when that pass left it nothing to do (kept until a write
-        #: changes them), else None: the entry stays, with the key it was first stored under,
-        #: until the Workload goes (a Workload's quiet state comes and goes at every write, and
-        #: the keys a write comes with are new tuples each time: kept, they cost 64 bytes each)
+        #: changes them), else None (:func:`_unquiet`)
         self._quiet: dict[str, dict[Key, Quiet | None]] = {
             name: {} for name, ctl in self.controllers.items() if ctl.reads is not None}
         self._workload_routes = [(ctl, w.route, w.unless_written_by, self._quiet.get(ctl.name))
@@ -211,8 +209,7 @@ class Manager:
                 quiet[key] = wl
                 self._skip(name, key, "it has nothing to do for such a Workload")
             else:
-                if quiet.get(key) is not None:
-                    quiet[key] = None
+                _unquiet(quiet, key)
                 self._enqueue(name, key)
 
     def _skip(self, name: str, key: Key, why: str) -> None:
@@ -283,8 +280,8 @@ class Manager:
                     continue  # nothing left to reconcile
                 item = (name, key)
                 if item in queued:
-                    if quiet is not None and quiet.get(key) is not None:
-                        quiet[key] = None
+                    if quiet is not None:
+                        _unquiet(quiet, key)
                     continue
                 if quiet is not None:
                     if origin == item:
@@ -337,8 +334,8 @@ class Manager:
             self._skip(ctl.name, key, "its own write settled it")
             return
         quiet = self._quiet.get(ctl.name)
-        if quiet is not None and quiet.get(key) is not None:
-            quiet[key] = None
+        if quiet is not None:
+            _unquiet(quiet, key)
         self._enqueue(ctl.name, key)
 
     def _cluster_queues(self) -> list[Key]:
@@ -417,8 +414,7 @@ class Manager:
                 self._wake_up(ctx.now + (result.requeue_after or 0.0), controller, key)
             quiet = self._quiet.get(controller)
             if quiet is not None:
-                if quiet.get(key) is not None:
-                    quiet[key] = None
+                _unquiet(quiet, key)
                 if result.error is None:
                     if not result.effects:
                         wl = world.get(*key)
@@ -555,18 +551,13 @@ class Manager:
 
     # --- verify mode ------------------------------------------------------------------
     def _prove_skipped(self, ctx: Context) -> None:
-        """Every reconcile left out since the last proof would change nothing now (most answer
-        nothing at all, which needs no closer look)."""
+        """Every reconcile left out since the last proof would change nothing now."""
         skipped, self._skipped = self._skipped, {}
-        queued, world, controllers, reconcile_kept = self._queued, self.world, self.controllers, self._reconcile_kept
+        queued, world = self._queued, self.world
         for item, why in skipped.items():
             name, key = item
-            if item in queued or key not in world:
-                continue
-            self.proofs += 1
-            result = reconcile_kept(controllers[name], key, ctx)
-            if result.effects or result.error is not None or result.requeue_after is not None:
-                self._judge(name, key, why, result, ctx)
+            if item not in queued and key in world:
+                self._check_quiet_one(name, key, why, ctx)
 
     def _check_quiet(self, ctx: Context, names: list[str], skip: AbstractSet[tuple[str, Key]] = frozenset()) -> None:
         """Every reconcile of ``names`` not in ``skip`` would change nothing: what the engine
@@ -574,7 +565,7 @@ class Manager:
         reconcile that changed nothing earlier at this instant, under this configuration, and
         every read of which still answers the same, is proven so by that run (controllers are
         deterministic); the others run again."""
-        world, evidence, wake_at = self.world, self._evidence, self._wake_at
+        world, evidence = self.world, self._evidence
         still_reads, now, config = world.still_reads, ctx.now, ctx.config
         for name in names:
             for key in self.controllers[name].keys(world):
@@ -582,13 +573,9 @@ class Manager:
                 if item in skip:
                     continue
                 kept = evidence.get(item)
-                if kept is not None and kept[0] == now and kept[1] is config and still_reads(kept[2]):
-                    after = kept[3]  # :meth:`_timer_covers`, inlined: this runs for every pair
-                    if after is None:
-                        continue
-                    asked = wake_at.get(item)
-                    if asked is not None and asked <= now + after:
-                        continue
+                if kept is not None and kept[0] == now and kept[1] is config and still_reads(kept[2]) \
+                        and self._timer_covers(name, key, kept[3], ctx):
+                    continue
                 self._check_quiet_one(name, key, "it was not scheduled", ctx)
 
     def _reconcile_kept(self, ctl: registry.Controller, key: Key, ctx: Context) -> Result:
@@ -640,6 +627,14 @@ Quiet = Union[Workload, Parts, tuple[Parts, Hashable]]
 """What a quiet pass read of its Workload: the Workload as it was, until a change asks, then the
 parts it read, with the controller's view of them when it has one (a pair per Workload and
 controller costs 56 bytes, kept as long as the Workload stays quiet)."""
+
+
+def _unquiet(quiet: dict[Key, Quiet | None], key: Key) -> None:
+    """``key``'s pass no longer stands as quiet.  The entry is voided, not removed, until the
+    Workload goes: a Workload's quiet state comes and goes at every write, and removed and added
+    again the entry would keep the key the write came with, a new 64-byte tuple each time."""
+    if quiet.get(key) is not None:
+        quiet[key] = None
 
 
 def _quiet(ctl: registry.Controller, world: World, wl: Workload, config: Configuration

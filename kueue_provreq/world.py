@@ -362,8 +362,15 @@ class World:
                              "without metadata.name (World.created completes a generateName)")
         self._objects[key] = obj
         self._by_kind[key[0]][key] = obj
-        for ref in obj.metadata.owner_references:
-            _index_add(self._owned_by_name.setdefault(key[:2], {}), ref.name, key)
+        refs = obj.metadata.owner_references
+        if not refs:
+            return
+        at = key[:2]
+        by_owner = self._owned_by_name.get(at)
+        if by_owner is None:
+            by_owner = self._owned_by_name[at] = {}
+        for ref in refs:
+            _index_add(by_owner, ref.name, key)
             if ref.uid:
                 _index_add(self._dependents, ref.uid, key)
 
@@ -371,14 +378,17 @@ class World:
         key = key_of(obj)
         del self._objects[key]
         del self._by_kind[key[0]][key]
-        for ref in obj.metadata.owner_references:
-            by_owner = self._owned_by_name.get(key[:2])
-            if by_owner is not None:
-                _index_remove(by_owner, ref.name, key)
-                if not by_owner:
-                    del self._owned_by_name[key[:2]]
+        refs = obj.metadata.owner_references
+        if not refs:
+            return
+        at = key[:2]
+        by_owner = self._owned_by_name.get(at, {})
+        for ref in refs:
+            _index_remove(by_owner, ref.name, key)
             if ref.uid:
                 _index_remove(self._dependents, ref.uid, key)
+        if not by_owner:
+            self._owned_by_name.pop(at, None)
 
     def _delete_cascading(self, key: Key) -> list[tuple[Key, KubeObject | None]]:
         obj = self._objects.get(key)

@@ -331,19 +331,20 @@ def cluster_queue_name(world: World, wl: Workload) -> str | None:
     return lq.spec.cluster_queue if isinstance(lq, LocalQueue) else None
 
 
-def cluster_queue_for(world: World | Txn, wl: Workload) -> ClusterQueue | None:
+def cluster_queue_for(txn: Txn, wl: Workload) -> ClusterQueue | None:
     """``ClusterQueueForWorkload``: the admission's ClusterQueue once quota is reserved (the
     LocalQueue may have been repointed since), else the one its LocalQueue names; None when
-    either object is missing.  Asked of a World (invariants) and of a Txn (controllers)."""
+    either object is missing.  (The invariants keep their own reading of it: the oracle
+    imports no controller.)"""
     admission = wl.status.admission
     if admission is not None:
         name = admission.cluster_queue
     else:
-        lq = world.get(c.LOCAL_QUEUE, wl.metadata.namespace, wl.spec.queue_name)
+        lq = txn.get(c.LOCAL_QUEUE, wl.metadata.namespace, wl.spec.queue_name)
         if not isinstance(lq, LocalQueue):
             return None
         name = lq.spec.cluster_queue
-    cq = world.get(c.CLUSTER_QUEUE, "", name)
+    cq = txn.get(c.CLUSTER_QUEUE, "", name)
     return cq if isinstance(cq, ClusterQueue) else None
 
 

@@ -246,7 +246,7 @@ def reason_with_cause(reason: str, cause: str) -> str:
 def _count_eviction(extra: FrozenMap[str, Any], reason: str, cause: str) -> tuple[FrozenMap[str, Any], bool]:
     """``status.schedulingStats.evictions`` with this eviction counted, and whether one for
     the same reason and cause was counted before."""
-    stats = extra.get("schedulingStats", FrozenMap())
+    stats = extra.get("schedulingStats", EMPTY)
     evictions = list(stats.get("evictions", ()))
     seen_before = False
     for i, e in enumerate(evictions):
