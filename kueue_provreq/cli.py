@@ -39,6 +39,7 @@ from kueue_provreq.conformance.scenario import Scenario
 from kueue_provreq.conformance.timeline import Timeline, jsonl_writer, text_writer
 from kueue_provreq.errors import KueueProvreqError
 from kueue_provreq.explain import explain
+from kueue_provreq.cluster.testbed.command import add_testbed_command
 from kueue_provreq.explore.cli import add_explore_command
 from kueue_provreq.machines import MACHINES
 from kueue_provreq.manifests import ManifestError, ManifestErrors, dump_object, load_configuration_file
@@ -205,6 +206,7 @@ def build_parser() -> argparse.ArgumentParser:
     autoscaler_cmd.set_defaults(func=_autoscaler)
 
     add_explore_command(commands)
+    add_testbed_command(commands)
     return parser
 
 
