@@ -1,39 +1,27 @@
 """Running scenarios: build the world, apply each step, judge each expectation.
 
-One :class:`Run` per scenario.  It drives the library's own :class:`~kueue_provreq.engine.Manager`
-(the same loop every other driver uses) and writes the test's own changes (``apply``,
-``patch``, ``autoscaler`` ...) to the world directly, as a user or Cluster Autoscaler would.
-What happens is reported to an :class:`Observer`, which is how ``kueue-provreq run`` draws
-its timeline; ``conform`` needs only the :class:`Outcome`.
+One :class:`Run` per scenario.  It speaks to a world driver (:mod:`kueue_provreq.driver`): by
+default the model (:class:`~kueue_provreq.conformance.model.ModelDriver`, the library's own
+engine in simulated time), or any other implementation of Kueue, such as a real cluster
+(:mod:`kueue_provreq.cluster.conform`).  The steps, the matching and the report are the same
+for every driver, so a scenario means the same thing to each; what a driver cannot do, it
+says before the scenario starts, and the scenario is skipped with that reason.
 """
 
 from __future__ import annotations
 
-import math
-from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import attrs
 
 from kueue_provreq.api import constants as c
-from kueue_provreq.api import naming
-from kueue_provreq.api.config import Configuration
-from kueue_provreq.api.frozen import FrozenMap
-from kueue_provreq.api.meta import Condition, Time, set_condition
-from kueue_provreq.api.objects import (
-    KINDS,
-    Key,
-    KubeObject,
-    already_exists,
-    key_of,
-    not_found,
-)
-from kueue_provreq.api.provisioning import ProvisioningRequest
-from kueue_provreq.api.workload import Admission, Workload
+from kueue_provreq.api.meta import Condition
+from kueue_provreq.api.objects import JOB_KINDS, KINDS
+from kueue_provreq.api.workload import Workload
 from kueue_provreq.conformance.match import Matcher, show
-from kueue_provreq.conformance.patch import patch_document
+from kueue_provreq.conformance.model import ModelDriver, Observer, quota_step, user_changes
 from kueue_provreq.conformance.scenario import (
     DEFAULT_NAMESPACE,
     Advance,
@@ -48,40 +36,24 @@ from kueue_provreq.conformance.scenario import (
     SetQuotaReservation,
     Settle,
     Step,
-    format_time,
     parse_scenario,
     scenario_name,
 )
-from kueue_provreq.controllers import job
-from kueue_provreq.controllers.context import Context
-from kueue_provreq.controllers.queues import queue_gauges
-from kueue_provreq.controllers.workload_status import (
-    set_quota_reservation,
-    unset_quota_reservation,
+from kueue_provreq.driver import (
+    NEED_FAULTS,
+    NEED_RECONCILE,
+    NEED_RESTRICTED_SETTLE,
+    NEED_SEMANTICS,
+    Needs,
+    StepFailed,
+    WorldDriver,
 )
-from kueue_provreq.engine import Manager, Recorder, SettleError
-from kueue_provreq.errors import KueueProvreqError
-from kueue_provreq.machines import (
-    WORKLOAD_MACHINE,
-    Guard,
-    IllegalTransition,
-    Transition,
-    WorkloadTrigger,
-)
-from kueue_provreq.machines.phases import held_back, workload_phase
-from kueue_provreq.manifests import (
-    ManifestError,
-    dump_object,
-    format_duration,
-    load_object,
-    load_yaml_documents,
-)
-from kueue_provreq.world import Create, Effect, Event, MetricInc, Update, World
-from kueue_provreq.world import Delete as DeleteEffect
+from kueue_provreq.engine import ALL_CONTROLLERS, SettleError
+from kueue_provreq.machines import IllegalTransition
+from kueue_provreq.manifests import ManifestError, format_duration, load_yaml_documents
 
-
-class StepFailed(KueueProvreqError):
-    """A step whose outcome differs from what the scenario says."""
+__all__ = ["Observer", "Outcome", "Run", "StepFailed", "collect", "conform", "load_scenarios", "needs_of",
+           "quota_step", "user_changes"]
 
 
 @attrs.frozen
@@ -90,35 +62,42 @@ class Outcome:
     source: str
     failure: str | None = None
     """The first difference (``step N: ...``), or None when the scenario passed."""
+    skipped: str | None = None
+    """Why the driver could not run it (only a driver other than the model skips)."""
 
     @property
     def passed(self) -> bool:
-        return self.failure is None
+        return self.failure is None and self.skipped is None
 
     def line(self) -> str:
-        """The contract's report line: ``PASS name`` or ``FAIL name: <first difference>``."""
+        """The contract's report line: ``PASS name`` or ``FAIL name: <first difference>``
+        (and ``SKIP name: <reason>`` for a scenario a driver cannot run)."""
+        if self.skipped is not None:
+            return f"SKIP {self.name}: {one_line(self.skipped)}"
         if self.failure is None:
             return f"PASS {self.name}"
         return f"FAIL {self.name}: {one_line(self.failure)}"
 
 
-class Observer:
-    """What a run reports as it goes.  Every hook does nothing here; a timeline overrides them."""
-
-    def on_start(self, scenario: Scenario, world: World) -> None:
-        """The world is built, before the first step."""
-
-    def on_step(self, number: int, step: Step, clock: float) -> None:
-        """Step ``number`` (1-based) is about to run at ``clock`` (epoch seconds)."""
-
-    def on_effect(self, actor: str, effect: Effect, world: World) -> None:
-        """``actor`` (a controller or a step kind) applied ``effect``; ``world`` is after it."""
-
-    def on_expect(self, number: int, failure: str | None) -> None:
-        """An ``expect`` step was judged."""
-
-    def on_finish(self, outcome: Outcome) -> None:
-        """The run is over."""
+def needs_of(scenario: Scenario, config: Mapping[str, Any] | None = None) -> Needs:
+    """What ``scenario`` asks of a driver beyond the verbs every driver has."""
+    features = set()
+    advance = 0.0
+    for step in scenario.steps:
+        if isinstance(step, Reconcile):
+            features.add(NEED_RECONCILE)
+        elif isinstance(step, Settle) and set(step.controllers) != set(ALL_CONTROLLERS):
+            features.add(NEED_RESTRICTED_SETTLE)
+        elif isinstance(step, Advance):
+            advance += step.seconds
+    if scenario.faults:
+        features.add(NEED_FAULTS)
+    if scenario.config.semantics:
+        features.add(NEED_SEMANTICS)
+    bare = tuple((c.WORKLOAD, o.metadata.namespace or DEFAULT_NAMESPACE, o.metadata.name)
+                 for o in scenario.objects if isinstance(o, Workload)
+                 and not any(r.kind in JOB_KINDS for r in o.metadata.owner_references))
+    return Needs(frozenset(features), advance, config, bare)
 
 
 class Run:
@@ -126,41 +105,40 @@ class Run:
     wants the whole story); ``debug`` lets unexpected exceptions propagate with their traceback."""
 
     def __init__(self, scenario: Scenario, observer: Observer | None = None, *, keep_going: bool = False,
-                 debug: bool = False) -> None:
+                 debug: bool = False, driver: WorldDriver | None = None) -> None:
         self.scenario = scenario
         self.observer = observer or Observer()
         self.keep_going = keep_going
         self.debug = debug
-        self.clock = scenario.clock
-        self.world = World(faults=scenario.faults)
-        self.manager = Manager(self.world, Recorder(self._record))
+        self.driver: WorldDriver = driver if driver is not None else ModelDriver(scenario, self.observer)
         self.matcher = Matcher(scenario.clock)
-        self.events: list[Event] = []
-        self.event_cursor = 0
-        self.counters: dict[tuple[str, FrozenMap[str, str]], float] = defaultdict(float)
 
     @property
-    def ctx(self) -> Context:
-        return Context(now=self.now, config=self.scenario.config)
-
-    @property
-    def now(self) -> Time:
-        return Time(math.floor(self.clock))
+    def world(self) -> Any:
+        """The model's world (only when the driver is the model)."""
+        assert isinstance(self.driver, ModelDriver)
+        return self.driver.world
 
     def run(self) -> Outcome:
-        outcome = Outcome(self.scenario.name, self.scenario.source, self._run())
+        skip = self.driver.refuses(needs_of(self.scenario))
+        if skip is not None:
+            outcome = Outcome(self.scenario.name, self.scenario.source, skipped=skip)
+        else:
+            try:
+                outcome = Outcome(self.scenario.name, self.scenario.source, self._run())
+            finally:
+                self.driver.end()
         self.observer.on_finish(outcome)
         return outcome
 
     def _run(self) -> str | None:
         try:
-            self._build_world()
+            self.driver.begin(self.scenario.objects, self.scenario.clock)
         except (ScenarioError, StepFailed, ManifestError) as e:
             return str(e)
-        self.observer.on_start(self.scenario, self.world)
         first: str | None = None
         for number, step in enumerate(self.scenario.steps, 1):
-            self.observer.on_step(number, step, self.clock)
+            self.observer.on_step(number, step, self.driver.now)
             failure = self.run_step(step)
             if isinstance(step, Expect):
                 self.observer.on_expect(number, failure)
@@ -183,63 +161,32 @@ class Run:
             return f"internal error: {type(e).__name__}: {e}"
         return None
 
-    # --- the world ---------------------------------------------------------------------
-    def _created(self, obj: KubeObject) -> KubeObject:
-        """``obj`` as the API server stores it on create, Kueue's job webhook included."""
-        return self.world.created(job.defaulted(self.world, _scoped(obj), self.scenario.config), self.now)
-
-    def _build_world(self) -> None:
-        for i, obj in enumerate(self.scenario.objects):
-            obj = self._created(obj)
-            if key_of(obj) in self.world:
-                kind, _, name = key_of(obj)
-                raise ScenarioError(f"objects[{i}]: {already_exists(kind, name)}")
-            self.world.put(obj)
-
-    def _record(self, actor: str, key: Key, effect: Effect) -> None:
-        if isinstance(effect, Event):
-            self.events.append(effect)
-        elif isinstance(effect, MetricInc):
-            self.counters[(effect.name, effect.labels)] += effect.value
-        self.observer.on_effect(actor, effect, self.world)
-
-    def _write(self, actor: str, effect: Create | Update | DeleteEffect) -> list[Key]:
-        """A change made by the test itself (not a controller): applied as given, unverified."""
-        keys = self.world.apply(effect)
-        self._record(actor, keys[0] if keys else ("", "", ""), effect)
-        return keys
-
-    def _get(self, kind: str, namespace: str, name: str) -> KubeObject:
-        obj = self.world.get(kind, namespace, name)
-        if obj is None:
-            raise StepFailed(not_found(kind, name))
-        return obj
-
     # --- steps -------------------------------------------------------------------------
     def _step(self, step: Step) -> None:
+        d = self.driver
         match step:
             case Settle():
-                self.manager.settle(self.ctx, step.controllers)
+                d.settle(None if set(step.controllers) == set(ALL_CONTROLLERS) else step.controllers)
             case Reconcile():
                 self._reconcile(step)
             case Advance():
-                self.clock += step.seconds
+                d.advance(step.seconds)
             case Autoscaler():
-                self._autoscaler(step)
+                d.autoscaler(step.namespace, step.request,
+                             Condition(step.condition, step.status, step.reason, step.message), step.details)
             case SetQuotaReservation():
-                self._set_quota_reservation(step)
+                d.set_quota_reservation(step.namespace, step.name, step.admission)
             case Apply():
-                self._apply(step)
+                d.apply(step.obj, step.has_status, step.has_generation)
             case Delete():
-                self._get(step.kind, step.namespace, step.name)
-                self._write(step.KIND, DeleteEffect(step.kind, step.namespace, step.name))
+                d.delete(step.kind, step.namespace, step.name)
             case Patch():
-                self._patch(step)
+                d.patch(step.kind, step.namespace, step.name, step.api_version, step.merge)
             case Expect():
                 self._expect(step)
 
     def _reconcile(self, step: Reconcile) -> None:
-        result, _ = self.manager.reconcile(step.controller, step.key, self.ctx)
+        result = self.driver.reconcile(step.controller, step.key)
         if step.expect_error is not None:
             if result.error is None:
                 raise StepFailed(f"expected an error containing {step.expect_error!r}, got none")
@@ -254,224 +201,69 @@ class Run:
                 raise StepFailed(f"expected requeueAfter {want}, got "
                                  f"{format_duration(got) if got else 'none'}")
 
-    def _autoscaler(self, step: Autoscaler) -> None:
-        pr = self._request(step)
-        cond = Condition(step.condition, step.status, step.reason, step.message, None, pr.metadata.generation)
-        conditions, _ = set_condition(pr.status.conditions, cond, self.now)
-        status = attrs.evolve(pr.status, conditions=conditions)
-        if step.details is not None:
-            status = attrs.evolve(status, provisioning_class_details=FrozenMap(step.details))
-        new = attrs.evolve(pr, status=status)
-        if new != pr:
-            self._write(step.KIND, Update(new))
-
-    def _request(self, step: Autoscaler) -> ProvisioningRequest:
-        """The request an autoscaler step names: ``$latest`` is the newest one (by creation
-        time, then attempt number) of the scenario's only workload; without a namespace,
-        the one namespace that holds a request of that name."""
-        if step.request == "$latest":
-            workloads = self.world.objects(c.WORKLOAD)
-            if len(workloads) != 1:
-                raise StepFailed(f"$latest needs exactly one Workload, the world has {len(workloads)}")
-            wl = workloads[0].metadata
-            owned = [o for o in self.world.owned_by_name(c.PROVISIONING_REQUEST, wl.namespace, wl.name)
-                     if isinstance(o, ProvisioningRequest)
-                     and any(r.kind == c.WORKLOAD for r in o.metadata.owner_references)]
-            if not owned:
-                raise StepFailed(f"$latest: Workload {wl.namespace}/{wl.name} has no ProvisioningRequest")
-            only = workloads[0]
-            checks = [s.name for s in only.status.admission_checks] if isinstance(only, Workload) else []
-            return max(owned, key=lambda p: (p.metadata.creation_timestamp or 0, _attempt(p, wl.name, checks),
-                                             p.metadata.name))
-        if step.namespace is not None:
-            pr = self._get(c.PROVISIONING_REQUEST, step.namespace, step.request)
-        else:
-            found = [p for p in self.world.objects(c.PROVISIONING_REQUEST) if p.metadata.name == step.request]
-            if len(found) > 1:
-                raise StepFailed(f"ProvisioningRequest {step.request!r} exists in several namespaces "
-                                 f"({', '.join(sorted(p.metadata.namespace for p in found))}): give a namespace")
-            if not found:
-                raise StepFailed(not_found(c.PROVISIONING_REQUEST, step.request))
-            pr = found[0]
-        assert isinstance(pr, ProvisioningRequest)
-        return pr
-
-    def _set_quota_reservation(self, step: SetQuotaReservation) -> None:
-        wl = self._get(c.WORKLOAD, step.namespace, step.name)
-        assert isinstance(wl, Workload)
-        update = quota_step(wl, step.admission, self.now, self.scenario.config)
-        if update.obj != wl:
-            self._write(step.KIND, update)
-
-    def _apply(self, step: Apply) -> None:
-        """``kubectl apply``: create, or replace labels, annotations, owners and spec (and the
-        status only when the manifest has one); identity and history stay the server's."""
-        obj = _scoped(step.obj)
-        old = self.world.get(*key_of(obj))
-        if old is None:
-            self._write(step.KIND, Create(self._created(obj)))
-            return
-        if not step.has_status and hasattr(old, "status"):
-            obj = attrs.evolve(cast(Any, obj), status=cast(Any, old).status)
-        meta = obj.metadata
-        generation = meta.generation if step.has_generation else _next_generation(old, obj)
-        new = attrs.evolve(obj, metadata=attrs.evolve(
-            meta, uid=meta.uid or old.metadata.uid, generation=generation,
-            creation_timestamp=meta.creation_timestamp if meta.creation_timestamp is not None
-            else old.metadata.creation_timestamp))
-        if new != old:
-            self._write(step.KIND, Update(new, user_changes(old, new)))
-
-    def _patch(self, step: Patch) -> None:
-        old = self._get(step.kind, step.namespace, step.name)
-        doc = patch_document(dump_object(old, step.api_version), step.merge, format_time(self.clock))
-        new = load_object(doc, semantics=self.scenario.config.semantics)
-        if key_of(new) != key_of(old):
-            raise StepFailed("a patch cannot change an object's kind, namespace or name")
-        meta = step.merge.get("metadata")
-        if not (isinstance(meta, Mapping) and meta.get("generation") is not None):
-            new = attrs.evolve(new, metadata=attrs.evolve(new.metadata, generation=_next_generation(old, new)))
-        if new != old:
-            self._write(step.KIND, Update(new, user_changes(old, new)))
-
     # --- expectations ------------------------------------------------------------------
     def _expect(self, step: Expect) -> None:
-        events = self.events[self.event_cursor:]
-        self.event_cursor = len(self.events)
+        events = self.driver.take_events()
         for i, expected in enumerate(step.objects):
             kind, meta = expected["kind"], expected["metadata"]
             scoped = KINDS[kind].NAMESPACED
             ns = (meta.get("namespace") or DEFAULT_NAMESPACE) if scoped else ""
             ref = f"{kind} {ns}/{meta['name']}" if scoped else f"{kind} {meta['name']}"
-            obj = self.world.get(kind, ns, meta["name"])
-            if obj is None:
+            doc = self.driver.read(kind, ns, meta["name"], expected.get("apiVersion"))
+            if doc is None:
                 raise StepFailed(f"objects[{i}]: {ref} not found")
-            diff = self.matcher.match(expected, dump_object(obj, expected.get("apiVersion")))
+            diff = self.matcher.match(expected, doc)
             if diff is not None:
                 raise StepFailed(f"objects[{i}]: {ref}: {diff}")
         for i, (kind, ns, name) in enumerate(step.absent):
-            if (kind, ns, name) in self.world:
+            if self.driver.read(kind, ns, name, None) is not None:
                 raise StepFailed(f"absent[{i}]: {kind} {f'{ns}/' if ns else ''}{name} exists")
         for kind, n in step.count.items():
-            have = len(self.world.objects(kind))
+            have = self.driver.count(kind)
             if have != n:
                 raise StepFailed(f"count.{kind}: expected {n}, got {have}")
         if step.events is not None:
             self._expect_events(step.events, events, step.exact_events)
         if step.metrics:
-            series = self._series()
+            series = self.driver.metric_series()
             for i, m in enumerate(step.metrics):
-                total = sum(v for (name, labels), v in series
+                total = sum(v for name, labels, v in series
                             if name == m.name and all(labels.get(k) == want for k, want in m.labels.items()))
                 if total != m.value:
                     labels = ",".join(f"{k}={v}" for k, v in m.labels.items())
                     raise StepFailed(f"metrics[{i}]: {m.name}{{{labels}}}: expected {m.value:g}, got {total:g}")
 
-    def _expect_events(self, expected: Sequence[Mapping[str, Any]], emitted: list[Event], exact: bool) -> None:
-        records = [event_record(e) for e in emitted]
+    def _expect_events(self, expected: Sequence[Mapping[str, Any]], emitted: list[dict[str, Any]],
+                       exact: bool) -> None:
         summary = "; ".join(describe_event(e) for e in emitted) or "none"
-        if exact and len(records) != len(expected):
-            raise StepFailed(f"events: expected exactly {len(expected)}, got {len(records)}: {summary}")
+        if exact and len(emitted) != len(expected):
+            raise StepFailed(f"events: expected exactly {len(expected)}, got {len(emitted)}: {summary}")
         position = 0
         for i, want in enumerate(expected):
             if exact:
-                diff = self.matcher.match(want, records[i])
+                diff = self.matcher.match(want, emitted[i])
                 if diff is not None:
                     raise StepFailed(f"events[{i}]: {diff} (emitted since the previous expect: {summary})")
                 continue
-            while position < len(records) and self.matcher.match(want, records[position]) is not None:
+            while position < len(emitted) and self.matcher.match(want, emitted[position]) is not None:
                 position += 1
-            if position == len(records):
+            if position == len(emitted):
                 raise StepFailed(f"events[{i}]: no event matches {show(want)} in order "
                                  f"(emitted since the previous expect: {summary})")
             position += 1
-
-    def _series(self) -> list[tuple[tuple[str, Mapping[str, str]], float]]:
-        """Counters since the start, and the gauges as the queues stand now."""
-        series: list[tuple[tuple[str, Mapping[str, str]], float]] = list(self.counters.items())
-        series.extend(((g.name, g.labels), g.value) for g in queue_gauges(self.world, self.ctx))
-        return series
 
 
 # --- helpers ------------------------------------------------------------------------------
 
 
-def event_record(e: Event) -> dict[str, Any]:
-    """An emitted event in the scenario format's shape."""
-    return {"type": e.type, "reason": e.reason, "message": e.message,
-            "object": {"kind": e.kind, "namespace": e.namespace, "name": e.name}}
-
-
-def describe_event(e: Event) -> str:
-    where = f"{e.namespace}/{e.name}" if e.namespace else e.name
-    return f"{e.type} {e.reason} {e.kind} {where} {e.message!r}"
+def describe_event(e: Mapping[str, Any]) -> str:
+    obj = e["object"]
+    where = f"{obj['namespace']}/{obj['name']}" if obj["namespace"] else obj["name"]
+    return f"{e['type']} {e['reason']} {obj['kind']} {where} {e['message']!r}"
 
 
 def one_line(text: str) -> str:
     return " ".join(text.split("\n"))
-
-
-def _scoped(obj: KubeObject) -> KubeObject:
-    """A namespaced object given without a namespace lives in ``default``, as kubectl puts it."""
-    if not obj.NAMESPACED or obj.metadata.namespace:
-        return obj
-    return attrs.evolve(obj, metadata=attrs.evolve(obj.metadata, namespace=DEFAULT_NAMESPACE))
-
-
-def _spec(obj: KubeObject) -> tuple[Any, ...]:
-    """Everything but metadata and status: what moves ``metadata.generation``."""
-    return tuple(getattr(obj, f.name) for f in attrs.fields(type(obj)) if f.name not in ("metadata", "status"))
-
-
-def _next_generation(old: KubeObject, new: KubeObject) -> int:
-    generation = old.metadata.generation or 1
-    return generation + 1 if _spec(new) != _spec(old) else generation
-
-
-def quota_step(wl: Workload, admission: Admission | None, now: Time, config: Configuration) -> Update:
-    """The ``setQuotaReservation`` step: Kueue's ``SetQuotaReservation`` test helper, or with no
-    admission ``UnsetQuotaReservationWithCondition``, and the user trigger each stands for."""
-    if admission is None:
-        return Update(unset_quota_reservation(wl, c.REASON_EVICTED_BY_TEST, c.MSG_EVICTED_BY_TEST, now, config),
-                      _user_fire(workload_phase(wl), WorkloadTrigger.UNSET_QUOTA,
-                                 {Guard.DEACTIVATED: not wl.is_active, Guard.BACKOFF: held_back(wl)}))
-    new = set_quota_reservation(wl, admission, now)
-    return Update(new, _user_fire(workload_phase(wl), WorkloadTrigger.RESERVE_QUOTA,
-                                  {Guard.ALL_CHECKS_READY: new.is_admitted(), Guard.PREEMPTIONS_PENDING: False}))
-
-
-def _user_fire(phase: str, trigger: WorkloadTrigger, guards: Mapping[Guard, bool] | None = None
-               ) -> tuple[Transition, ...]:
-    """A scenario step standing for a user or one of Kueue's test helpers fires the workload
-    machine as that actor would; a step the machine has no transition for (the format lets a
-    scenario write anything) is an outside write that names no trigger."""
-    try:
-        return (WORKLOAD_MACHINE.transition(phase, trigger, guards),)
-    except IllegalTransition:
-        return ()
-
-
-def user_changes(old: KubeObject, new: KubeObject) -> tuple[Transition, ...]:
-    """The user actions an ``apply`` or ``patch`` of a Workload stands for: (de)activating it,
-    and finishing it (its job completed)."""
-    if not isinstance(old, Workload) or not isinstance(new, Workload):
-        return ()
-    fired: tuple[Transition, ...] = ()
-    phase: str = workload_phase(old)
-    if old.is_active != new.is_active:
-        if new.is_active:
-            fired = _user_fire(phase, WorkloadTrigger.REACTIVATE, {Guard.REQUEUED: not held_back(old)})
-        else:
-            fired = _user_fire(phase, WorkloadTrigger.DEACTIVATE)
-        phase = fired[-1].target if fired else phase
-    if new.is_finished() and not old.is_finished():
-        fired += _user_fire(phase, WorkloadTrigger.FINISH)
-    return fired
-
-
-def _attempt(pr: ProvisioningRequest, workload: str, checks: list[str]) -> int:
-    """The attempt number a request's name carries for one of the workload's checks (else 0)."""
-    return next((n for check in checks if (n := naming.attempt_of(pr.metadata.name, workload, check)) is not None), 0)
 
 
 # --- files -----------------------------------------------------------------------------------

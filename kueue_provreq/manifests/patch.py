@@ -1,4 +1,4 @@
-"""The ``patch`` step: a JSON merge patch (RFC 7386) with keyed status lists.
+"""The conformance format's ``patch``: a JSON merge patch (RFC 7386) with keyed status lists.
 
 A plain merge patch would replace ``status.conditions`` wholesale, so a test that sets one
 condition would erase the others.  Here ``status.conditions`` (by ``type``) and
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kueue_provreq.conformance.scenario import ScenarioError
+from kueue_provreq.manifests.errors import ManifestError
 
 #: status list -> (its key field, the field whose change moves lastTransitionTime)
 KEYED_STATUS_LISTS = {"conditions": ("type", "status"), "admissionChecks": ("name", "state")}
@@ -58,7 +58,7 @@ def merge_keyed(current: list[Any], elements: list[Any], key: str, tracked: str,
     out = [dict(e) for e in current]
     for i, element in enumerate(elements):
         if not isinstance(element, Mapping) or not isinstance(element.get(key), str):
-            raise ScenarioError(f'{path}[{i}]: each element needs a "{key}"')
+            raise ManifestError(f'each element needs a "{key}"', path=f"{path}[{i}]")
         if tracked == "status" and isinstance(element.get("status"), bool):
             element = {**element, "status": "True" if element["status"] else "False"}
         index = next((j for j, e in enumerate(out) if e.get(key) == element[key]), None)
