@@ -34,7 +34,7 @@ from kueue_provreq import __version__, diagrams
 from kueue_provreq.api.config import SEMANTICS, Configuration, parse_semantics
 from kueue_provreq.api.meta import Time
 from kueue_provreq.api.objects import KubeObject
-from kueue_provreq.conformance.runner import Outcome, Run, collect, conform, load_scenarios
+from kueue_provreq.conformance.runner import Outcome, Run, collect, conform, load_scenarios, scenarios_in
 from kueue_provreq.conformance.scenario import Scenario
 from kueue_provreq.conformance.timeline import Timeline, jsonl_writer, text_writer
 from kueue_provreq.errors import KueueProvreqError
@@ -82,6 +82,14 @@ def build_parser() -> argparse.ArgumentParser:
                     "*.yaml). Prints 'PASS name' or 'FAIL name: step N: <first difference>' per "
                     "scenario, then 'N passed, M failed'. Exit status 0 only when M is 0.")
     conform_cmd.add_argument("paths", nargs="+", metavar="PATH", help="a scenario file or a folder")
+    conform_cmd.add_argument("--cluster", metavar="KUBECONFIG",
+                             help="judge the real Kueue of this cluster instead of the model (a testbed's "
+                                  "kubeconfig lets scenarios with a config restart Kueue and read its metrics)")
+    conform_cmd.add_argument("--context", metavar="NAME", help="with --cluster: the kubeconfig context")
+    conform_cmd.add_argument("--parallel", type=int, default=8, metavar="N",
+                             help="with --cluster: scenarios run side by side, each in its own namespaces (default 8)")
+    conform_cmd.add_argument("--max-advance", default="2m", metavar="DURATION",
+                             help="with --cluster: skip scenarios whose advances add up to more (default 2m)")
     conform_cmd.set_defaults(func=_conform)
 
     run_cmd = commands.add_parser(
@@ -587,12 +595,44 @@ def _conform(args: argparse.Namespace) -> int:
         raise UsageError(str(e)) from None
     if not files:
         raise UsageError(f"no *.yaml scenario files in {', '.join(args.paths)}")
+    if args.cluster is not None:
+        return _conform_cluster(args, files)
     passed = failed = 0
     for outcome in conform(files, debug=args.debug):
         print(outcome.line(), flush=True)
         passed, failed = passed + outcome.passed, failed + (not outcome.passed)
     print(f"{passed} passed, {failed} failed")
     return 0 if failed == 0 else 1
+
+
+def _conform_cluster(args: argparse.Namespace, files: list[Path]) -> int:
+    """``conform --cluster``: the runner (conformance) drives the cluster port's driver."""
+    from kueue_provreq.cluster import client
+    from kueue_provreq.cluster.conform import judge_on_cluster
+    from kueue_provreq.cluster.testbed.controlplane import testbed_of
+
+    if args.parallel < 1:
+        raise UsageError(f"--parallel: expected a positive number, got {args.parallel}")
+    try:
+        max_advance = parse_duration(args.max_advance)
+    except ValueError as e:
+        raise UsageError(f"--max-advance: {e}") from None
+    counts = {"passed": 0, "failed": 0, "skipped": 0}
+
+    def report(outcome: Outcome) -> None:
+        print(outcome.line(), flush=True)
+        key = "skipped" if outcome.skipped is not None else "passed" if outcome.passed else "failed"
+        counts[key] += 1
+
+    try:
+        with client.connect(args.cluster, args.context) as api:
+            judge_on_cluster(api, list(scenarios_in(files)), testbed_of(args.cluster), report,
+                             lambda scenario, driver: Run(scenario, driver=driver, debug=args.debug).run(),
+                             parallel=args.parallel, max_advance=max_advance)
+    except (client.ClusterError, client.ApiError) as e:
+        raise UsageError(str(e)) from None
+    print(f"{counts['passed']} passed, {counts['failed']} failed, {counts['skipped']} skipped")
+    return 0 if counts["failed"] == 0 else 1
 
 
 def _scenarios(source: str) -> list[Scenario]:

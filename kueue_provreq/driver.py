@@ -51,8 +51,12 @@ class Needs:
     """The seconds its ``advance`` steps add up to (a real cluster waits them out)."""
     config: Mapping[str, Any] | None = None
     """Its Kueue ``config`` fragment, as written (None: the default Configuration)."""
-    bare_workloads: tuple[Key, ...] = ()
-    """Workloads of its world that no job owns (the format's implicit job integration)."""
+    bare_workloads: tuple[tuple[Key, int], ...] = ()
+    """Workloads of its world that no job owns (the format's implicit job integration), each
+    with its number of pod sets."""
+    tied_creations: bool = False
+    """Whether two Workloads of its world give the same ``creationTimestamp`` (their queue order
+    then rests on their uids)."""
 
 
 @attrs.frozen

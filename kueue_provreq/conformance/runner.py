@@ -52,7 +52,7 @@ from kueue_provreq.engine import ALL_CONTROLLERS, SettleError
 from kueue_provreq.machines import IllegalTransition
 from kueue_provreq.manifests import ManifestError, format_duration, load_yaml_documents
 
-__all__ = ["Observer", "Outcome", "Run", "StepFailed", "collect", "conform", "load_scenarios", "needs_of",
+__all__ = ["Observer", "Outcome", "Run", "StepFailed", "collect", "conform", "load_scenarios", "needs_of", "scenarios_in",
            "quota_step", "user_changes"]
 
 
@@ -79,7 +79,7 @@ class Outcome:
         return f"FAIL {self.name}: {one_line(self.failure)}"
 
 
-def needs_of(scenario: Scenario, config: Mapping[str, Any] | None = None) -> Needs:
+def needs_of(scenario: Scenario) -> Needs:
     """What ``scenario`` asks of a driver beyond the verbs every driver has."""
     features = set()
     advance = 0.0
@@ -94,10 +94,12 @@ def needs_of(scenario: Scenario, config: Mapping[str, Any] | None = None) -> Nee
         features.add(NEED_FAULTS)
     if scenario.config.semantics:
         features.add(NEED_SEMANTICS)
-    bare = tuple((c.WORKLOAD, o.metadata.namespace or DEFAULT_NAMESPACE, o.metadata.name)
+    bare = tuple(((c.WORKLOAD, o.metadata.namespace or DEFAULT_NAMESPACE, o.metadata.name), len(o.spec.pod_sets))
                  for o in scenario.objects if isinstance(o, Workload)
                  and not any(r.kind in JOB_KINDS for r in o.metadata.owner_references))
-    return Needs(frozenset(features), advance, config, bare)
+    stamps = [o.metadata.creation_timestamp for o in scenario.objects
+              if isinstance(o, Workload) and o.metadata.creation_timestamp is not None]
+    return Needs(frozenset(features), advance, scenario.config_document, bare, len(set(stamps)) < len(stamps))
 
 
 class Run:
@@ -314,9 +316,9 @@ def _manifest_name(doc: Mapping[str, Any]) -> str:
     return str(name or "(no name)")
 
 
-def conform(files: Iterable[Path], *, debug: bool = False) -> Iterator[Outcome]:
-    """Run every scenario of ``files`` (see :func:`collect`), yielding outcomes as they come.
-    Names must be unique within a folder: a later scenario reusing one fails."""
+def scenarios_in(files: Iterable[Path]) -> Iterator[Scenario | Outcome]:
+    """Every scenario of ``files`` (see :func:`collect`), and an Outcome for each that cannot
+    run: unreadable, or reusing a name already taken in its folder."""
     seen: dict[tuple[Path, str], str] = {}
     for path in files:
         for item in load_scenarios(path):
@@ -328,4 +330,11 @@ def conform(files: Iterable[Path], *, debug: bool = False) -> Iterator[Outcome]:
                 yield Outcome(item.name, item.source, f"duplicate scenario name (also in {seen[key]})")
                 continue
             seen[key] = item.source
-            yield Run(item, debug=debug).run()
+            yield item
+
+
+def conform(files: Iterable[Path], *, debug: bool = False) -> Iterator[Outcome]:
+    """Run every scenario of ``files`` on the model, yielding outcomes as they come.
+    Names must be unique within a folder: a later scenario reusing one fails."""
+    for item in scenarios_in(files):
+        yield item if isinstance(item, Outcome) else Run(item, debug=debug).run()

@@ -210,6 +210,9 @@ class Scenario:
     objects: tuple[KubeObject, ...]
     steps: tuple[Step, ...]
     description: str = ""
+    config_document: Mapping[str, Any] | None = None
+    """``config`` as written (a Kueue Configuration fragment), for a driver that runs the real
+    Kueue with it."""
 
 
 # --- reading ----------------------------------------------------------------------------
@@ -244,8 +247,10 @@ def parse_scenario(data: object, source: str) -> Scenario:
     description = d.get("description") or ""
     if not isinstance(description, str):
         raise ScenarioError(f"description: expected a string, got {_type(description)}")
+    raw_config = d.get("config")
     return Scenario(name=name, source=source, clock=clock, config=config, faults=faults,
-                    objects=objects, steps=steps, description=description)
+                    objects=objects, steps=steps, description=description,
+                    config_document=raw_config if isinstance(raw_config, Mapping) else None)
 
 
 def _fault(data: object, path: str) -> Fault:

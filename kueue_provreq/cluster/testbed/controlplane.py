@@ -167,6 +167,11 @@ class Testbed:
     started_in: float
     """Seconds ``up`` took, from the first program started to Kueue ready."""
 
+    @property
+    def metrics_url(self) -> str:
+        """Kueue's metrics endpoint (HTTPS; a bearer token with ``get`` on ``/metrics``)."""
+        return f"https://127.0.0.1:{self.ports['kueue-metrics']}/metrics"
+
     def process(self, name: str) -> Process:
         return next(p for p in self.processes if p.name == name)
 
@@ -194,7 +199,26 @@ def default_folder(oracle: Oracle) -> Path:
 
 # --- the configuration files -------------------------------------------------------------------
 
-def kubeconfig_text(server: str, pki: Pki) -> str:
+#: The kubeconfig's extension that names the testbed it belongs to, so that a tool given only
+#: the kubeconfig (``conform --cluster``) can restart Kueue with another Configuration and read
+#: its metrics.
+KUBECONFIG_EXTENSION = "kueue-provreq.testbed"
+
+
+def testbed_of(kubeconfig: str | Path) -> Testbed | None:
+    """The running testbed a kubeconfig ``up`` wrote belongs to, or None (another cluster's)."""
+    try:
+        doc = yaml.safe_load(Path(kubeconfig).read_text())
+    except (OSError, yaml.YAMLError):
+        return None
+    for ext in (doc or {}).get("extensions") or () if isinstance(doc, dict) else ():
+        if isinstance(ext, dict) and ext.get("name") == KUBECONFIG_EXTENSION:
+            folder = (ext.get("extension") or {}).get("folder")
+            return Testbed.load(Path(folder)) if isinstance(folder, str) else None
+    return None
+
+
+def kubeconfig_text(server: str, pki: Pki, folder: Path) -> str:
     def b64(path: Path) -> str:
         return base64.b64encode(path.read_bytes()).decode()
 
@@ -206,6 +230,8 @@ def kubeconfig_text(server: str, pki: Pki) -> str:
                                               "client-key-data": b64(pki.admin.key)}}],
         "contexts": [{"name": "testbed", "context": {"cluster": "testbed", "user": "admin"}}],
         "current-context": "testbed",
+        "extensions": [{"name": KUBECONFIG_EXTENSION, "extension": {
+            "apiVersion": "kueue-provreq/v1", "kind": "Testbed", "folder": str(folder)}}],
     }
     return yaml.safe_dump(doc, sort_keys=False)
 
@@ -363,7 +389,7 @@ def _up(oracle: Oracle, folder: Path, kubeconfig_out: Path | None, timeout: floa
     logs = folder / LOGS
     server = f"https://127.0.0.1:{ports['apiserver']}"
     kubeconfig = folder / "kubeconfig"
-    kubeconfig.write_text(kubeconfig_text(server, pki))
+    kubeconfig.write_text(kubeconfig_text(server, pki, folder))
     kubeconfig.chmod(0o600)
 
     def launch(name: str, argv: list[str]) -> Process:
