@@ -23,7 +23,6 @@ import attrs
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.config import Configuration
 from kueue_provreq.api.evolve import same
-from kueue_provreq.api.meta import TimeLike
 from kueue_provreq.api.objects import JOB_KINDS, Key, KubeObject, key_of
 from kueue_provreq.api.workload import Workload
 from kueue_provreq.controllers import queues, registry, scheduler
@@ -471,9 +470,9 @@ class Manager:
         return changed
 
     # --- settle -------------------------------------------------------------------
-    def settle(self, ctx: Context | TimeLike, controllers: Iterable[str] = ALL_CONTROLLERS) -> None:
+    def settle(self, ctx: Context | float, controllers: Iterable[str] = ALL_CONTROLLERS) -> None:
         """Reconcile what is due until nothing changes at ``ctx.now``.  ``ctx`` may be a time
-        alone (seconds, RFC 3339 text or a ``datetime``): the default Configuration then."""
+        alone (seconds since the epoch): the default Configuration then."""
         if not isinstance(ctx, Context):
             ctx = Context(now=ctx)
         # The models hold no reference cycles (a test checks that), so reference counting frees

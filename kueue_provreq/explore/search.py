@@ -62,6 +62,7 @@ from kueue_provreq.api.workload import PodSet, Workload, WorkloadSpec
 from kueue_provreq.controllers import registry, scheduler
 from kueue_provreq.controllers.context import Context
 from kueue_provreq.engine import SCHEDULER, Manager, SettleError, changes_world
+from kueue_provreq.errors import KueueProvreqError
 from kueue_provreq.machines import (
     PROVISIONING_REQUEST_MACHINE,
     IllegalTransition,
@@ -76,6 +77,10 @@ EPOCH = Time(1_704_067_200)
 NAMESPACE = "default"
 WORKLOAD_NAMES = ("wla", "wlb")
 GRANULARITIES = ("settle", "reconcile")
+
+class OptionsError(KueueProvreqError, ValueError):
+    """Options that describe no world the search can build."""
+
 
 @attrs.frozen
 class Options:
@@ -104,7 +109,7 @@ class Options:
 
     def __attrs_post_init__(self) -> None:
         if self.preemption and self.workloads != 2:
-            raise ValueError("the preemption world has two workloads (--workloads 2)")
+            raise OptionsError("the preemption world has two workloads (--workloads 2)")
 
 
 @attrs.frozen

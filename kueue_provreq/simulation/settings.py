@@ -18,13 +18,15 @@ from typing import Any
 import attrs
 import yaml
 
+from kueue_provreq.errors import KueueProvreqError
+
 RETRY_STRATEGY_FIELDS = ("backoffLimitCount", "backoffBaseSeconds", "backoffMaxSeconds")
 SHORTHANDS = tuple(f"retryStrategy.{f}" for f in RETRY_STRATEGY_FIELDS)
 
 _TOKEN = re.compile(r"""\[(?:"([^"]*)"|'([^']*)'|([^\]"']*))\]|([^.\[\]]+)""")
 
 
-class SettingError(ValueError):
+class SettingError(KueueProvreqError, ValueError):
     """A ``--set`` that cannot be read or applied; the message starts with the setting."""
 
 
