@@ -51,7 +51,7 @@ def test_a_real_conform_run_prints_its_verdicts(folder: Path) -> None:
 def test_debug_shows_the_traceback() -> None:
     out = real("run", "/nonexistent.yaml", "--debug")
     assert out.returncode != 0
-    assert "Traceback" in out.stderr and "UsageError" in out.stderr
+    assert "Traceback" in out.stderr and "NoSuchPath" in out.stderr
 
 
 # --- in process --------------------------------------------------------------------------------

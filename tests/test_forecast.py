@@ -219,7 +219,7 @@ def test_config_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (["--autoscaler", "provison@5m"], "--autoscaler provison@5m: item 1 'provison@5m': unknown answer"),
+    (["--autoscaler", "provison@5m"], "--autoscaler: item 1 'provison@5m': unknown answer"),
     (["--until", "soon"], "--until: invalid duration 'soon'"),
     (["--at", "yesterday"], "--at: expected an RFC 3339 time"),
     (["--config", "/nonexistent.yaml"], "/nonexistent.yaml: cannot read"),

@@ -80,6 +80,10 @@ from kueue_provreq.world import Create, Effect, Event, MetricInc, Update, World
 from kueue_provreq.world import Delete as DeleteEffect
 
 
+class NoSuchPath(KueueProvreqError, FileNotFoundError):
+    """A scenario file or folder named that does not exist."""
+
+
 class StepFailed(KueueProvreqError):
     """A step whose outcome differs from what the scenario says."""
 
@@ -90,6 +94,8 @@ class Outcome:
     source: str
     failure: str | None = None
     """The first difference (``step N: ...``), or None when the scenario passed."""
+    errors: tuple[ManifestError, ...] = ()
+    """For a scenario that cannot be read: every problem, each naming its file, line and field."""
 
     @property
     def passed(self) -> bool:
@@ -479,7 +485,7 @@ def _attempt(pr: ProvisioningRequest, workload: str, checks: list[str]) -> int:
 
 def collect(paths: Iterable[str | Path]) -> list[Path]:
     """The scenario files named: files as given, folders searched recursively for ``*.yaml``.
-    Raises FileNotFoundError for a path that does not exist."""
+    Raises :class:`NoSuchPath` (a ``FileNotFoundError``) for a path that does not exist."""
     files: list[Path] = []
     for p in map(Path, paths):
         if p.is_dir():
@@ -487,7 +493,7 @@ def collect(paths: Iterable[str | Path]) -> list[Path]:
         elif p.is_file():
             files.append(p)
         else:
-            raise FileNotFoundError(f"{p}: no such file or directory")
+            raise NoSuchPath(f"{p}: no such file or directory")
     return list(dict.fromkeys(files))
 
 

@@ -15,7 +15,7 @@ States are compared after canonicalisation: uids are dropped (every object is
 named uniquely and refers to its owner by name too), times are made relative to
 the clock, and identical workloads are interchangeable (symmetry reduction).
 
-Nothing here reads a clock, prints or touches a file: :mod:`kueue_provreq.explore.cli`
+Nothing here reads a clock, prints or touches a file: :mod:`kueue_provreq.cli.explore`
 measures and reports.
 """
 
