@@ -16,8 +16,8 @@ from kueue_provreq.errors import KueueProvreqError
 from kueue_provreq.machines import IllegalTransition
 from kueue_provreq.manifests import ManifestError, ManifestErrors
 
-from builders import A_WORKLOAD_EXISTS, SETUP, cli as run_cli
-from builders import job, simulation_file
+from builders import A_WORKLOAD_EXISTS, SETUP, job, simulation_file
+from builders import cli as run_cli
 
 
 def subcommands() -> dict[str, argparse.ArgumentParser]:
