@@ -51,6 +51,7 @@ from kueue_provreq.conformance.scenario import (
     format_time,
     parse_scenario,
     scenario_name,
+    step_number,
 )
 from kueue_provreq.controllers import job
 from kueue_provreq.controllers.context import Context
@@ -71,6 +72,7 @@ from kueue_provreq.machines import (
 from kueue_provreq.machines.phases import held_back, workload_phase
 from kueue_provreq.manifests import (
     ManifestError,
+    ManifestErrors,
     dump_object,
     format_duration,
     load_object,
@@ -517,9 +519,19 @@ def load_scenarios(path: Path, text: str | None = None) -> list[Scenario | Outco
             continue
         try:
             out.append(parse_scenario(doc, source))
-        except ScenarioError as e:
-            out.append(Outcome(name, source, str(e)))
+        except ManifestErrors as e:
+            out.append(Outcome(name, source, unreadable(e.errors), e.errors))
     return out
+
+
+def unreadable(errors: Sequence[ManifestError]) -> str:
+    """The failure of a scenario that cannot be read: every problem, ``step N:`` before those of
+    a step, on one line."""
+    def line(error: ManifestError) -> str:
+        number = step_number(error)
+        return str(error) if number is None else f"step {number}: {error}"
+
+    return "; ".join(map(line, errors))
 
 
 def _manifest_name(doc: Mapping[str, Any]) -> str:

@@ -194,8 +194,9 @@ class Duration(Node):
         if isinstance(value, int) and not isinstance(value, bool) and value == 0 and not self.json_string:
             value = "0"
         if not isinstance(value, str):
-            hint = (f" (a number needs a unit: {value}s, {value}m or {value}h)"
-                    if isinstance(value, (int, float)) and not isinstance(value, bool) else "")
+            number = isinstance(value, (int, float)) and not isinstance(value, bool)
+            hint = (' (write "0s": a Kubernetes duration is a JSON string)' if number and value == 0 else
+                    f" (a number needs a unit: {value}s, {value}m or {value}h)" if number else "")
             out.error(f"expected a duration string like 90s or 1m30s, got {describe(value)}{hint}", path)
             return
         try:
