@@ -70,18 +70,10 @@ SPECIAL_KEYS = ("$absent", "$present", "$after")
 
 
 class ScenarioError(KueueProvreqError):
-    """A scenario the runner cannot run: an unknown key, a wrong type, a bad value.
-
-    ``step`` is the 1-based step the problem is in, or None for the scenario's header.
-    """
-
-    def __init__(self, message: str, step: int | None = None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.step = step
-
-    def __str__(self) -> str:
-        return f"step {self.step}: {self.message}" if self.step is not None else self.message
+    """A scenario that reads well but cannot run as written: two objects of one name, a patch
+    of a list element without its key, a special value the matcher does not know.  (A scenario
+    that does not read is :class:`~kueue_provreq.manifests.ManifestErrors`, from
+    :func:`parse_scenario`.)"""
 
 
 # --- time -------------------------------------------------------------------------------
