@@ -11,7 +11,7 @@ CORE = [
     "kueue_provreq.controllers.job", "kueue_provreq.controllers.scheduler",
     "kueue_provreq.controllers.admissioncheck", "kueue_provreq.controllers.clusterqueue",
     "kueue_provreq.controllers.integrations", "kueue_provreq.controllers.podsets",
-    "kueue_provreq.controllers.context", "kueue_provreq.controllers.registry",
+    "kueue_provreq.controllers.context", "kueue_provreq.controllers.registry", "kueue_provreq.world_builder",
 ]
 FORBIDDEN = ["kubernetes", "kubernetes_validate", "jsonschema", "urllib3", "yaml", "random", "datetime",
              "kueue_provreq.manifests", "kueue_provreq.conformance", "kueue_provreq.cli", "kueue_provreq.timestamps",
