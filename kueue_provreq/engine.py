@@ -16,7 +16,6 @@ from collections import deque
 from collections.abc import Callable, Hashable, Iterable
 from collections.abc import Set as AbstractSet
 from itertools import count
-from typing import Union
 
 import attrs
 
@@ -622,7 +621,7 @@ Evidence = tuple[float, Configuration, list[Read], float | None]
 wake-up it asked for."""
 
 
-Quiet = Union[Workload, Parts, tuple[Parts, Hashable]]
+Quiet = Workload | Parts | tuple[Parts, Hashable]
 """What a quiet pass read of its Workload: the Workload as it was, until a change asks, then the
 parts it read, with the controller's view of them when it has one (a pair per Workload and
 controller costs 56 bytes, kept as long as the Workload stays quiet)."""
