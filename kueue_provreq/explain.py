@@ -189,7 +189,7 @@ def _describe_job_update(old: JobObject, new: JobObject, where: str) -> list[str
         for field in ("parallelism", "completions"):
             if getattr(old.spec, field) != getattr(new.spec, field):
                 out.append(f"set {where} spec.{field}={getattr(new.spec, field)}")
-    changed = [i for i, (a, b) in enumerate(zip(integration.templates(old), integration.templates(new))) if a != b]
+    changed = [i for i, (a, b) in enumerate(zip(integration.templates(old), integration.templates(new), strict=False)) if a != b]
     if changed:
         names = [ps.name for ps in integration.pod_sets(new)]
         out.append(f"set the pod template{'s' * (len(changed) > 1)} of {', '.join(names[i] for i in changed)} "

@@ -18,7 +18,7 @@ from kueue_provreq.world import World
 import builders
 from builders import T0
 
-UTC = datetime.timezone.utc
+UTC = datetime.UTC
 
 
 @pytest.mark.parametrize("value", [

@@ -116,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
     scenario = to_scenario(
         ex, v, f"explorer counterexample {digest}: {', '.join(names)} ({semantics_label(opts.semantics)}, {opts.granularity})",
         f"Found by kueue-provreq explore after {trace}: "
-        + "; ".join(f"{m} ({label})" for m, label in zip(v.messages, labels)))
+        + "; ".join(f"{m} ({label})" for m, label in zip(v.messages, labels, strict=True)))
     text = yaml.safe_dump(scenario, sort_keys=False, width=100)
     if args.scenario_out is not None:
         args.scenario_out.write_text(text)

@@ -93,7 +93,7 @@ class Matcher:
             if len(expected) != len(actual):
                 return (f"{_at(path)}expected {len(expected)} elements {show(expected)}, "
                         f"got {len(actual)} {show(actual)}")
-            for i, (e, a) in enumerate(zip(expected, actual)):
+            for i, (e, a) in enumerate(zip(expected, actual, strict=True)):
                 diff = self._match(e, a, f"{path}[{i}]", (None, where[0]))
                 if diff is not None:
                     return diff

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Mapping
-from typing import Any, ClassVar, Union
+from typing import Any, ClassVar
 
 import attrs
 
@@ -174,7 +174,7 @@ class Expect:
     metrics: tuple[MetricExpectation, ...] = ()
 
 
-Step = Union[Settle, Reconcile, Advance, Autoscaler, SetQuotaReservation, Apply, Delete, Patch, Expect]
+Step = Settle | Reconcile | Advance | Autoscaler | SetQuotaReservation | Apply | Delete | Patch | Expect
 
 
 def _clock(value: TimeLike) -> float:

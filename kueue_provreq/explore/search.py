@@ -356,7 +356,7 @@ class Explorer:
         # identical workloads: the representative is the smallest hash over the renamings
         best: frozenset[Any] | None = None
         for perm in itertools.permutations(WORKLOAD_NAMES[:self.opts.workloads]):
-            mapping = dict(zip(WORKLOAD_NAMES, perm))
+            mapping = dict(zip(WORKLOAD_NAMES, perm, strict=False))
             renamed = frozenset(_rename(o, mapping) for o in objs) if perm != WORKLOAD_NAMES[:len(perm)] else objs
             if best is None or hash(renamed) < hash(best):
                 best = renamed

@@ -52,9 +52,7 @@ def format_path(keys: Sequence[str | int]) -> str:
     """``a.b[c.d][0].e``: how validation errors name a field."""
     out = ""
     for key in keys:
-        if isinstance(key, int):
-            out += f"[{key}]"
-        elif "." in key or not key:
+        if isinstance(key, int) or "." in key or not key:
             out += f"[{key}]"
         else:
             out += f".{key}" if out else key
