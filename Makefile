@@ -9,7 +9,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q --disable-pip-version-check -e '.[dev,docs,cluster,sim]'
 	touch $@
 
-.PHONY: setup demo test bench bench-sim docs docs-check docs-screenshots compiled bench-compiled
+.PHONY: setup demo test bench bench-sim docs docs-check docs-screenshots compiled bench-compiled oracle
 setup: $(STAMP)
 
 demo: $(STAMP)
@@ -79,6 +79,13 @@ docs: $(STAMP) $(MERMAID)
 docs-screenshots: docs $(PLAYWRIGHT)
 	command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium)
 	PLAYWRIGHT_CORE=$(abspath $(PLAYWRIGHT)) node docs/screenshots.mjs docs/_build/html docs/_build/screenshots
+
+# The real Kueue and a local control plane (etcd, kube-apiserver, kube-controller-manager, the
+# Kueue manager), built with the go command from the modules pinned in oracle/*/go.mod into
+# .oracle/bin/, with the CRDs and webhook manifests of the same module versions (oracle/README.md).
+# `kueue-provreq testbed up` starts them; the tests that need them skip without them.
+oracle:
+	bash oracle/build.sh
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_core.py

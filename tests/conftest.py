@@ -78,3 +78,25 @@ WHOLE_SUITE = pytest.StashKey[bool]()
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "machine_coverage: checks FIRED after every other test (runs last)")
+
+
+# --- the local control plane with the real Kueue (built by `make oracle`) ------------------------------
+
+
+@pytest.fixture(scope="session")
+def testbed(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """A running testbed for the whole session (etcd, kube-apiserver, kube-controller-manager and
+    the real Kueue), stopped at the end; skipped with the reason where `make oracle` has not built
+    the programs (a machine without Go)."""
+    from kueue_provreq.cluster.client import ClusterError
+    from kueue_provreq.cluster.testbed import controlplane
+
+    try:
+        oracle = controlplane.find_oracle()
+    except ClusterError as e:
+        pytest.skip(f"no real Kueue: {e}")
+    bed = controlplane.up(oracle, tmp_path_factory.mktemp("testbed") / "state")
+    try:
+        yield bed
+    finally:
+        controlplane.down(Path(bed.folder))

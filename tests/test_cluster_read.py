@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from kueue_provreq.cluster import client, snapshot
+from kueue_provreq.cluster.resources import RESOURCES
 
 from apiserver import RecordedAPIServer
 from builders import cli
@@ -200,7 +201,7 @@ def test_explain_says_what_a_waiting_workload_waits_for(healthy: tuple[RecordedA
 def test_one_namespace_reads_namespaced_kinds_there_only(tmp_path: Path) -> None:
     """-n ml: namespaced kinds through /namespaces/ml/..., cluster-scoped ones as before."""
     exchanges = json.loads((DATA / "healthy" / "apiserver.json").read_text())["exchanges"]
-    namespaced = {"localqueues", "jobs", "workloads", "provisioningrequests", "podtemplates"}
+    namespaced = {r.plural for r in RESOURCES.values() if r.namespaced}
     for ex in exchanges:
         prefix, plural = ex["request"]["path"].rsplit("/", 1)
         if plural in namespaced:
@@ -211,6 +212,7 @@ def test_one_namespace_reads_namespaced_kinds_there_only(tmp_path: Path) -> None
     assert server.unexpected == []
     assert {r.path for r in server.requests if "/namespaces/" in r.path} == {
         "/apis/kueue.x-k8s.io/v1beta2/namespaces/ml/localqueues", "/apis/batch/v1/namespaces/ml/jobs",
+        "/apis/jobset.x-k8s.io/v1alpha2/namespaces/ml/jobsets", "/apis/kubeflow.org/v1/namespaces/ml/pytorchjobs",
         "/apis/kueue.x-k8s.io/v1beta2/namespaces/ml/workloads",
         "/apis/autoscaling.x-k8s.io/v1/namespaces/ml/provisioningrequests", "/api/v1/namespaces/ml/podtemplates"}
 

@@ -5,7 +5,8 @@ each controller would do next to real manifests or a live cluster, ``forecast`` 
 forward in time, ``simulate`` and ``sweep`` run simulation files, ``audit`` checks a cluster
 snapshot against the model's guarantees, ``autoscaler`` answers ProvisioningRequests on a test
 cluster, ``validate`` checks manifests as the API server would, ``diagram`` draws the
-lifecycles, and ``explore`` searches a small world exhaustively.
+lifecycles, ``explore`` searches a small world exhaustively, and ``testbed`` starts the real
+Kueue on 127.0.0.1.
 
 Each command is one module of this package with ``register(subparsers)`` (its options, most of
 them from the shared groups of :mod:`.options`) and ``run(args) -> exit status``, as
@@ -41,6 +42,7 @@ from kueue_provreq.cli import (
     run,
     simulate,
     sweep,
+    testbed,
     validate,
 )
 from kueue_provreq.cli.options import PROG, Parser, UsageError
@@ -53,7 +55,8 @@ from kueue_provreq.manifests.inputs import InputErrors
 __all__ = ["EXIT_STATUS", "PROG", "UsageError", "build_parser", "main"]
 
 #: The commands, in the order ``--help`` lists them.
-COMMANDS = (conform, run, explain, audit, validate, diagram, forecast, simulate, sweep, autoscaler, explore)
+COMMANDS = (conform, run, explain, audit, validate, diagram, forecast, simulate, sweep, autoscaler, explore,
+            testbed)
 
 #: Error families and the exit status each gets, the first that matches winning: the model
 #: failing on good input (a settle that does not converge, a transition its machine refuses) is

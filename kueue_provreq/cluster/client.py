@@ -208,6 +208,10 @@ class Client:
             if not token:
                 return Listing(tuple(items), version)
 
+    def get(self, res: Resource, namespace: str, name: str) -> dict[str, Any]:
+        """One object, with its ``apiVersion`` and ``kind``."""
+        return {"apiVersion": res.api_version, "kind": res.kind, **self._json("GET", res.path(namespace, name))}
+
     def watch(self, res: Resource, resource_version: str, namespace: str = "",
               timeout_seconds: int = 300) -> Iterator[WatchEvent]:
         """The changes to ``res`` after ``resource_version``, until the API server ends the
@@ -249,6 +253,11 @@ class Client:
     # --- writes ----------------------------------------------------------------------------------
     def create(self, res: Resource, namespace: str, body: Mapping[str, Any], field_manager: str) -> dict[str, Any]:
         return self._json("POST", res.path(namespace), [("fieldManager", field_manager)], dict(body))
+
+    def replace(self, res: Resource, namespace: str, name: str, body: Mapping[str, Any],
+                field_manager: str) -> dict[str, Any]:
+        """PUT: the whole object, conditional on the ``metadata.resourceVersion`` in ``body``."""
+        return self._json("PUT", res.path(namespace, name), [("fieldManager", field_manager)], dict(body))
 
     def patch(self, res: Resource, namespace: str, name: str, body: Mapping[str, Any], field_manager: str,
               subresource: str = "") -> dict[str, Any]:

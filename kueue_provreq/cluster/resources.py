@@ -59,6 +59,8 @@ RESOURCES: dict[str, Resource] = {r.kind: r for r in (
     Resource(c.PROVISIONING_REQUEST, c.AUTOSCALING_GROUP, "v1", "provisioningrequests", True),
     Resource(c.POD_TEMPLATE, "", "v1", "podtemplates", True),
     Resource(c.JOB, "batch", "v1", "jobs", True),
+    Resource(c.JOBSET, c.JOBSET_GROUP, "v1alpha2", "jobsets", True),
+    Resource(c.PYTORCH_JOB, c.KUBEFLOW_GROUP, "v1", "pytorchjobs", True),
     Resource(EVENT, "", "v1", "events", True),
 )}
 
@@ -66,14 +68,16 @@ RESOURCES: dict[str, Resource] = {r.kind: r for r in (
 #: objects that refer to it), which is also the order ``kubectl get`` users would write them.
 SNAPSHOT_KINDS: tuple[str, ...] = (
     c.RESOURCE_FLAVOR, c.ADMISSION_CHECK, c.PROVISIONING_REQUEST_CONFIG, c.CLUSTER_QUEUE,
-    c.LOCAL_QUEUE, c.JOB, c.WORKLOAD, c.PROVISIONING_REQUEST, c.POD_TEMPLATE,
+    c.LOCAL_QUEUE, c.JOB, c.JOBSET, c.PYTORCH_JOB, c.WORKLOAD, c.PROVISIONING_REQUEST, c.POD_TEMPLATE,
 )
 
 #: Label selectors a snapshot lists with, where a kind has objects that are none of Kueue's
-#: business: Jobs without a queue name (Kueue leaves them alone unless
+#: business: jobs without a queue name (Kueue leaves them alone unless
 #: ``manageJobsWithoutQueueName`` is set) and PodTemplates Kueue did not make (it labels its
 #: own, and the ProvisioningRequests, ``kueue.x-k8s.io/managed=true``).
 SNAPSHOT_SELECTORS: dict[str, str] = {
     c.JOB: c.LABEL_QUEUE_NAME,
+    c.JOBSET: c.LABEL_QUEUE_NAME,
+    c.PYTORCH_JOB: c.LABEL_QUEUE_NAME,
     c.POD_TEMPLATE: f"{c.LABEL_MANAGED}=true",
 }

@@ -626,7 +626,7 @@ def misconfiguration() -> list[Obj]:
 # --- writing ---------------------------------------------------------------------------------------
 
 _KIND_ORDER = ["ResourceFlavor", "AdmissionCheck", "ProvisioningRequestConfig", "ClusterQueue", "LocalQueue",
-               "Job", "Workload", "ProvisioningRequest", "PodTemplate"]
+               "Job", "JobSet", "PyTorchJob", "Workload", "ProvisioningRequest", "PodTemplate"]
 _RESOURCES = {  # kind -> (api prefix, plural, namespaced)
     "ResourceFlavor": ("/apis/kueue.x-k8s.io/v1beta2", "resourceflavors", False),
     "AdmissionCheck": ("/apis/kueue.x-k8s.io/v1beta2", "admissionchecks", False),
@@ -634,11 +634,14 @@ _RESOURCES = {  # kind -> (api prefix, plural, namespaced)
     "ClusterQueue": ("/apis/kueue.x-k8s.io/v1beta2", "clusterqueues", False),
     "LocalQueue": ("/apis/kueue.x-k8s.io/v1beta2", "localqueues", True),
     "Job": ("/apis/batch/v1", "jobs", True),
+    "JobSet": ("/apis/jobset.x-k8s.io/v1alpha2", "jobsets", True),
+    "PyTorchJob": ("/apis/kubeflow.org/v1", "pytorchjobs", True),
     "Workload": ("/apis/kueue.x-k8s.io/v1beta2", "workloads", True),
     "ProvisioningRequest": ("/apis/autoscaling.x-k8s.io/v1", "provisioningrequests", True),
     "PodTemplate": ("/api/v1", "podtemplates", True),
 }
-_SELECTORS = {"Job": "kueue.x-k8s.io/queue-name", "PodTemplate": "kueue.x-k8s.io/managed=true"}
+_SELECTORS = {"Job": "kueue.x-k8s.io/queue-name", "JobSet": "kueue.x-k8s.io/queue-name",
+              "PyTorchJob": "kueue.x-k8s.io/queue-name", "PodTemplate": "kueue.x-k8s.io/managed=true"}
 HEADERS = {"Audit-Id": "", "Cache-Control": "no-cache, private", "Content-Type": "application/json",
            "X-Kubernetes-Pf-Flowschema-Uid": "5e1c9f2a-7b3d-4e8a-9c6f-0d2b4a6c8e1f",
            "X-Kubernetes-Pf-Prioritylevel-Uid": "a3d5f7b9-1c2e-4f6a-8b0d-2e4f6a8c0e2b"}
