@@ -80,10 +80,10 @@ def main() -> None:
         docs = cluster(copies)
         objects, _ = to_objects(docs)
         workloads = sum(1 for o in objects if o.KIND == "Workload")
-        decode = best(lambda: to_objects(docs), args.repeat)
-        judged = best(lambda: audit(objects, AT), args.repeat)
-        waited = best(lambda: waits(World(objects), Context(now=AT)), args.repeat)
-        told = best(lambda: explain(objects, AT), args.repeat)
+        decode = best(lambda docs=docs: to_objects(docs), args.repeat)
+        judged = best(lambda objects=objects: audit(objects, AT), args.repeat)
+        waited = best(lambda objects=objects: waits(World(objects), Context(now=AT)), args.repeat)
+        told = best(lambda objects=objects: explain(objects, AT), args.repeat)
         print(f"{copies:>7} {workloads:>9} {len(objects):>8}  {decode:>7.3f}s {judged:>7.3f}s {waited:>7.3f}s "
               f"{told:>7.3f}s  {judged / workloads * 1e6:>12.0f}us {told / workloads * 1e6:>14.0f}us")
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import itertools
 import resource
 import statistics
 import sys
@@ -221,7 +222,7 @@ def per_call(*fns: Callable[[], object], seconds: float = 1.0) -> list[float]:
     samples: list[list[float]] = [[] for _ in fns]
     deadline = time.perf_counter() + seconds * len(fns)
     while time.perf_counter() < deadline or len(samples[0]) < 5:
-        for fn, n, out in zip(fns, sizes, samples):
+        for fn, n, out in zip(fns, sizes, samples, strict=True):
             out.append(_sample(fn, n))
     return [statistics.median(out) for out in samples]
 
@@ -348,7 +349,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"   ratio verify/fast {vsecs / secs:4.2f}x   (target <= 1.3x at 10k);"
                   f" {vmanager.proofs / n:4.1f} proofs/workload (reconciles rerun to show one left out"
                   f" changes nothing)", flush=True)
-    for (n1, s1), (n2, s2) in zip(results, results[1:]):
+    for (n1, s1), (n2, s2) in itertools.pairwise(results):
         print(f"    scaling {n1} -> {n2} ({n2 // n1}x workloads): {s2 / s1:5.2f}x time"
               f"   (target <= {1.1 * n2 / n1:.0f}x)")
     if len(results) > 1:

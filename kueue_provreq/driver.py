@@ -54,6 +54,10 @@ class Needs:
     bare_workloads: tuple[tuple[Key, int], ...] = ()
     """Workloads of its world that no job owns (the format's implicit job integration), each
     with its number of pod sets."""
+    multikueue: bool = False
+    """Whether its world holds a MultiKueue admission check."""
+    longest_derived_name: int = 0
+    """The longest ``<workload>-<check>`` its world lets Kueue derive a request name from."""
     tied_creations: bool = False
     """Whether two Workloads of its world give the same ``creationTimestamp`` (their queue order
     then rests on their uids)."""

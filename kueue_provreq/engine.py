@@ -16,14 +16,12 @@ from collections import deque
 from collections.abc import Callable, Hashable, Iterable
 from collections.abc import Set as AbstractSet
 from itertools import count
-from typing import Union
 
 import attrs
 
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.config import Configuration
 from kueue_provreq.api.evolve import same
-from kueue_provreq.api.meta import TimeLike
 from kueue_provreq.api.objects import JOB_KINDS, Key, KubeObject, key_of
 from kueue_provreq.api.workload import Workload
 from kueue_provreq.controllers import queues, registry, scheduler
@@ -471,9 +469,9 @@ class Manager:
         return changed
 
     # --- settle -------------------------------------------------------------------
-    def settle(self, ctx: Context | TimeLike, controllers: Iterable[str] = ALL_CONTROLLERS) -> None:
+    def settle(self, ctx: Context | float, controllers: Iterable[str] = ALL_CONTROLLERS) -> None:
         """Reconcile what is due until nothing changes at ``ctx.now``.  ``ctx`` may be a time
-        alone (seconds, RFC 3339 text or a ``datetime``): the default Configuration then."""
+        alone (seconds since the epoch): the default Configuration then."""
         if not isinstance(ctx, Context):
             ctx = Context(now=ctx)
         # The models hold no reference cycles (a test checks that), so reference counting frees
@@ -623,7 +621,7 @@ Evidence = tuple[float, Configuration, list[Read], float | None]
 wake-up it asked for."""
 
 
-Quiet = Union[Workload, Parts, tuple[Parts, Hashable]]
+Quiet = Workload | Parts | tuple[Parts, Hashable]
 """What a quiet pass read of its Workload: the Workload as it was, until a change asks, then the
 parts it read, with the controller's view of them when it has one (a pair per Workload and
 controller costs 56 bytes, kept as long as the Workload stays quiet)."""

@@ -22,7 +22,7 @@ reported too: the Workload that stands for it, or why Kueue does not manage it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import attrs
@@ -51,22 +51,9 @@ from kueue_provreq.manifests.codec import format_duration, format_time
 from kueue_provreq.timestamps import to_time
 from kueue_provreq.waits import Wait, requests_by_attempt, waits
 from kueue_provreq.world import Create, Delete, Effect, Event, MetricInc, Result, Update, World
+from kueue_provreq.world_builder import build_world
 
 # --- the world ------------------------------------------------------------------------------
-
-
-def build_world(objects: Iterable[KubeObject], now: Time, config: Configuration = Configuration()) -> World:
-    """The objects as the API server would store them on create, in order: a uid, generation 1
-    and the creation time ``now`` unless given, and for a job without a uid Kueue's webhook
-    defaults."""
-    world = World()
-    given = list(objects)
-    for obj in given:
-        if obj.metadata.uid and obj.metadata.name:
-            world.put(obj)  # first, so that fresh uids are counted past the given ones
-    for i, obj in enumerate(given):
-        world.put(world.created(job.defaulted(world, obj, config), now, i))
-    return world
 
 
 def _create_workloads(manager: Manager, ctx: Context) -> None:
@@ -202,7 +189,7 @@ def _describe_job_update(old: JobObject, new: JobObject, where: str) -> list[str
         for field in ("parallelism", "completions"):
             if getattr(old.spec, field) != getattr(new.spec, field):
                 out.append(f"set {where} spec.{field}={getattr(new.spec, field)}")
-    changed = [i for i, (a, b) in enumerate(zip(integration.templates(old), integration.templates(new))) if a != b]
+    changed = [i for i, (a, b) in enumerate(zip(integration.templates(old), integration.templates(new), strict=False)) if a != b]
     if changed:
         names = [ps.name for ps in integration.pod_sets(new)]
         out.append(f"set the pod template{'s' * (len(changed) > 1)} of {', '.join(names[i] for i in changed)} "

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from itertools import count
-from typing import Any, Union
+from typing import Any
 
 import attrs
 
@@ -74,7 +74,7 @@ class MetricInc:
     value: float = 1.0
 
 
-Effect = Union[Create, Update, Delete, Event, MetricInc]
+Effect = Create | Update | Delete | Event | MetricInc
 
 
 @attrs.frozen
@@ -219,7 +219,7 @@ class World:
                 keys = owned_keys(*what[1:]) or ()
                 if len(keys) != len(answer):
                     return False
-                for key, obj in zip(keys, answer):
+                for key, obj in zip(keys, answer, strict=True):
                     if objects[key] is not obj:
                         return False
             elif objects.get(what) is not answer:

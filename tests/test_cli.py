@@ -51,7 +51,7 @@ def test_a_real_conform_run_prints_its_verdicts(folder: Path) -> None:
 def test_debug_shows_the_traceback() -> None:
     out = real("run", "/nonexistent.yaml", "--debug")
     assert out.returncode != 0
-    assert "Traceback" in out.stderr and "UsageError" in out.stderr
+    assert "Traceback" in out.stderr and "NoSuchPath" in out.stderr
 
 
 # --- in process --------------------------------------------------------------------------------
@@ -84,7 +84,9 @@ def test_an_invalid_scenario_is_a_fail_line_not_an_error(tmp_path: Path) -> None
     (tmp_path / "typo.yaml").write_text(PASSING.replace("setQuotaReservation", "setQuotaReservaton"))
     out = cli("conform", str(tmp_path))
     assert out.returncode == 1
-    assert out.stdout.splitlines()[0].startswith('FAIL a workload exists: step 1: unknown key "setQuotaReservaton"')
+    assert out.stdout.splitlines()[0].startswith(
+        f"FAIL a workload exists: step 1: {tmp_path / 'typo.yaml'}:8: Scenario a workload exists: "
+        'steps[0].setQuotaReservaton: unknown step kind, did you mean "setQuotaReservation"?')
 
 
 @pytest.mark.parametrize("args", [["conform", "/nonexistent"], ["run", "/nonexistent.yaml"], ["conform"],
@@ -127,7 +129,12 @@ def test_run_of_an_invalid_scenario_is_bad_input(tmp_path: Path) -> None:
     path.write_text(PASSING.replace("objects:", "objectz:"))
     out = cli("run", str(path))
     assert out.returncode == 2
-    assert out.stderr.strip() == f'kueue-provreq: error: {path}: unknown key "objectz"'
+    # both typos at once (the header's objects and the expectation's), each with its file, line and path
+    assert out.stderr.splitlines() == [
+        f'kueue-provreq: error: {path}:2: Scenario a workload exists: objectz: unknown field, did you mean '
+        '"objects"? (known: clock, config, description, faults, name, objects, steps)',
+        f'kueue-provreq: error: {path}:10: Scenario a workload exists: steps[1].expect.objectz: unknown field, '
+        'did you mean "objects"? (known: absent, count, events, exactEvents, metrics, objects)']
 
 
 def test_run_jsonl_is_one_json_object_per_line(folder: Path) -> None:

@@ -68,9 +68,8 @@ def test_snapshot_lists_every_kind_page_by_page(healthy: tuple[RecordedAPIServer
 
 
 def test_forbidden_kind_is_skipped_with_a_warning(tmp_path: Path) -> None:
-    with serve("restricted") as server:
-        with client.connect(str(server.kubeconfig(tmp_path))) as api:
-            snap = snapshot.read(api)
+    with serve("restricted") as server, client.connect(str(server.kubeconfig(tmp_path))) as api:
+        snap = snapshot.read(api)
     assert snap.unread == {"PodTemplate"}
     assert [d for d in snap.documents if d["kind"] == "PodTemplate"] == []
     assert snap.warnings == ('cannot list podtemplates: forbidden; skipped (podtemplates is forbidden: User '

@@ -8,6 +8,7 @@ are in test_conformance_end_to_end.py.
 
 from __future__ import annotations
 
+import re
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
@@ -77,43 +78,65 @@ def test_a_passing_scenario_reports_pass(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("text", "message"), [
-    (scenario("- expect: {}").replace("name: t", "name: t\nfaultz: []"), 'unknown key "faultz"'),
-    (scenario("- expect: {objectz: []}"), 'step 1: unknown key "expect.objectz"'),
-    (scenario("- expect: {}\n- settel: {}"), 'step 2: unknown key "settel"'),
-    (scenario("- settle: {controllers: [provisioning], x: 1}"), 'step 1: unknown key "settle.x"'),
+    (scenario("- expect: {}").replace("name: t", "name: t\nfaultz: []"), 'Scenario t: faultz: unknown field, did you mean "faults"?'),
+    (scenario("- expect: {objectz: []}"), 'steps[0].expect.objectz: unknown field, did you mean "objects"?'),
+    (scenario("- expect: {}\n- settel: {}"), 'steps[1].settel: unknown step kind, did you mean "settle"?'),
+    (scenario("- settle: {controllers: [provisioning], x: 1}"), 'steps[0].settle.x: unknown field (known: controllers)'),
     (scenario("- expect: {objects: [{kind: Workload, metadata: {namespace: ns, name: wl}, "
-              "spec: {queueName: {$maybe: true}}}]}"), 'unknown key "expect.objects[0].spec.queueName.$maybe"'),
-    (scenario("- expect: {events: [{type: Normal, objekt: {}}]}"), 'unknown key "expect.events[0].objekt"'),
-    (scenario("- expect: {metrics: [{name: m, value: 1, label: {}}]}"), 'unknown key "expect.metrics[0].label"'),
+              "spec: {queueName: {$maybe: true}}}]}"), 'steps[0].expect.objects[0].spec.queueName.$maybe: unknown special value (known: $absent'),
+    (scenario("- expect: {events: [{type: Normal, objekt: {}}]}"), 'steps[0].expect.events[0].objekt: unknown field, did you mean "object"?'),
+    (scenario("- expect: {metrics: [{name: m, value: 1, label: {}}]}"), 'steps[0].expect.metrics[0].label: unknown field, did you mean "labels"?'),
     (scenario("- expect: {}").replace("name: t", "name: t\nfaults: [{verb: create, kind: PodTemplate, "
-                                      "error: e, cache: false}]"), 'unknown key "faults[0].cache"'),
+                                      "error: e, cache: false}]"), 'faults[0].cache: unknown field, did you mean "cached"?'),
     (scenario("- reconcile: {controller: provisioning, workload: ns/wl, expectErr: x}"),
-     'unknown key "reconcile.expectErr"'),
+     'steps[0].reconcile.expectErr: unknown field, did you mean "expectError"?'),
     (scenario("- autoscaler: {request: r, condition: Failed, status: 'True', detail: {}}"),
-     'unknown key "autoscaler.detail"'),
+     'steps[0].autoscaler.detail: unknown field, did you mean "details"?'),
     (scenario("- patch: {kind: Workload, namespace: ns, name: wl, merge: {}, mrege: {}}"),
-     'unknown key "patch.mrege"'),
+     'steps[0].patch.mrege: unknown field, did you mean "merge"?'),
 ])
 def test_every_unknown_key_fails_the_scenario_naming_its_path(tmp_path: Path, text: str, message: str) -> None:
-    assert message in failure(tmp_path, text)
+    """Each problem names the file and line, the scenario and the field path from the document's
+    root, as a bad manifest's does; one in a step starts with the step's number."""
+    got = failure(tmp_path, text)
+    assert message in got
+    step = re.match(r"steps\[(\d+)\]", message)
+    prefix = f"step {int(step.group(1)) + 1}: " if step else ""
+    assert re.match(rf"{prefix}{re.escape(str(tmp_path / 's.yaml'))}:\d+: Scenario t: ", got), got
 
 
 def test_bad_values_fail_before_any_step_runs(tmp_path: Path) -> None:
-    assert "unknown controller 'sheduler'" in failure(tmp_path, scenario("- settle: {controllers: [sheduler]}"))
+    assert "steps[0].settle.controllers[0]: unsupported value 'sheduler'" in failure(
+        tmp_path, scenario("- settle: {controllers: [sheduler]}"))
     assert "missing unit" in failure(tmp_path, scenario("- advance: '90'"))
-    assert "expected a duration such as 90s, got int 90" in failure(tmp_path, scenario("- advance: 90"))
-    assert "only moves forward" in failure(tmp_path, scenario("- advance: -1s"))
-    assert "unknown kind 'Pod'" in failure(tmp_path, scenario("- expect: {count: {Pod: 1}}"))
+    assert "steps[0].advance: expected a duration string like 90s or 1m30s, got 90 (a number needs a unit" in \
+        failure(tmp_path, scenario("- advance: 90"))
+    assert "steps[0].advance: must not be negative" in failure(tmp_path, scenario("- advance: -1s"))
+    assert 'steps[0].expect.count.Pod: unknown field (known: AdmissionCheck' in \
+        failure(tmp_path, scenario("- expect: {count: {Pod: 1}}"))
     assert 'takes "clusterQueue"' in failure(tmp_path, scenario("- reconcile: {controller: clusterqueue, "
                                                                 "workload: ns/wl}"))
     # a step that would fail is never reached: the typo in step 2 is reported
     assert failure(tmp_path, scenario("- expect: {count: {Workload: 5}}\n- expect: {x: 1}")).startswith("step 2:")
 
 
+def test_every_problem_of_a_scenario_is_reported_at_once(tmp_path: Path) -> None:
+    got = failure(tmp_path, scenario("- settel: {}\n- advance: 90\n- expect: {objectz: []}",
+                                     header="name: t\nclok: now\n"))
+    parts = got.split("; ")
+    assert [p.partition(":")[0] if p.startswith("step") else "header" for p in parts] == \
+        ["header", "step 1", "step 2", "step 3"], got
+    assert 'clok: unknown field, did you mean "clock"?' in parts[0]
+
+
+def test_a_bare_zero_is_a_duration_as_go_reads_it(tmp_path: Path) -> None:
+    assert run(tmp_path, scenario("- advance: 0\n- advance: '0'\n- advance: 0s\n- expect: {}")).passed
+
+
 def test_a_scenario_without_a_name_is_reported_by_its_file(tmp_path: Path) -> None:
     outcome = run(tmp_path, scenario("- expect: {}", header="description: no name\n"))
     assert outcome.name == str(tmp_path / "s.yaml")
-    assert outcome.failure == 'missing required key "name"'
+    assert outcome.failure == f"{tmp_path / 's.yaml'}:1: Scenario {tmp_path / 's.yaml'}: name: required value"
 
 
 def test_invalid_yaml_is_a_failure_with_one_line(tmp_path: Path) -> None:
@@ -172,7 +195,8 @@ def test_an_invalid_world_fails_the_scenario(tmp_path: Path) -> None:
     assert 'workloads.kueue.x-k8s.io "wl" already exists' in failure(
         tmp_path, scenario("- expect: {}", objects=WORKLOAD + WORKLOAD))
     bad = WORKLOAD.replace("count: 1", "count: lots")
-    assert failure(tmp_path, scenario("- expect: {}", objects=bad)).startswith("objects[0]: ")
+    assert re.fullmatch(rf"{re.escape(str(tmp_path / 's.yaml'))}:\d+: Workload ns/wl: objects\[0\].spec.podSets\[0\]"
+                        r".count: expected an integer, got 'lots'", failure(tmp_path, scenario("- expect: {}", objects=bad)))
     assert "cluster-scoped" in failure(tmp_path, scenario("- expect: {}", objects="""
   - {apiVersion: kueue.x-k8s.io/v1beta2, kind: ResourceFlavor, metadata: {namespace: ns, name: f}}
 """))

@@ -168,7 +168,7 @@ def test_a_kep_993_guard_on_an_ordinary_edge_is_marked_alone() -> None:
 def test_internal_transitions_are_marked_self_loops(table: MachineTable) -> None:
     names, _, internal, _ = _mermaid_graph(diagrams.to_mermaid(table))
     marked = [(names[s], t, g, names[d]) for s, t, g, d in internal]
-    assert sorted(marked) == sorted(t for t, e in zip(_expected(table), table.edges) if e.dest is None)
+    assert sorted(marked) == sorted(t for t, e in zip(_expected(table), table.edges, strict=True) if e.dest is None)
     assert all(s == d for s, _, _, d in marked)
 
 

@@ -63,7 +63,7 @@ def run(block: Block, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: p
         return err + out
     name, _, at = block.marker.removeprefix("replayed: ").partition(" at ")
     monkeypatch.setattr(snapshot, "PAGE_SIZE", 2)  # the recordings were made with limit=2
-    monkeypatch.setattr(cli.time, "time", lambda: float(parse_time(at)))
+    monkeypatch.setattr(cli.options.time, "time", lambda: float(parse_time(at)))
     with RecordedAPIServer.from_file(DATA / name / "apiserver.json") as server:
         kubeconfig = str(server.kubeconfig(tmp_path))
         cli.main([kubeconfig if a == "~/.kube/config" else a for a in argv])

@@ -18,10 +18,10 @@ from kueue_provreq.conformance.scenario import parse_scenario
 from kueue_provreq.conformance.timeline import NONE, Timeline
 from kueue_provreq.controllers.context import Context
 from kueue_provreq.engine import Manager
-from kueue_provreq.explain import build_world
 from kueue_provreq.manifests import dump_object, load_file, load_object
 from kueue_provreq.simulation import forecast, parse_script
 from kueue_provreq.simulation.forecast import Forecast, relative
+from kueue_provreq.world_builder import build_world
 
 from builders import SETUP, T0, job, objects
 
@@ -219,7 +219,7 @@ def test_config_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (["--autoscaler", "provison@5m"], "--autoscaler provison@5m: item 1 'provison@5m': unknown answer"),
+    (["--autoscaler", "provison@5m"], "--autoscaler: item 1 'provison@5m': unknown answer"),
     (["--until", "soon"], "--until: invalid duration 'soon'"),
     (["--at", "yesterday"], "--at: expected an RFC 3339 time"),
     (["--config", "/nonexistent.yaml"], "/nonexistent.yaml: cannot read"),

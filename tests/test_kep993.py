@@ -92,8 +92,8 @@ def test_a_scenario_reads_its_manifests_with_its_own_switches(tmp_path: Any) -> 
     plain.write_text(base.format(config=""))
     kep.write_text(base.format(config="config: {admissionCheckSemantics: [kep-993-preemption]}\n"))
     out = cli("conform", str(plain), str(kep))
-    assert "AdmissionCheck ac: spec.preemptionPolicy: unknown field" in out.stdout.splitlines()[0]
-    assert out.stdout.startswith("FAIL s: objects[0]: ")
+    assert "AdmissionCheck ac: objects[0].spec.preemptionPolicy: unknown field" in out.stdout.splitlines()[0]
+    assert out.stdout.startswith(f"FAIL s: {plain}:6: AdmissionCheck ac: objects[0].")
     assert "PASS s" in out.stdout
 
 

@@ -31,7 +31,7 @@ def test_every_edge_can_be_taken(machine: MachineTable[Any, Any]) -> None:
         names = sorted({g for e in edges for g in e.guards})
         for i, edge in enumerate(edges):
             for values in itertools.product((False, True), repeat=len(names)):
-                guards = dict(zip(names, values))
+                guards = dict(zip(names, values, strict=True))
                 if edge.enabled(guards) and not any(e.enabled(guards) for e in edges[:i]):
                     assert machine.fire(state, trigger, guards) == edge.target
                     break

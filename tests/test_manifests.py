@@ -73,7 +73,7 @@ def assert_contained(given: Any, dumped: Any, path: str = "") -> None:
             assert_contained(value, dumped[key], f"{path}.{key}")
     elif isinstance(given, list):
         assert isinstance(dumped, list) and len(dumped) == len(given), path
-        for i, (a, b) in enumerate(zip(given, dumped)):
+        for i, (a, b) in enumerate(zip(given, dumped, strict=True)):
             assert_contained(a, b, f"{path}[{i}]")
     else:
         assert type(given) is type(dumped) and given == dumped, f"{path}: {given!r} != {dumped!r}"
@@ -505,7 +505,7 @@ def test_configuration_fragment() -> None:
      f"featureGates[{c.GATE_CLEANUP_ON_EVICTION}]", "expected a boolean, got 'yes'"),
     ({"waitForPodsReady": {"timeout": "5 minutes"}}, "waitForPodsReady.timeout", None),
     ({"waitForPodsReady": {"timeout": 300}}, "waitForPodsReady.timeout",
-     "expected a duration string like 1m30s, got 300"),
+     "expected a duration string like 90s or 1m30s, got 300 (a number needs a unit: 300s, 300m or 300h)"),
     ({"waitForPodsReady": {"timeout": "-1s"}}, "waitForPodsReady.timeout", "must be greater than or equal to 0"),
     ({"waitForPodsReady": {"recoveryTimeout": "-1s"}}, "waitForPodsReady.recoveryTimeout", None),
     ({"waitForPodsReady": {"requeuingStrategy": {"timestamp": "Now"}}},

@@ -143,11 +143,11 @@ def run(objects: Iterable[KubeObject], faults: tuple[Fault, ...] = (), now: int 
 
 
 def created(r: Result, kind: str) -> list[Any]:
-    return [e.obj for e in r.effects if isinstance(e, Create) and e.obj.KIND == kind]
+    return [e.obj for e in r.effects if isinstance(e, Create) and kind == e.obj.KIND]
 
 
 def updated(r: Result, kind: str) -> list[Any]:
-    return [e.obj for e in r.effects if isinstance(e, Update) and e.obj.KIND == kind]
+    return [e.obj for e in r.effects if isinstance(e, Update) and kind == e.obj.KIND]
 
 
 def deleted(r: Result) -> list[str]:

@@ -11,7 +11,7 @@ CORE = [
     "kueue_provreq.controllers.job", "kueue_provreq.controllers.scheduler",
     "kueue_provreq.controllers.admissioncheck", "kueue_provreq.controllers.clusterqueue",
     "kueue_provreq.controllers.integrations", "kueue_provreq.controllers.podsets",
-    "kueue_provreq.controllers.context", "kueue_provreq.controllers.registry",
+    "kueue_provreq.controllers.context", "kueue_provreq.controllers.registry", "kueue_provreq.world_builder",
 ]
 FORBIDDEN = ["kubernetes", "kubernetes_validate", "jsonschema", "urllib3", "yaml", "random", "datetime",
              "kueue_provreq.manifests", "kueue_provreq.conformance", "kueue_provreq.cli", "kueue_provreq.timestamps",
@@ -46,21 +46,19 @@ def test_a_context_in_seconds_imports_no_datetime() -> None:
 
 
 def test_core_source_never_reads_the_clock() -> None:
-    import pathlib
+    """The core's floors and the shared rooms above them (``tests/test_layering.py`` places every
+    module) name no clock, no random draw and no print, not even in a lazy branch: only the edges
+    and the command line talk to the world."""
+    from test_layering import CORE_FLOORS, modules, placed
 
-    import kueue_provreq.world
-
-    root = pathlib.Path(kueue_provreq.world.__file__).parent
-    edges = {"manifests", "conformance", "cli.py", "__main__.py", "diagrams.py", "explore", "simulation"}
     offenders = []
-    for path in root.rglob("*.py"):
-        rel = path.relative_to(root)
-        if rel.parts[0] in edges:
+    for name, path in modules().items():
+        if placed(name)[0] not in (*CORE_FLOORS, "shared"):
             continue
         text = path.read_text()
         for needle in ("time.time(", "time.monotonic(", "datetime.now(", "random.", "print("):
             if needle in text:
-                offenders.append(f"{rel}: {needle}")
+                offenders.append(f"{name}: {needle}")
     assert offenders == []
 
 

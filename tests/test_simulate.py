@@ -193,8 +193,8 @@ def test_a_world_forgets_the_owners_of_what_it_deleted() -> None:
     from kueue_provreq.api.meta import Time
     from kueue_provreq.controllers.context import Context
     from kueue_provreq.engine import Manager
-    from kueue_provreq.explain import build_world
     from kueue_provreq.world import Delete
+    from kueue_provreq.world_builder import build_world
 
     world = build_world(objects(SETUP, job()), Time(1_704_067_200))
     Manager(world, verify=False).settle(Context(Time(1_704_067_200)))

@@ -49,23 +49,23 @@ def test_a_good_file_parses_with_its_defaults(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("changes", "needle", "message"), [
-    ({"seed": -1}, "seed:", "Simulation bad: seed: must be at least 0"),
+    ({"seed": -1}, "seed:", "Simulation bad: seed: must be greater than or equal to 0"),
     ({"horizon": "forever"}, "horizon:", "Simulation bad: horizon: invalid duration 'forever'"),
-    ({"horizon": 5}, "horizon:", "horizon: a duration needs a unit: 5s, 5m or 5h"),
+    ({"horizon": 5}, "horizon:", "horizon: expected a duration string like 90s or 1m30s, got 5 (a number needs a unit: 5s, 5m or 5h)"),
     ({"start": "tomorrow"}, "start:", "start: expected an RFC 3339 time"),
-    ({"horizn": "1h"}, "horizn:", "Simulation bad: horizn: unknown field (known: name, description"),
-    ({"jobs": {"runningTime": {"gamma": {"k": 2}}}}, "gamma", "jobs.runningTime.gamma: unknown field (known: fixed, "),
+    ({"horizn": "1h"}, "horizn:", 'Simulation bad: horizn: unknown field, did you mean "horizon"? (known: autoscaler, configuration, '),
+    ({"jobs": {"runningTime": {"gamma": {"k": 2}}}}, "gamma", "jobs.runningTime.gamma: unknown distribution (known: exponential, fixed, "),
     ({"jobs": {"runningTime": {"uniform": {"min": "5m", "max": "1m"}}}}, "max:", "uniform.max: must not be less than min"),
     ({"jobs": {"podsReadyTime": {"lognormal": {"median": "1m"}}}}, "lognormal", "lognormal.sigma: required value"),
     ({"autoscaler": {"check-capacity.autoscaling.x-k8s.io": {"failureProbability": 1.5}}}, "failureProbability",
-     "autoscaler[check-capacity.autoscaling.x-k8s.io].failureProbability: must be at least 0 and at most 1"),
+     "autoscaler[check-capacity.autoscaling.x-k8s.io].failureProbability: must be less than or equal to 1"),
     ({"autoscaler": {"x": {"capacity": {"nvidia.com/gpu": "lots"}}}}, "nvidia.com/gpu",
-     "autoscaler.x.capacity[nvidia.com/gpu]: quantities must match"),
+     "autoscaler[x].capacity[nvidia.com/gpu]: quantities must match"),
     ({"workloads": {"templates": []}}, "workloads:", "workloads: needs templates or a trace"),
     ({"workloads": {"count": 0, "templates": GOOD["workloads"]["templates"]}}, "count:",  # type: ignore[index]
-     "workloads.count: must be at least 1"),
+     "workloads.count: must be greater than or equal to 1"),
     ({"workloads": {"arrival": {"process": "Bursty"}, "templates": GOOD["workloads"]["templates"]}},  # type: ignore[index]
-     "process:", "workloads.arrival.process: expected AllAtOnce or Poisson, got 'Bursty'"),
+     "process:", "workloads.arrival.process: unsupported value 'Bursty': supported values: 'AllAtOnce', 'Poisson'"),
     ({"workloads": {"arrival": {"process": "Poisson"}, "templates": GOOD["workloads"]["templates"]}},  # type: ignore[index]
      "process:", "workloads.arrival.ratePerHour: required value"),
     ({"workloads": {"templates": GOOD["workloads"]["templates"],  # type: ignore[index]
@@ -93,13 +93,14 @@ def test_manifest_errors_come_from_the_manifest_loader(tmp_path: Path) -> None:
     path = write(tmp_path, yaml.safe_dump(data, sort_keys=False))
     text = error(path)
     assert text.startswith(f"{path}:{line_of(path, 'backoffLimitCount')}: ProvisioningRequestConfig prc: "
-                           "spec.retryStrategy.backoffLimitCount: ")
+                           "setup.manifests[4].spec.retryStrategy.backoffLimitCount: ")
 
 
 def test_workloads_do_not_belong_in_the_setup(tmp_path: Path) -> None:
     data = yaml.safe_load(with_lines(GOOD))
     data["setup"]["manifests"].append(yaml.safe_load(job()))
-    assert "Job default/train: workloads go under workloads.templates" in error(write(tmp_path, yaml.safe_dump(data)))
+    assert "Simulation bad: setup.manifests[5].kind: workloads go under workloads.templates" in \
+        error(write(tmp_path, yaml.safe_dump(data)))
 
 
 def test_a_template_job_kueue_would_not_manage(tmp_path: Path) -> None:

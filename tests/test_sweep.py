@@ -96,12 +96,13 @@ def test_the_grid_is_every_combination_each_validated(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("text", "message"), [
     (f'autoscaler["{CLASS}"].failureProbability=0.5,2',
      f"--set autoscaler[\"{CLASS}\"].failureProbability=2: Simulation small: autoscaler[{CLASS}].failureProbability: "
-     "must be at least 0 and at most 1"),
+     "must be less than or equal to 1"),
     (f'autoscaler["{CLASS}"].failureProbabilty=0.5',
      f"--set autoscaler[\"{CLASS}\"].failureProbabilty=0.5: Simulation small: autoscaler[{CLASS}].failureProbabilty: "
      "unknown field"),
     ("retryStrategy.backoffLimitCount=many",
-     "--set retryStrategy.backoffLimitCount=many: ProvisioningRequestConfig prc: spec.retryStrategy.backoffLimitCount:"),
+     "--set retryStrategy.backoffLimitCount=many: ProvisioningRequestConfig prc: "
+     "setup.manifests[4].spec.retryStrategy.backoffLimitCount:"),
     ("jobs.runningTime=soon", "--set jobs.runningTime=soon: Simulation small: jobs.runningTime: invalid duration"),
     ("arrival.rate=1", "--set arrival.rate=1: Simulation small: arrival: unknown field"),  # the key the setting made
 ])

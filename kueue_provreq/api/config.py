@@ -20,6 +20,7 @@ import attrs
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.frozen import EMPTY, FrozenMap
 from kueue_provreq.api.meta import Duration, Json
+from kueue_provreq.errors import KueueProvreqError
 
 #: Feature gates the library models, with upstream's defaults at the modelled snapshot.
 DEFAULT_FEATURE_GATES: FrozenMap[str, bool] = FrozenMap({
@@ -123,9 +124,13 @@ class Configuration:
         return w.requeuing_strategy.timestamp if w else c.TIMESTAMP_EVICTION
 
 
+class UnknownSemantics(KueueProvreqError, ValueError):
+    """Switch names :func:`parse_semantics` cannot read; the message names them and the known ones."""
+
+
 def parse_semantics(names: str | Iterable[str]) -> frozenset[str]:
     """Switch names, as a comma-separated string or a list, into a set; ``current`` (the
-    default) stands for none.  Raises ``ValueError`` naming an unknown switch.
+    default) stands for none.  Raises :class:`UnknownSemantics` naming an unknown switch.
 
     >>> sorted(parse_semantics("pre-kep-3258,pre-14309"))
     ['pre-14309', 'pre-kep-3258']
@@ -135,10 +140,10 @@ def parse_semantics(names: str | Iterable[str]) -> frozenset[str]:
     items = names.split(",") if isinstance(names, str) else list(names)
     odd = [repr(n) for n in items if not isinstance(n, str)]
     if odd:
-        raise ValueError(f"expected switch names, got {', '.join(odd)}")
+        raise UnknownSemantics(f"expected switch names, got {', '.join(odd)}")
     chosen = {n.strip() for n in items if n.strip()} - {SEMANTICS_CURRENT}
     unknown = sorted(n for n in chosen if n not in SEMANTICS)
     if unknown:
-        raise ValueError(f"unknown semantics {', '.join(unknown)} (known: {', '.join(SEMANTICS)}, "
+        raise UnknownSemantics(f"unknown semantics {', '.join(unknown)} (known: {', '.join(SEMANTICS)}, "
                          f"or {SEMANTICS_CURRENT} for none)")
     return frozenset(chosen)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, NewType, Union
 import attrs
 
 from kueue_provreq.api.frozen import EMPTY, FrozenMap
+from kueue_provreq.errors import KueueProvreqError
 
 if TYPE_CHECKING:  # the core never imports datetime; the type is only named here
     import datetime
@@ -24,6 +25,11 @@ Time = NewType("Time", int)
 TimeLike = Union[int, float, str, "datetime.datetime"]
 """What the edges of the Python API accept as a time: seconds since the epoch, RFC 3339 text
 (``2024-01-01T00:00:00Z``) or a timezone-aware ``datetime`` (:mod:`kueue_provreq.timestamps`)."""
+
+
+class TimeError(KueueProvreqError, ValueError):
+    """A value that names no instant: text that is not RFC 3339, a naive ``datetime``, or
+    something that is not a time at all (the core takes seconds only)."""
 
 Duration = NewType("Duration", float)
 """Seconds, read from and written as Go ``time.Duration`` strings (``1m30s``)."""

@@ -6,8 +6,6 @@ object), ``KIND`` (the same, the spelling the library uses inside) and ``NAMESPA
 
 from __future__ import annotations
 
-from typing import Union
-
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.job import Job, JobSet, PyTorchJob
 from kueue_provreq.api.provisioning import (
@@ -23,10 +21,10 @@ from kueue_provreq.api.queues import (
 )
 from kueue_provreq.api.workload import Workload
 
-KubeObject = Union[Workload, ClusterQueue, LocalQueue, ResourceFlavor, AdmissionCheck,
-                   ProvisioningRequestConfig, ProvisioningRequest, PodTemplate, Job, JobSet, PyTorchJob]
+KubeObject = (Workload | ClusterQueue | LocalQueue | ResourceFlavor | AdmissionCheck | ProvisioningRequestConfig
+              | ProvisioningRequest | PodTemplate | Job | JobSet | PyTorchJob)
 
-JobObject = Union[Job, JobSet, PyTorchJob]
+JobObject = Job | JobSet | PyTorchJob
 """The job kinds whose Workloads Kueue's job integrations create."""
 
 JOB_KINDS: tuple[str, ...] = (c.JOB, c.JOBSET, c.PYTORCH_JOB)

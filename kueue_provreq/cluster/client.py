@@ -25,6 +25,7 @@ from typing import Any
 import attrs
 
 from kueue_provreq.cluster.resources import Resource
+from kueue_provreq.errors import KueueProvreqError
 
 INSTALL_HINT = "pip install 'kueue-provreq[cluster]'"
 
@@ -36,13 +37,13 @@ JSON_CONTENT = "application/json"
 MERGE_PATCH = "application/merge-patch+json"
 
 
-class ClusterError(Exception):
+class ClusterError(KueueProvreqError):
     """The cluster cannot be used at all: no client installed, a bad kubeconfig, an API server
     that does not answer.  ``str(e)`` is one line for the user."""
 
 
 @attrs.frozen
-class ApiError(Exception):
+class ApiError(KueueProvreqError):
     """A call the API server answered with an error ``Status``."""
 
     code: int

@@ -38,6 +38,7 @@ a restricted settle, faults, the model's semantics switches, advances longer tha
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
@@ -86,6 +87,8 @@ SETTLE_LIMIT = 60.0
 MAX_ADVANCE = 120.0
 
 FIELD_MANAGER = "kueue-provreq-conform"
+#: Each watch is renewed this often, so that a closed session's threads end soon after.
+WATCH_SECONDS = 10
 NAMESPACE = Resource("Namespace", "", "v1", "namespaces", False)
 EVENT = RESOURCES["Event"]
 
@@ -165,7 +168,7 @@ class Session:
                 if not version:
                     version = self.client.list(res, limit=500).resource_version
                     ready.set()
-                for event in self.client.watch(res, version, timeout_seconds=60):
+                for event in self.client.watch(res, version, timeout_seconds=WATCH_SECONDS):
                     meta = event.object.get("metadata") or {}
                     version = str(meta.get("resourceVersion") or version)
                     if self._stop.is_set():
@@ -181,7 +184,9 @@ class Session:
                 if e.code != 410:
                     time.sleep(0.5)
                 version = ""
-            except ClusterError:
+            except Exception:  # the connection broke (the server went away, or is restarting): again
+                if self._stop.is_set():
+                    return
                 time.sleep(0.5)
 
     def token(self) -> str:
@@ -252,6 +257,7 @@ class ClusterDriver:
         self._changed = threading.Condition(threading.RLock())
         self._last_change = time.monotonic()
         self._events: list[dict[str, Any]] = []
+        self._released: list[dict[str, Any]] = []
         self._event_counts: dict[str, int] = {}
 
     # --- what it cannot do ---------------------------------------------------------------------
@@ -270,6 +276,12 @@ class ClusterDriver:
         if needs.tied_creations:
             return ("two Workloads give the same creationTimestamp, so their queue order rests on their uids, "
                     "which a real API server draws at random")
+        if needs.multikueue:
+            return ("a MultiKueue admission check: the real MultiKueue controller keeps it inactive without a "
+                    "MultiKueueConfig and worker clusters, which the model does not model")
+        if needs.longest_derived_name > _HASHED_NAME:
+            return ("names so long that Kueue hashes them: the isolation suffix of a run on a shared cluster "
+                    "changes the hash")
         if needs.advance > self.max_advance:
             return (f"its advances add up to {needs.advance:g}s, more than the {self.max_advance:g}s "
                     "a real cluster is given to wait")
@@ -382,10 +394,8 @@ class ClusterDriver:
             self._counter += 1
             return _MODEL_UID.format(self._counter)
         if given.startswith(_MODEL_UID[:24]):
-            try:
+            with contextlib.suppress(ValueError):
                 self._counter = max(self._counter, int(given.rsplit("-", 1)[1], 16))
-            except ValueError:
-                pass
         return given
 
     def _map_uid(self, real: str, model: str | None) -> None:
@@ -435,7 +445,7 @@ class ClusterDriver:
             return self.client.patch(res, meta.get("namespace", ""), meta["name"], body, FIELD_MANAGER, "status")
         except ApiError as e:
             if e.code == 409 and conditional:
-                raise _Conflict() from None
+                raise _Conflict from None
             raise StepFailed(f"cannot write the status of {res.kind} {self._back(meta['name'])}: "
                              f"{self._back(str(e))}") from None
 
@@ -527,6 +537,8 @@ class ClusterDriver:
             while True:
                 quiet = time.monotonic() - self._last_change
                 if quiet >= SETTLE_QUIET:
+                    self._released.extend(self._events)
+                    self._events.clear()
                     return
                 if time.monotonic() > deadline:
                     raise StepFailed(f"the cluster did not settle in {SETTLE_LIMIT:g}s")
@@ -715,8 +727,12 @@ class ClusterDriver:
         return len(self._list(RESOURCES[kind]))
 
     def take_events(self) -> list[dict[str, Any]]:
+        """The events of the settles since the last call.  The model emits events only when
+        it settles; a real Kueue emits them as it goes, so an event it emits after a settle (an
+        answer to a step that came before the next settle) is held until that settle, as the
+        model would emit it then."""
         with self._changed:
-            taken, self._events = self._events, []
+            taken, self._released = self._released, []
         return [self._back(e) for e in taken]
 
     def metric_series(self) -> list[tuple[str, Mapping[str, str], float]]:
@@ -741,16 +757,12 @@ class ClusterDriver:
     def end(self) -> None:
         self.session.unregister(self.suffix)
         for ns in self.namespaces:
-            try:
+            with contextlib.suppress(ApiError):
                 self.client.delete(NAMESPACE, "", ns)
-            except ApiError:
-                pass
         for kind in (c.CLUSTER_QUEUE, c.ADMISSION_CHECK, c.PROVISIONING_REQUEST_CONFIG, c.RESOURCE_FLAVOR):
             for name in self._cluster_names:
-                try:
+                with contextlib.suppress(ApiError):
                     self.client.delete(RESOURCES[kind], "", name + self.suffix)
-                except ApiError:
-                    pass
 
 
 class _Conflict(Exception):
@@ -758,6 +770,9 @@ class _Conflict(Exception):
 
 
 _JOB_KINDS = (c.JOB, c.JOBSET, c.PYTORCH_JOB)
+#: Past this length Kueue hashes a name it derives (``limitObjectName``); with a margin for
+#: the isolation suffix.
+_HASHED_NAME = 253 - 2 * 6
 #: The longest Job name the API server takes (its pods' job-name label is derived from it).
 _JOB_NAME_MAX = 63
 

@@ -15,7 +15,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from kueue_provreq.api.quantity import QuantityError, parse_quantity
-from kueue_provreq.conformance.scenario import ScenarioError, duration, parse_time
+from kueue_provreq.conformance.scenario import ScenarioError
+from kueue_provreq.manifests.codec import parse_time
+from kueue_provreq.manifests.errors import ManifestError
+from kueue_provreq.manifests.nodes import duration_seconds
 
 
 class _Missing:
@@ -90,7 +93,7 @@ class Matcher:
             if len(expected) != len(actual):
                 return (f"{_at(path)}expected {len(expected)} elements {show(expected)}, "
                         f"got {len(actual)} {show(actual)}")
-            for i, (e, a) in enumerate(zip(expected, actual)):
+            for i, (e, a) in enumerate(zip(expected, actual, strict=True)):
                 diff = self._match(e, a, f"{path}[{i}]", (None, where[0]))
                 if diff is not None:
                     return diff
@@ -128,10 +131,12 @@ class Matcher:
             return None if actual is not MISSING and actual is not None else \
                 f"{_at(path)}expected a value, but it is {'missing' if actual is MISSING else 'null'}"
         if special == "$after":
-            want = math.floor(self.start + duration(arg, f"{path}.$after"))
+            want = math.floor(self.start + duration_seconds(arg))  # the scenario's schema checked it
             try:
-                got = math.floor(parse_time(actual, path))
-            except ScenarioError:
+                got = parse_time(actual) if isinstance(actual, str) else None
+            except ManifestError:
+                got = None
+            if got is None:
                 return f"{_at(path)}expected a timestamp (start + {arg}), got {show(actual)}"
             if got == want:
                 return None

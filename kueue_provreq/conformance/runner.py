@@ -19,6 +19,7 @@ import attrs
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.meta import Condition
 from kueue_provreq.api.objects import JOB_KINDS, KINDS
+from kueue_provreq.api.queues import AdmissionCheck
 from kueue_provreq.api.workload import Workload
 from kueue_provreq.conformance.match import Matcher, show
 from kueue_provreq.conformance.model import ModelDriver, Observer, quota_step, user_changes
@@ -38,6 +39,7 @@ from kueue_provreq.conformance.scenario import (
     Step,
     parse_scenario,
     scenario_name,
+    step_number,
 )
 from kueue_provreq.driver import (
     NEED_FAULTS,
@@ -49,11 +51,16 @@ from kueue_provreq.driver import (
     WorldDriver,
 )
 from kueue_provreq.engine import ALL_CONTROLLERS, SettleError
+from kueue_provreq.errors import KueueProvreqError
 from kueue_provreq.machines import IllegalTransition
-from kueue_provreq.manifests import ManifestError, format_duration, load_yaml_documents
+from kueue_provreq.manifests import ManifestError, ManifestErrors, format_duration, load_yaml_documents
 
-__all__ = ["Observer", "Outcome", "Run", "StepFailed", "collect", "conform", "load_scenarios", "needs_of", "scenarios_in",
-           "quota_step", "user_changes"]
+__all__ = ["NoSuchPath", "Observer", "Outcome", "Run", "StepFailed", "collect", "conform", "load_scenarios",
+           "needs_of", "quota_step", "scenarios_in", "user_changes"]
+
+
+class NoSuchPath(KueueProvreqError, FileNotFoundError):
+    """A scenario file or folder named that does not exist."""
 
 
 @attrs.frozen
@@ -64,6 +71,8 @@ class Outcome:
     """The first difference (``step N: ...``), or None when the scenario passed."""
     skipped: str | None = None
     """Why the driver could not run it (only a driver other than the model skips)."""
+    errors: tuple[ManifestError, ...] = ()
+    """For a scenario that cannot be read: every problem, each naming its file, line and field."""
 
     @property
     def passed(self) -> bool:
@@ -99,7 +108,12 @@ def needs_of(scenario: Scenario) -> Needs:
                  and not any(r.kind in JOB_KINDS for r in o.metadata.owner_references))
     stamps = [o.metadata.creation_timestamp for o in scenario.objects
               if isinstance(o, Workload) and o.metadata.creation_timestamp is not None]
-    return Needs(frozenset(features), advance, scenario.config_document, bare, len(set(stamps)) < len(stamps))
+    checks = [o for o in scenario.objects if isinstance(o, AdmissionCheck)]
+    multikueue = any(ch.spec.controller_name == c.MULTIKUEUE_CONTROLLER_NAME for ch in checks)
+    longest = max((len(o.metadata.name) + 1 + len(ch.metadata.name) for o in scenario.objects
+                   if isinstance(o, Workload) for ch in checks), default=0)
+    return Needs(frozenset(features), advance, scenario.config_document, bare, multikueue, longest,
+                 len(set(stamps)) < len(stamps))
 
 
 class Run:
@@ -273,7 +287,7 @@ def one_line(text: str) -> str:
 
 def collect(paths: Iterable[str | Path]) -> list[Path]:
     """The scenario files named: files as given, folders searched recursively for ``*.yaml``.
-    Raises FileNotFoundError for a path that does not exist."""
+    Raises :class:`NoSuchPath` (a ``FileNotFoundError``) for a path that does not exist."""
     files: list[Path] = []
     for p in map(Path, paths):
         if p.is_dir():
@@ -281,7 +295,7 @@ def collect(paths: Iterable[str | Path]) -> list[Path]:
         elif p.is_file():
             files.append(p)
         else:
-            raise FileNotFoundError(f"{p}: no such file or directory")
+            raise NoSuchPath(f"{p}: no such file or directory")
     return list(dict.fromkeys(files))
 
 
@@ -305,9 +319,19 @@ def load_scenarios(path: Path, text: str | None = None) -> list[Scenario | Outco
             continue
         try:
             out.append(parse_scenario(doc, source))
-        except ScenarioError as e:
-            out.append(Outcome(name, source, str(e)))
+        except ManifestErrors as e:
+            out.append(Outcome(name, source, unreadable(e.errors), errors=e.errors))
     return out
+
+
+def unreadable(errors: Sequence[ManifestError]) -> str:
+    """The failure of a scenario that cannot be read: every problem, ``step N:`` before those of
+    a step, on one line."""
+    def line(error: ManifestError) -> str:
+        number = step_number(error)
+        return str(error) if number is None else f"step {number}: {error}"
+
+    return "; ".join(map(line, errors))
 
 
 def _manifest_name(doc: Mapping[str, Any]) -> str:

@@ -40,8 +40,8 @@ def flavor_usage(cq: ClusterQueue, used: Usage, current: tuple[FlavorUsage, ...]
     if len(current) == len(layout) and all(
             have.name == flavor and len(have.resources) == len(names) and all(
                 r.name == name and r.borrowed is None and r.total.value == used.get((flavor, name), zero)
-                for r, name in zip(have.resources, names))
-            for have, (flavor, names) in zip(current, layout)):
+                for r, name in zip(have.resources, names, strict=True))
+            for have, (flavor, names) in zip(current, layout, strict=True)):
         return current
     return tuple(FlavorUsage(flavor, tuple(ResourceUsage(name, Quantity.of(used.get((flavor, name), zero)))
                                            for name in names))

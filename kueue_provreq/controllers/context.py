@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import attrs
 
 from kueue_provreq.api.config import Configuration
-from kueue_provreq.api.meta import Time, TimeLike
+from kueue_provreq.api.meta import Time, TimeError
 
 
 def no_jitter() -> float:
@@ -15,20 +16,24 @@ def no_jitter() -> float:
     return 0.0
 
 
-def as_time(value: TimeLike) -> Time:
-    """``value`` as the core's ``Time``.  Seconds pass through; text and ``datetime`` are read by
-    the edge module :mod:`kueue_provreq.timestamps`, imported only then, so that the core itself
-    never imports ``datetime``."""
+def seconds(value: float) -> Time:
+    """``value``, seconds since the epoch, as the core's ``Time`` (truncated to whole seconds, as
+    ``metav1.Time`` keeps them).  The core reads no text and no ``datetime``: the edges do
+    (:func:`kueue_provreq.timestamps.to_time`), so the core never imports ``datetime`` nor the
+    manifests' time grammar."""
     if type(value) is int:
         return Time(value)
-    from kueue_provreq.timestamps import to_time
-    return to_time(value)
+    if isinstance(value, float) and math.isfinite(value):
+        return Time(math.floor(value))
+    raise TimeError(f"expected seconds since the epoch, got {value!r} "
+                    "(kueue_provreq.timestamps.to_time reads RFC 3339 text and datetimes)")
 
 
 @attrs.frozen
 class Context:
-    now: Time = attrs.field(converter=as_time)
-    """Seconds since the epoch; RFC 3339 text and ``datetime`` are accepted too."""
+    now: Time = attrs.field(converter=seconds)
+    """Seconds since the epoch (a float is truncated); read text or a ``datetime`` with
+    :func:`kueue_provreq.timestamps.to_time`."""
     config: Configuration = Configuration()
     jitter: Callable[[], float] = no_jitter
     """Draws a float in [0, 1); the core never imports ``random``."""

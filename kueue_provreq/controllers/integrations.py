@@ -82,7 +82,7 @@ class Integration(Generic[J]):
         templates = self.templates(job)
         if len(infos) != len(templates):
             raise BadPodSetsInfo(f"invalid podset infos: expecting {len(templates)} podset, got {len(infos)}")
-        merged = [merge_into(t, info) for t, info in zip(templates, infos)]
+        merged = [merge_into(t, info) for t, info in zip(templates, infos, strict=True)]
         return self.with_templates(self.with_suspend(job, False), merged)
 
     def stopped(self, job: J, infos: Sequence[PodSetInfo] | None) -> J:
@@ -91,7 +91,7 @@ class Integration(Generic[J]):
         job = self.with_suspend(job, True)
         if infos is None or len(infos) != len(self.templates(job)):
             return job
-        return self.with_templates(job, [restore_into(t, info) for t, info in zip(self.templates(job), infos)])
+        return self.with_templates(job, [restore_into(t, info) for t, info in zip(self.templates(job), infos, strict=True)])
 
 
 class JobIntegration(Integration[Job]):

@@ -59,10 +59,7 @@ def _checks_moved(old: tuple[AdmissionCheckState, ...], new: tuple[AdmissionChec
     """Whether the checks' names, order or states differ."""
     if len(old) != len(new):
         return True
-    for a, b in zip(old, new):
-        if a is not b and (a.name != b.name or a.state != b.state):
-            return True
-    return False
+    return any(a is not b and (a.name != b.name or a.state != b.state) for a, b in zip(old, new, strict=True))
 
 
 def changed_parts(old: Workload, new: Workload) -> Parts:

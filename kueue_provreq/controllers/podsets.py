@@ -17,10 +17,11 @@ from kueue_provreq.api.frozen import EMPTY, FrozenMap, freeze
 from kueue_provreq.api.meta import Json
 from kueue_provreq.api.queues import ResourceFlavor
 from kueue_provreq.api.workload import PodSet, PodSetUpdate, Workload
+from kueue_provreq.errors import KueueProvreqError
 from kueue_provreq.world import Txn
 
 
-class BadPodSetsInfo(Exception):
+class BadPodSetsInfo(KueueProvreqError):
     """What cannot be put in a job's pod templates: two sources setting one key to different
     values (``podset.BadPodSetsUpdateError``), or infos for another number of podsets than the
     job has (``BadPodSetsInfoLenError``).  Upstream treats both as permanent and never starts the

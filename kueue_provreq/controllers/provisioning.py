@@ -133,10 +133,7 @@ def _synced_with_config(pr: ProvisioningRequest, prc: ProvisioningRequestConfig)
     if pr.spec.provisioning_class_name != prc.spec.provisioning_class_name:
         return False
     params = pr.spec.parameters or EMPTY
-    for k, v in prc.spec.parameters.items():
-        if params.get(k) != v:
-            return False
-    return True
+    return all(params.get(k) == v for k, v in prc.spec.parameters.items())
 
 
 # --- podsets of interest -------------------------------------------------------------------
@@ -206,7 +203,7 @@ def semantic_equal(a: Any, b: Any, quantities: bool = False) -> bool:
         return all(semantic_equal(a.get(k), b.get(k), quantities or k in _QUANTITY_MAPS)
                    for k in a.keys() | b.keys())
     if isinstance(a, tuple) and isinstance(b, tuple):
-        return len(a) == len(b) and all(semantic_equal(x, y, quantities) for x, y in zip(a, b))
+        return len(a) == len(b) and all(semantic_equal(x, y, quantities) for x, y in zip(a, b, strict=True))
     if quantities and isinstance(a, (str, int, float)) and isinstance(b, (str, int, float)):
         try:
             return parse_quantity(a) == parse_quantity(b)
@@ -221,7 +218,7 @@ def _same_requests(a: Mapping[str, Any], b: Mapping[str, Any], field: str) -> bo
         return False
     return all(semantic_equal((x.get("resources") or EMPTY).get("requests"),
                               (y.get("resources") or EMPTY).get("requests"), True)
-               for x, y in zip(ca, cb))
+               for x, y in zip(ca, cb, strict=True))
 
 
 _SCHEDULING_FIELDS = ("resources", "nodeSelector", "tolerations", "affinity", "resourceClaims")

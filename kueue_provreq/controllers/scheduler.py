@@ -290,7 +290,7 @@ def reduced_assignment(wl: Workload, table: QuotaTable, used: Usage) -> Assignme
     low, high = 0, total + 1
     while low < high:
         step = (low + high) // 2
-        counts = [ps.count - d * step // total for ps, d in zip(wl.spec.pod_sets, deltas)]
+        counts = [ps.count - d * step // total for ps, d in zip(wl.spec.pod_sets, deltas, strict=True)]
         found = assign_flavors(wl, table, used, counts)
         if found.reason is None:
             best = (step, found)

@@ -109,7 +109,7 @@ def reconcile(world: World, key: Key, ctx: Context) -> Result:
     if cq is not None:
         wanted = _wanted_checks(wl, cq)
         states = wl.status.admission_checks
-        if len(states) != len(wanted) or any(s.name != n for s, n in zip(states, wanted)):
+        if len(states) != len(wanted) or any(s.name != n for s, n in zip(states, wanted, strict=True)):
             synced = ws.sync_check_states(wl, wanted, now)
             if synced is not wl:
                 return _write(txn, synced)

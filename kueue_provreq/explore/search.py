@@ -15,7 +15,7 @@ States are compared after canonicalisation: uids are dropped (every object is
 named uniquely and refers to its owner by name too), times are made relative to
 the clock, and identical workloads are interchangeable (symmetry reduction).
 
-Nothing here reads a clock, prints or touches a file: :mod:`kueue_provreq.explore.cli`
+Nothing here reads a clock, prints or touches a file: :mod:`kueue_provreq.cli.explore`
 measures and reports.
 """
 
@@ -62,6 +62,7 @@ from kueue_provreq.api.workload import PodSet, Workload, WorkloadSpec
 from kueue_provreq.controllers import registry, scheduler
 from kueue_provreq.controllers.context import Context
 from kueue_provreq.engine import SCHEDULER, Manager, SettleError, changes_world
+from kueue_provreq.errors import KueueProvreqError
 from kueue_provreq.machines import (
     PROVISIONING_REQUEST_MACHINE,
     IllegalTransition,
@@ -76,6 +77,10 @@ EPOCH = Time(1_704_067_200)
 NAMESPACE = "default"
 WORKLOAD_NAMES = ("wla", "wlb")
 GRANULARITIES = ("settle", "reconcile")
+
+class OptionsError(KueueProvreqError, ValueError):
+    """Options that describe no world the search can build."""
+
 
 @attrs.frozen
 class Options:
@@ -104,7 +109,7 @@ class Options:
 
     def __attrs_post_init__(self) -> None:
         if self.preemption and self.workloads != 2:
-            raise ValueError("the preemption world has two workloads (--workloads 2)")
+            raise OptionsError("the preemption world has two workloads (--workloads 2)")
 
 
 @attrs.frozen
@@ -351,7 +356,7 @@ class Explorer:
         # identical workloads: the representative is the smallest hash over the renamings
         best: frozenset[Any] | None = None
         for perm in itertools.permutations(WORKLOAD_NAMES[:self.opts.workloads]):
-            mapping = dict(zip(WORKLOAD_NAMES, perm))
+            mapping = dict(zip(WORKLOAD_NAMES, perm, strict=False))
             renamed = frozenset(_rename(o, mapping) for o in objs) if perm != WORKLOAD_NAMES[:len(perm)] else objs
             if best is None or hash(renamed) < hash(best):
                 best = renamed

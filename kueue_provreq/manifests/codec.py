@@ -60,7 +60,7 @@ def parse_duration(text: str) -> float:
     if body == "0":
         return 0.0
     if not body:
-        raise ValueError(f"invalid duration {text!r}")
+        raise ManifestError(f"invalid duration {text!r}")
     total = Decimal(0)
     pos = 0
     while pos < len(body):
@@ -68,17 +68,17 @@ def parse_duration(text: str) -> float:
         assert m is not None  # the pattern matches the empty string
         number, unit = m.groups()
         if number in ("", "."):
-            raise ValueError(f"invalid duration {text!r}")
+            raise ManifestError(f"invalid duration {text!r}")
         if not unit:
-            raise ValueError(f"missing unit in duration {text!r}")
+            raise ManifestError(f"missing unit in duration {text!r}")
         if unit not in _NS_PER_UNIT:
-            raise ValueError(f"unknown unit {unit!r} in duration {text!r} "
+            raise ManifestError(f"unknown unit {unit!r} in duration {text!r} "
                              f"(use ns, us, ms, s, m or h)")
         total += Decimal(number) * _NS_PER_UNIT[unit]
         pos = m.end()
     ns = int(total)
     if ns > _MAX_NS:
-        raise ValueError(f"invalid duration {text!r}: out of range")
+        raise ManifestError(f"invalid duration {text!r}: out of range")
     return (-ns if text.startswith("-") else ns) / 1e9
 
 
@@ -129,11 +129,11 @@ def parse_time(text: str) -> int:
     """
     m = _RFC3339.fullmatch(text)
     if m is None:
-        raise ValueError(f"expected an RFC 3339 time like 2024-01-01T00:00:00Z, got {text!r}")
+        raise ManifestError(f"expected an RFC 3339 time like 2024-01-01T00:00:00Z, got {text!r}")
     y, mo, d, h, mi, s = (int(g) for g in m.groups()[:6])
     if not (y >= 1 and 1 <= mo <= 12 and 1 <= d <= calendar.monthrange(y, mo)[1]
             and h < 24 and mi < 60 and s < 60):
-        raise ValueError(f"time out of range: {text!r}")
+        raise ManifestError(f"time out of range: {text!r}")
     seconds = calendar.timegm((y, mo, d, h, mi, s, 0, 0, 0))
     if m.group(7):
         offset = int(m.group(8)) * 3600 + int(m.group(9)) * 60

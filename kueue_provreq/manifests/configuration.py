@@ -27,7 +27,7 @@ from kueue_provreq.api import constants as c
 from kueue_provreq.api.config import DEFAULT_FEATURE_GATES, Configuration, WaitForPodsReady, parse_semantics
 from kueue_provreq.manifests.codec import decode, describe, parse_duration
 from kueue_provreq.manifests.errors import ManifestError, ManifestErrors
-from kueue_provreq.manifests.nodes import ANY, Arr, Bool, Int, Obj, Problems, Str, join
+from kueue_provreq.manifests.nodes import ANY, Arr, Bool, Duration, Int, Obj, Problems, Str, join
 from kueue_provreq.manifests.yamlio import load_file, load_yaml_documents, locate
 
 CONFIG_V1BETA1: Final = "config.kueue.x-k8s.io/v1beta1"
@@ -41,21 +41,7 @@ SEMANTICS_FIELD: Final = "admissionCheckSemantics"
 
 _TIMESTAMPS = (c.TIMESTAMP_EVICTION, c.TIMESTAMP_CREATION)
 _DEFAULT_WAIT: Final = WaitForPodsReady()
-
-
-def _duration(value: Any, path: str, out: Problems) -> None:
-    if not isinstance(value, str):
-        out.error(f"expected a duration string like 1m30s, got {describe(value)}", path)
-        return
-    try:
-        parse_duration(value)
-    except ValueError as e:
-        out.error(str(e), path)
-
-
-class _Duration(Str):
-    def check(self, value: Any, path: str, out: Problems) -> None:
-        _duration(value, path, out)
+_DURATION: Final = Duration(json_string=True)
 
 
 def _requeuing_rules(strategy: Mapping[str, Any], path: str, out: Problems) -> None:
@@ -74,7 +60,7 @@ def _wait_rules(wait: Mapping[str, Any], path: str, out: Problems) -> None:
 
 def _schema(v1beta1: bool) -> Obj:
     wait: dict[str, Any] = {
-        "timeout": _Duration(), "blockAdmission": Bool(), "recoveryTimeout": _Duration(),
+        "timeout": _DURATION, "blockAdmission": Bool(), "recoveryTimeout": _DURATION,
         "requeuingStrategy": Obj({
             "timestamp": Str(enum=_TIMESTAMPS), "backoffLimitCount": Int(),
             "backoffBaseSeconds": Int(), "backoffMaxSeconds": Int(),

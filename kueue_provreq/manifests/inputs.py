@@ -176,9 +176,10 @@ def _times(node: Any) -> Iterator[int]:
             for key, value in item.items():
                 if key in OBSERVED_TIMES and isinstance(value, str):
                     try:
-                        yield parse_time(value)
+                        seconds = parse_time(value)
                     except ValueError:
-                        pass
+                        continue
+                    yield seconds
                 elif isinstance(value, (Mapping, list)):
                     stack.append(value)
         elif isinstance(item, list):

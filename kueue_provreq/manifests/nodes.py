@@ -14,11 +14,16 @@ API server does, not as a JSON-Schema validator does:
 * every problem is collected, each with its own field path, instead of stopping at the first;
 * ``rules`` (CEL rules, webhook and core validation) see an object only when its fields
   passed, as a CEL rule is skipped when the schema already failed.
+
+The library's own files (scenarios, simulation files) are described with the same nodes
+(:mod:`kueue_provreq.manifests.documents` adds the few they need beyond Kubernetes' types), so
+every input gets the same errors and the same grammar for durations, times and quantities.
 """
 
 from __future__ import annotations
 
 import difflib
+import math
 import re
 from collections.abc import Callable, Mapping
 from decimal import Decimal
@@ -27,7 +32,7 @@ from typing import Any, Final
 import attrs
 
 from kueue_provreq.api.quantity import Quantity, QuantityError
-from kueue_provreq.manifests.codec import describe, parse_time
+from kueue_provreq.manifests.codec import describe, parse_duration, parse_time
 from kueue_provreq.manifests.errors import ManifestError
 
 INT32_MAX: Final = 2**31 - 1
@@ -47,10 +52,14 @@ class UnknownField:
     known: tuple[str, ...]
 
     def error(self) -> ManifestError:
-        close = difflib.get_close_matches(self.key, self.known, n=1, cutoff=0.75)
-        hint = f', did you mean "{close[0]}"?' if close else ""
-        return ManifestError(f"unknown field{hint} (known: {', '.join(sorted(self.known)) or 'none'})",
-                             path=self.path)
+        return unknown(self.key, self.known, self.path)
+
+
+def unknown(key: str, known: tuple[str, ...], path: str, what: str = "field") -> ManifestError:
+    """``unknown field, did you mean "x"? (known: ...)``: the closest known name first."""
+    close = difflib.get_close_matches(key, known, n=1, cutoff=0.75)
+    hint = f', did you mean "{close[0]}"?' if close else ""
+    return ManifestError(f"unknown {what}{hint} (known: {', '.join(sorted(known)) or 'none'})", path=path)
 
 
 class Problems:
@@ -139,9 +148,17 @@ class Int(Node):
 
 @attrs.frozen
 class Num(Node):
+    minimum: float | None = None
+    maximum: float | None = None
+    exclusive_minimum: bool = False
+
     def check(self, value: Any, path: str, out: Problems) -> None:
-        if not isinstance(value, (int, float)) or isinstance(value, bool):
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
             out.error(f"expected a number, got {describe(value)}", path)
+        elif self.minimum is not None and (value < self.minimum or self.exclusive_minimum and value == self.minimum):
+            out.error(f"must be greater than {'' if self.exclusive_minimum else 'or equal to '}{self.minimum:g}", path)
+        elif self.maximum is not None and value > self.maximum:
+            out.error(f"must be less than or equal to {self.maximum:g}", path)
 
 
 @attrs.frozen
@@ -161,6 +178,40 @@ class DateTime(Node):
             parse_time(value)
         except ValueError as e:
             out.error(str(e), path)
+
+
+@attrs.frozen
+class Duration(Node):
+    """A duration, one grammar everywhere: Go's ``time.ParseDuration`` (``90s``, ``1h30m``,
+    ``300ms``; a bare ``0`` needs no unit).  YAML reads an unquoted ``0`` as a number; the
+    library's own files take it as that same ``0``, while a Kubernetes object (``json_string``)
+    does not, as ``metav1.Duration``'s JSON decoder refuses any number."""
+
+    minimum: float | None = None
+    json_string: bool = False
+
+    def check(self, value: Any, path: str, out: Problems) -> None:
+        if isinstance(value, int) and not isinstance(value, bool) and value == 0 and not self.json_string:
+            value = "0"
+        if not isinstance(value, str):
+            number = isinstance(value, (int, float)) and not isinstance(value, bool)
+            hint = (' (write "0s": a Kubernetes duration is a JSON string)' if number and value == 0 else
+                    f" (a number needs a unit: {value}s, {value}m or {value}h)" if number else "")
+            out.error(f"expected a duration string like 90s or 1m30s, got {describe(value)}{hint}", path)
+            return
+        try:
+            seconds = parse_duration(value)
+        except ManifestError as e:
+            out.error(e.reason, path)
+            return
+        if self.minimum is not None and seconds < self.minimum:
+            out.error("must not be negative" if self.minimum == 0 else
+                      f"must be at least {self.minimum:g}s", path)
+
+
+def duration_seconds(value: Any) -> float:
+    """The seconds of a duration already checked by :class:`Duration`."""
+    return 0.0 if value == 0 and not isinstance(value, str) else parse_duration(value)
 
 
 def quantity_value(value: Any) -> Decimal:
@@ -289,6 +340,34 @@ class Arr(Node):
             if key in seen:
                 out.error(f"duplicate value {describe(shown)}", where)
             seen.add(key)
+
+
+@attrs.frozen
+class Choice(Node):
+    """A mapping with exactly one key, which says what the value is (a scenario's step kind, a
+    random distribution); each key has its own node.  ``null`` under a key that takes an object
+    reads as the empty object (YAML's bare ``settle:``)."""
+
+    choices: Mapping[str, Node]
+    what: str = "field"
+
+    def check(self, value: Any, path: str, out: Problems) -> None:
+        if not isinstance(value, Mapping) or not value:
+            out.error(f"expected an object with one of {', '.join(self.choices)}, got {describe(value)}", path)
+            return
+        if len(value) != 1:
+            out.error(f"expected exactly one of {', '.join(self.choices)}, got {', '.join(map(str, value))}", path)
+            return
+        ((key, body),) = value.items()
+        node = self.choices.get(key) if isinstance(key, str) else None
+        if node is None:
+            out.add(unknown(str(key), tuple(self.choices), join(path, str(key)), self.what))
+        elif body is None and isinstance(node, Obj):
+            node.check({}, join(path, key), out)
+        elif body is None:
+            out.error("required value", join(path, key))
+        else:
+            node.check(body, join(path, key), out)
 
 
 class Ref(Node):

@@ -126,13 +126,13 @@ def check_object(data: Any, *, validation: str = STRICT, semantics: frozenset[st
             obj = _decode(kind, str(api_version), body)
         except ManifestError as e:
             errors.append(e)
-    return Checked(obj, _in_file_order(map(placed, errors)), _in_file_order(map(placed, warnings)))
+    return Checked(obj, in_file_order(map(placed, errors)), in_file_order(map(placed, warnings)))
 
 
-def _in_file_order(errors: Iterable[ManifestError]) -> tuple[ManifestError, ...]:
+def in_file_order(errors: Iterable[ManifestError]) -> tuple[ManifestError, ...]:
     """Each problem once (a built-in kind's metadata is checked by two readers), in the order
     of the lines they point at."""
-    unique = {(e.path, e.reason): e for e in errors}.values()
+    unique = {(e.source, e.obj, e.path, e.reason): e for e in errors}.values()
     return tuple(sorted(unique, key=lambda e: int(e.source.rpartition(":")[2] or 0)
                         if e.source.rpartition(":")[2].isdigit() else 0))
 

@@ -43,6 +43,7 @@ import attrs
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.meta import Condition, Conditions, Time
 from kueue_provreq.api.provisioning import ProvisioningRequest
+from kueue_provreq.errors import KueueProvreqError
 from kueue_provreq.machines import PROVISIONING_REQUEST_MACHINE, RequestPhase, RequestTrigger, Transition
 from kueue_provreq.machines.phases import provisioning_request_phase
 from kueue_provreq.manifests.codec import format_duration, parse_duration
@@ -87,7 +88,7 @@ class Decision:
     revoke_at: Time | None = None
 
 
-class ScriptError(ValueError):
+class ScriptError(KueueProvreqError, ValueError):
     """A SCRIPT that does not parse; the message names the item."""
 
 

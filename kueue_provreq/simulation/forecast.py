@@ -29,7 +29,6 @@ from kueue_provreq.api.queues import AdmissionCheck
 from kueue_provreq.api.workload import Workload
 from kueue_provreq.controllers import job
 from kueue_provreq.controllers.queues import cluster_queue_name
-from kueue_provreq.explain import build_world
 from kueue_provreq.machines import WorkloadPhase as P
 from kueue_provreq.machines.phases import provisioning_request_phase
 from kueue_provreq.manifests.codec import format_duration, format_time
@@ -39,6 +38,7 @@ from kueue_provreq.simulation.loop import Loop
 from kueue_provreq.simulation.outcomes import FINAL, Outcome, outcome_of
 from kueue_provreq.simulation.watch import Watch
 from kueue_provreq.world import World
+from kueue_provreq.world_builder import build_world
 
 DEFAULT_UNTIL = 24 * 3600
 

@@ -108,8 +108,8 @@ def gantt(report: Report, path: Path) -> Path:
     end = report.summary.simulated_seconds
     fig, ax = plt.subplots(figsize=(9, 0.9 + 0.28 * len(histories)))
     seen: set[str] = set()
-    for row, (name, history) in enumerate(sorted(histories.items(), key=lambda kv: (kv[1][0][0], kv[0]))):
-        for (start, phase), nxt in zip(history, [*history[1:], (end, "")]):
+    for row, (_name, history) in enumerate(sorted(histories.items(), key=lambda kv: (kv[1][0][0], kv[0]))):
+        for (start, phase), nxt in zip(history, [*history[1:], (end, "")], strict=True):
             color = _PHASE_COLORS.get(phase)
             if color is None or nxt[0] <= start and phase != P.INACTIVE:
                 continue

@@ -32,7 +32,6 @@ from kueue_provreq.api.objects import JobObject, Key, key_of
 from kueue_provreq.api.provisioning import ProvisioningRequest
 from kueue_provreq.api.workload import Workload
 from kueue_provreq.controllers import job as jobs
-from kueue_provreq.explain import build_world
 from kueue_provreq.machines import WorkloadPhase as P
 from kueue_provreq.simulation.drive import AutoscalerDriver, JobDriver
 from kueue_provreq.simulation.fleet import Draws, FleetModel
@@ -41,6 +40,7 @@ from kueue_provreq.simulation.outcomes import Outcome, outcome_of
 from kueue_provreq.simulation.spec import POISSON, Simulation
 from kueue_provreq.simulation.watch import Watch
 from kueue_provreq.world import Create, Delete, World
+from kueue_provreq.world_builder import build_world
 
 GANTT_LIMIT = 50
 """Runs of at most this many workloads keep each workload's phase history (for a Gantt chart)."""

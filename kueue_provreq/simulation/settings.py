@@ -18,13 +18,15 @@ from typing import Any
 import attrs
 import yaml
 
+from kueue_provreq.errors import KueueProvreqError
+
 RETRY_STRATEGY_FIELDS = ("backoffLimitCount", "backoffBaseSeconds", "backoffMaxSeconds")
 SHORTHANDS = tuple(f"retryStrategy.{f}" for f in RETRY_STRATEGY_FIELDS)
 
 _TOKEN = re.compile(r"""\[(?:"([^"]*)"|'([^']*)'|([^\]"']*))\]|([^.\[\]]+)""")
 
 
-class SettingError(ValueError):
+class SettingError(KueueProvreqError, ValueError):
     """A ``--set`` that cannot be read or applied; the message starts with the setting."""
 
 
@@ -50,9 +52,7 @@ def format_path(keys: Sequence[str | int]) -> str:
     """``a.b[c.d][0].e``: how validation errors name a field."""
     out = ""
     for key in keys:
-        if isinstance(key, int):
-            out += f"[{key}]"
-        elif "." in key or not key:
+        if isinstance(key, int) or "." in key or not key:
             out += f"[{key}]"
         else:
             out += f".{key}" if out else key

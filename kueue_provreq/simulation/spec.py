@@ -1,10 +1,13 @@
 """The simulation file: reading and validating it (``docs/simulation-file.rst`` documents it).
 
 A simulation file is one YAML document.  :func:`load_document` reads it; :func:`parse` checks
-every field and returns a :class:`Simulation`, the value :func:`~kueue_provreq.simulation.run.simulate`
-runs.  Errors are :class:`~kueue_provreq.manifests.ManifestError`, one line naming the file and
-line, the simulation and the field path, like every manifest error; manifests inside the file
-(the setup, the templates) are read by :func:`kueue_provreq.manifests.load_object` itself.
+it against its schema, written with the nodes manifests use (:mod:`kueue_provreq.manifests.nodes`,
+:mod:`kueue_provreq.manifests.documents`), and returns a :class:`Simulation`, the value
+:func:`~kueue_provreq.simulation.run.simulate` runs.  Every problem is reported at once as a
+:class:`~kueue_provreq.manifests.ManifestError` naming the file and line, the simulation and the
+field path, like every manifest error (a manifest inside the file names itself); durations,
+times and quantities follow the same grammar as everywhere else.  A new field is one node of
+:class:`_Schema` and one line where :func:`parse` builds the value.
 """
 
 from __future__ import annotations
@@ -24,20 +27,38 @@ from kueue_provreq.api.config import Configuration
 from kueue_provreq.api.frozen import FrozenMap
 from kueue_provreq.api.meta import Time
 from kueue_provreq.api.objects import JOB_KINDS, JobObject, KubeObject
-from kueue_provreq.api.quantity import QuantityError, parse_quantity
 from kueue_provreq.api.workload import Workload
 from kueue_provreq.controllers import job as jobs
 from kueue_provreq.manifests import (
     ManifestError,
+    ManifestErrors,
     load_configuration,
     load_configuration_file,
     load_file,
     load_object,
     load_yaml_documents,
 )
-from kueue_provreq.manifests.codec import describe, format_duration, parse_duration, parse_time
+from kueue_provreq.manifests.codec import describe, format_duration, parse_time
+from kueue_provreq.manifests.documents import File, KueueConfiguration, Manifest, check_document, place
+from kueue_provreq.manifests.nodes import (
+    Arr,
+    Choice,
+    DateTime,
+    Duration,
+    Int,
+    Node,
+    Num,
+    Obj,
+    Problems,
+    Qty,
+    Str,
+    duration_seconds,
+    join,
+    quantity_value,
+)
+from kueue_provreq.manifests.objects import check_object
 from kueue_provreq.manifests.yamlio import locate
-from kueue_provreq.simulation.settings import RETRY_STRATEGY_FIELDS, format_path
+from kueue_provreq.simulation.settings import RETRY_STRATEGY_FIELDS, parse_keys
 from kueue_provreq.world import World
 
 T = TypeVar("T")
@@ -182,103 +203,151 @@ def load_document(path: str | Path) -> Document:
     return Document(documents[0], str(path), path.parent)
 
 
-def _below(path: str, parent: str) -> bool:
-    return path.startswith(parent + ".") or path.startswith(parent + "[")
+# --- the schema: what a simulation file may say ------------------------------------------------
 
 
-class _Reader:
-    """Field-by-field validation with errors naming the file, line and field path."""
+class _Distribution(Node):
+    """A random duration: a duration (fixed), or exactly one of the named distributions."""
 
-    def __init__(self, document: Document, name: str, overridden: Mapping[str, str]) -> None:
-        self.root = document.data
-        self.document = document
-        self.name = name
-        self.overridden = overridden  # field path -> the --set that wrote it
+    def __init__(self) -> None:
+        duration = Duration(minimum=0)
+        self.fixed = duration
+        self.named = Choice({
+            "fixed": duration,
+            "uniform": Obj({"min": duration, "max": duration}, required=("min", "max"), rules=(_min_max,)),
+            "exponential": Obj({"mean": duration}, required=("mean",)),
+            "lognormal": Obj({"median": duration, "sigma": Num(minimum=0)}, required=("median", "sigma")),
+        }, what="distribution")
 
-    def error(self, path: Path_, reason: str) -> ManifestError:
-        text = format_path(path)
-        source = next((s for p, s in self.overridden.items() if text == p or _below(text, p)), None)
-        return ManifestError(reason, path=text, obj=f"Simulation {self.name}",
-                             source=source or locate(self.root, text))
-
-    def mapping(self, value: Any, path: Path_, known: Sequence[str], required: Sequence[str] = ()) -> Mapping[str, Any]:
-        if not isinstance(value, Mapping):
-            raise self.error(path, f"expected a mapping, got {describe(value)}")
-        for key in value:
-            if key not in known:
-                raise self.error((*path, str(key)), f"unknown field (known: {', '.join(known)})")
-        for key in required:
-            if value.get(key) is None:
-                raise self.error((*path, key), "required value")
-        return value
-
-    def typed(self, value: Any, path: Path_, kind: type[T], what: str) -> T:
-        if not isinstance(value, kind) or (kind in (int, float) and isinstance(value, bool)):
-            raise self.error(path, f"expected {what}, got {describe(value)}")
-        return value
-
-    def number(self, value: Any, path: Path_, low: float, high: float = math.inf, open_low: bool = False) -> float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            raise self.error(path, f"expected a number, got {describe(value)}")
-        if value < low or value > high or (open_low and value == low):
-            bound = f"greater than {low:g}" if open_low else f"at least {low:g}"
-            raise self.error(path, f"must be {bound}" + (f" and at most {high:g}" if high != math.inf else ""))
-        return float(value)
-
-    def integer(self, value: Any, path: Path_, low: int) -> int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise self.error(path, f"expected an integer, got {describe(value)}")
-        if value < low:
-            raise self.error(path, f"must be at least {low}")
-        return value
-
-    def duration(self, value: Any, path: Path_) -> float:
-        if isinstance(value, bool) or not isinstance(value, (str, int)):
-            raise self.error(path, f"expected a duration like 90s or 5m, got {describe(value)}")
-        try:
-            seconds = parse_duration(value) if isinstance(value, str) else float(value)
-        except ValueError as e:
-            raise self.error(path, str(e)) from None
-        if isinstance(value, int) and value != 0:
-            raise self.error(path, f"a duration needs a unit: {value}s, {value}m or {value}h")
-        if seconds < 0:
-            raise self.error(path, "must not be negative")
-        return seconds
-
-    def distribution(self, value: Any, path: Path_) -> Distribution:
-        if not isinstance(value, Mapping):
-            return Distribution("fixed", self.duration(value, path))
-        kinds = ("fixed", "uniform", "exponential", "lognormal")
-        self.mapping(value, path, kinds)
-        if len(value) != 1:
-            raise self.error(path, f"expected exactly one of {', '.join(kinds)}")
-        kind, body = next(iter(value.items()))
-        where = (*path, kind)
-        if kind == "fixed":
-            return Distribution("fixed", self.duration(body, where))
-        if kind == "uniform":
-            self.mapping(body, where, ("min", "max"), ("min", "max"))
-            low, high = self.duration(body["min"], (*where, "min")), self.duration(body["max"], (*where, "max"))
-            if high < low:
-                raise self.error((*where, "max"), "must not be less than min")
-            return Distribution("uniform", low, high)
-        if kind == "exponential":
-            self.mapping(body, where, ("mean",), ("mean",))
-            return Distribution("exponential", self.duration(body["mean"], (*where, "mean")))
-        self.mapping(body, where, ("median", "sigma"), ("median", "sigma"))
-        return Distribution("lognormal", self.duration(body["median"], (*where, "median")),
-                            self.number(body["sigma"], (*where, "sigma"), 0.0))
-
-    def file(self, value: Any, path: Path_) -> Path:
-        text = self.typed(value, path, str, "a file path")
-        found = self.document.base / text
-        if not found.is_file():
-            raise self.error(path, f"{found}: no such file")
-        return found
+    def check(self, value: Any, path: str, out: Problems) -> None:
+        (self.named if isinstance(value, Mapping) else self.fixed).check(value, path, out)
 
 
-_TOP = ("name", "description", "seed", "start", "horizon", "configuration", "setup", "workloads", "jobs",
-        "autoscaler")
+def _min_max(value: Mapping[str, Any], path: str, out: Problems) -> None:
+    if duration_seconds(value["max"]) < duration_seconds(value["min"]):
+        out.error("must not be less than min", join(path, "max"))
+
+
+def _arrival_rules(value: Mapping[str, Any], path: str, out: Problems) -> None:
+    if value["process"] == ALL_AT_ONCE and "ratePerHour" in value:
+        out.error("only for process Poisson", join(path, "ratePerHour"))
+    if value["process"] == POISSON and value.get("ratePerHour") is None:
+        out.error("required value", join(path, "ratePerHour"))
+
+
+def _workloads_rules(value: Mapping[str, Any], path: str, out: Problems) -> None:
+    templates = value.get("templates") or []
+    trace = value.get("trace")
+    if not templates and not trace:
+        out.error("needs templates or a trace", path)
+    if trace and value.get("arrival") is not None:
+        out.error("a trace sets the arrivals itself", join(path, "arrival"))
+    names: set[str] = set()
+    for i, template in enumerate(templates):
+        if template["name"] in names:
+            out.error(f"duplicate template name {template['name']!r}", f"{path}.templates[{i}].name")
+        names.add(template["name"])
+    for i, arrival in enumerate(trace if isinstance(trace, list) else ()):
+        if arrival["template"] not in names:
+            out.error(f"no template named {arrival['template']!r}", f"{path}.trace[{i}].template")
+
+
+def _template_rules(value: Mapping[str, Any], path: str, out: Problems) -> None:
+    if ("job" in value) == ("workload" in value):
+        out.error("needs exactly one of job or workload", path)
+        return
+    kind = "job" if "job" in value else "workload"
+    given = value[kind].get("kind")
+    if (given in JOB_KINDS) != (kind == "job") or (kind == "workload" and given != c.WORKLOAD):
+        wanted = "job (Job, JobSet, PyTorchJob)" if kind == "job" else "Workload"
+        out.error(f"expected a {wanted}, got a {given}", join(path, kind))
+
+
+def _setup_rules(value: Mapping[str, Any], path: str, out: Problems) -> None:
+    for i, doc in enumerate(value.get("manifests") or ()):
+        if doc.get("kind") == c.WORKLOAD or doc.get("kind") in JOB_KINDS:
+            out.error("workloads go under workloads.templates or workloads.trace, not in the setup",
+                      f"{path}.manifests[{i}].kind")
+    if not value.get("manifests") and not value.get("files"):
+        out.error("no objects: the setup holds the queues, checks and configs workloads use", path)
+
+
+class _Trace(Node):
+    """An explicit trace: a list of arrivals, or ``{file: PATH}`` (``kubectl get workloads -o json``)."""
+
+    def __init__(self, base: Path) -> None:
+        self.arrivals = Arr(Obj({"at": Duration(minimum=0), "template": Str(min_length=1)},
+                                required=("at", "template")))
+        self.file = Obj({"file": File(base)}, required=("file",))
+
+    def check(self, value: Any, path: str, out: Problems) -> None:
+        if isinstance(value, Mapping):
+            self.file.check(value, path, out)
+        elif isinstance(value, list):
+            self.arrivals.check(value, path, out)
+        else:
+            out.error(f"expected a list of arrivals, or {{file: PATH}}, got {describe(value)}", path)
+
+
+class _ConfigurationSource(Node):
+    """A Kueue Configuration: a file path, or the Configuration itself."""
+
+    def __init__(self, base: Path) -> None:
+        self.file = File(base)
+        self.inline = KueueConfiguration(scenario=False)
+
+    def check(self, value: Any, path: str, out: Problems) -> None:
+        if isinstance(value, str):
+            self.file.check(value, path, out)
+        elif isinstance(value, Mapping):
+            self.inline.check(value, path, out)
+        else:
+            out.error(f"expected a file path or a Configuration, got {describe(value)}", path)
+
+
+class _Schema:
+    """The nodes of one simulation file (its files are named relative to its folder)."""
+
+    def __init__(self, base: Path) -> None:
+        distribution = _Distribution()
+        job_model = {"podsReadyTime": distribution, "runningTime": distribution}
+        probability = Num(minimum=0, maximum=1)
+        self.manifests = Manifest()
+        self.root = Obj({
+            "name": Str(), "description": Str(), "seed": Int(minimum=0, bits=64), "start": DateTime(),
+            "horizon": Duration(minimum=0), "configuration": _ConfigurationSource(base),
+            "setup": Obj({"files": Arr(File(base)), "manifests": Arr(self.manifests)}, rules=(_setup_rules,)),
+            "workloads": Obj({
+                "count": Int(minimum=1, bits=64),
+                "arrival": Obj({"process": Str(enum=(ALL_AT_ONCE, POISSON)),
+                                "ratePerHour": Num(minimum=0, exclusive_minimum=True)},
+                               required=("process",), rules=(_arrival_rules,)),
+                "templates": Arr(Obj({"name": Str(min_length=1), "weight": Num(minimum=0, exclusive_minimum=True),
+                                      "job": self.manifests, "workload": self.manifests, **job_model},
+                                     required=("name",), rules=(_template_rules,))),
+                "trace": _Trace(base),
+            }, required=(), rules=(_workloads_rules,)),
+            "jobs": Obj(job_model),
+            "autoscaler": Obj(values=Obj({
+                "provisioningTime": distribution, "failureProbability": probability,
+                "capacity": Obj(values=Qty(non_negative=True)), "revocationProbability": probability,
+                "revocationTime": distribution,
+            })),
+        }, required=("workloads",))
+
+
+# --- reading ------------------------------------------------------------------------------------
+
+
+def _overridden_by(overridden: Mapping[str, str]) -> Callable[[str], str | None]:
+    """The ``--set`` that wrote a field path (or a path above it), if one did."""
+    settings = [(parse_keys(path), given) for path, given in overridden.items()]
+
+    def source(path: str) -> str | None:
+        keys = parse_keys(path) if path else ()
+        return next((given for written, given in settings if keys[:len(written)] == written), None)
+
+    return source
 
 
 def parse(document: Document, *, config: Configuration | None = None, count: int | None = None,
@@ -287,86 +356,89 @@ def parse(document: Document, *, config: Configuration | None = None, count: int
     """Validate a simulation file.  ``config`` (``--config``), ``count`` (``--workloads``) and
     ``seed`` (``--seed``) override the file; ``retry_strategy`` sets fields of every
     ProvisioningRequestConfig of the setup; ``overridden`` maps field paths to the ``--set``
-    that wrote them, for error messages."""
+    that wrote them, for error messages.  Every problem of the file is raised at once
+    (:class:`~kueue_provreq.manifests.ManifestErrors`), each naming the file and line (or the
+    ``--set``), the simulation and the field path."""
     data = document.data
     given = data.get("name") if isinstance(data, Mapping) else None
     name = given if isinstance(given, str) and given else Path(document.source).stem
-    r = _Reader(document, name, overridden or {})
-    r.mapping(data, (), _TOP, ("workloads",))
-    description = r.typed(data.get("description", ""), ("description",), str, "a string")
-    file_seed = r.integer(data.get("seed", 0), ("seed",), 0)
-    start_text = r.typed(data.get("start", DEFAULT_START), ("start",), str, "an RFC 3339 time")
-    try:
-        start = Time(parse_time(start_text))
-    except ValueError as e:
-        raise r.error(("start",), str(e)) from None
-    horizon = r.duration(data.get("horizon", format_duration(DEFAULT_HORIZON)), ("horizon",))
-    if config is None:
-        config = _configuration(r, data.get("configuration"))
-    setup = _setup(r, data.get("setup", {}), retry_strategy or {}, overridden or {})
-    jobs = _job_model(r, data.get("jobs", {}), ("jobs",), JobModel())
-    w = r.mapping(data["workloads"], ("workloads",), ("count", "arrival", "templates", "trace"))
-    templates = _templates(r, w.get("templates", []), jobs, config, World(setup))
-    trace = _trace(r, w.get("trace"), {t.name for t in templates})
-    if not templates and not trace:
-        raise r.error(("workloads",), "needs templates or a trace")
-    process, rate = _arrival(r, w.get("arrival"), trace)
-    if count is None:
-        count = r.integer(w["count"], ("workloads", "count"), 1) if "count" in w else \
-            len(trace) if trace else DEFAULT_COUNT
-    elif count < 1:
+    obj = f"Simulation {name}"
+    source = _overridden_by(overridden or {})
+    schema = _Schema(document.base)
+    check_document(schema.root, data, obj=obj, source=source)
+    if count is not None and count < 1:
         raise ManifestError("must be at least 1", path="--workloads")
-    autoscaler = _autoscaler(r, data.get("autoscaler", {}))
-    return Simulation(name=name, source=document.source, seed=file_seed if seed is None else seed, start=start,
-                      horizon=int(horizon), setup=setup, config=config, count=count, templates=templates,
-                      process=process, rate_per_hour=rate, trace=trace, jobs=jobs, autoscaler=autoscaler,
-                      description=description)
+    if config is None:
+        config = _configuration(document, data.get("configuration"))
+    setup = _setup(document, schema, data.get("setup") or {}, retry_strategy or {}, source)
+    job_model = _job_model(data.get("jobs") or {}, JobModel())
+    w = data["workloads"]
+    templates = _templates(schema, w.get("templates") or [], job_model, config, World(setup), data, obj)
+    trace = _trace(document, w.get("trace"))
+    if count is None:
+        count = w["count"] if w.get("count") is not None else len(trace) if trace else DEFAULT_COUNT
+    arrival = w.get("arrival") or {"process": ALL_AT_ONCE}
+    return Simulation(
+        name=name, source=document.source, seed=(data.get("seed") or 0) if seed is None else seed,
+        start=Time(parse_time(data.get("start") or DEFAULT_START)),
+        horizon=DEFAULT_HORIZON if data.get("horizon") is None else int(duration_seconds(data["horizon"])),
+        setup=setup, config=config,
+        count=count, templates=templates, process=arrival["process"],
+        rate_per_hour=float(arrival.get("ratePerHour") or 0.0), trace=trace, jobs=job_model,
+        autoscaler=_autoscaler(data.get("autoscaler") or {}), description=data.get("description") or "")
 
 
-def _configuration(r: _Reader, value: Any) -> Configuration:
+def _configuration(document: Document, value: Any) -> Configuration:
     if value is None:
         return Configuration()
     if isinstance(value, str):
-        return load_configuration_file(r.file(value, ("configuration",)))
-    if not isinstance(value, Mapping):
-        raise r.error(("configuration",), f"expected a file path or a Configuration, got {describe(value)}")
+        return load_configuration_file(document.base / value)
     return load_configuration(value, scenario=False)
 
 
-def _setup(r: _Reader, value: Any, retry_strategy: Mapping[str, Any],
-           overridden: Mapping[str, str]) -> tuple[KubeObject, ...]:
-    s = r.mapping(value, ("setup",), ("files", "manifests"))
-    documents: list[Mapping[str, Any]] = []
-    files = r.typed(s.get("files", []), ("setup", "files"), list, "a list of file paths")
-    for i, item in enumerate(files):
-        documents += load_file(r.file(item, ("setup", "files", i)))
-    manifests = r.typed(s.get("manifests", []), ("setup", "manifests"), list, "a list of manifests")
-    documents += manifests
-    objects = []
-    for doc in documents:
-        if isinstance(doc, Mapping) and doc.get("kind") == c.PROVISIONING_REQUEST_CONFIG and retry_strategy:
-            try:
-                obj = load_object(_with_retry_strategy(doc, retry_strategy))
-            except ManifestError as e:
-                field = e.path.rsplit(".", 1)[-1]
-                setting = overridden.get(f"retryStrategy.{field}") if e.path.startswith("spec.retryStrategy.") \
-                    else None
-                raise ManifestError(e.reason, path=e.path, obj=e.obj, source=setting or e.source) from None
-            objects.append(obj)
+def _setup(document: Document, schema: _Schema, value: Mapping[str, Any], retry_strategy: Mapping[str, Any],
+           source: Callable[[str], str | None]) -> tuple[KubeObject, ...]:
+    """The setup's objects: the files' (each read and checked here, every problem at once), then
+    the file's own manifests (checked with the file), each ProvisioningRequestConfig with the
+    ``--set retryStrategy.*`` fields."""
+    objects: list[KubeObject] = []
+    errors: list[ManifestError] = []
+    for name in value.get("files") or ():
+        for doc in load_file(document.base / name):
+            checked = check_object(_with_retry_strategy(doc, retry_strategy))
+            errors += [_retry_source(e, source) for e in checked.errors]
+            obj = checked.obj
+            if obj is not None and (obj.KIND == c.WORKLOAD or obj.KIND in JOB_KINDS):
+                errors.append(ManifestError("workloads go under workloads.templates or workloads.trace, not in "
+                                            "the setup", path="kind", source=locate(doc, "kind"),
+                                            obj=f"{obj.KIND} {obj.metadata.namespace}/{obj.metadata.name}"))
+            elif obj is not None:
+                objects.append(obj)
+    for i, doc in enumerate(value.get("manifests") or ()):
+        if doc.get("kind") != c.PROVISIONING_REQUEST_CONFIG or not retry_strategy:
+            objects.append(schema.manifests.object(doc))
             continue
-        obj = load_object(doc)
-        if isinstance(obj, Workload) or obj.KIND in JOB_KINDS:
-            raise ManifestError("workloads go under workloads.templates or workloads.trace, not in the setup",
-                                obj=f"{obj.KIND} {obj.metadata.namespace}/{obj.metadata.name}",
-                                source=locate(doc, "kind"))
-        objects.append(obj)
-    if not objects:
-        raise r.error(("setup",), "no objects: the setup holds the queues, checks and configs workloads use")
+        checked = check_object(_with_retry_strategy(doc, retry_strategy))
+        errors += [_retry_source(ManifestError(e.reason, path=f"setup.manifests[{i}].{e.path}", obj=e.obj,
+                                               source=e.source), source) for e in checked.errors]
+        if checked.obj is not None:
+            objects.append(checked.obj)
+    if errors:
+        raise ManifestErrors(errors)
     return tuple(objects)
+
+
+def _retry_source(error: ManifestError, source: Callable[[str], str | None]) -> ManifestError:
+    """A ProvisioningRequestConfig's error, naming the ``--set retryStrategy.*`` that wrote the field."""
+    field = error.path.rpartition("spec.retryStrategy.")[2] if "spec.retryStrategy." in error.path else None
+    setting = source(f"retryStrategy.{field}") if field is not None else None
+    return ManifestError(error.reason, path=error.path, obj=error.obj, source=setting or error.source)
 
 
 def _with_retry_strategy(doc: Mapping[str, Any], fields: Mapping[str, Any]) -> Mapping[str, Any]:
     """The ProvisioningRequestConfig manifest with the ``--set retryStrategy.*`` fields."""
+    if doc.get("kind") != c.PROVISIONING_REQUEST_CONFIG or not fields:
+        return doc
     out = dict(doc)
     spec = dict(out.get("spec") or {})
     strategy = dict(spec.get("retryStrategy") or {})
@@ -376,62 +448,55 @@ def _with_retry_strategy(doc: Mapping[str, Any], fields: Mapping[str, Any]) -> M
     return out
 
 
-def _job_model(r: _Reader, value: Any, path: Path_, default: JobModel) -> JobModel:
-    m = r.mapping(value, path, ("podsReadyTime", "runningTime"))
-    ready = r.distribution(m["podsReadyTime"], (*path, "podsReadyTime")) if "podsReadyTime" in m \
-        else default.pods_ready_time
-    running = r.distribution(m["runningTime"], (*path, "runningTime")) if "runningTime" in m \
-        else default.running_time
-    return JobModel(ready, running)
+def _distribution(value: Any) -> Distribution:
+    """A distribution the schema checked."""
+    if not isinstance(value, Mapping):
+        return Distribution("fixed", duration_seconds(value))
+    ((kind, body),) = value.items()
+    if kind == "fixed":
+        return Distribution("fixed", duration_seconds(body))
+    if kind == "uniform":
+        return Distribution("uniform", duration_seconds(body["min"]), duration_seconds(body["max"]))
+    if kind == "exponential":
+        return Distribution("exponential", duration_seconds(body["mean"]))
+    return Distribution("lognormal", duration_seconds(body["median"]), float(body["sigma"]))
 
 
-def _templates(r: _Reader, value: Any, job_model: JobModel, config: Configuration,
-               setup: World) -> tuple[Template, ...]:
-    items = r.typed(value, ("workloads", "templates"), list, "a list of templates")
+def _job_model(value: Mapping[str, Any], default: JobModel) -> JobModel:
+    ready, running = value.get("podsReadyTime"), value.get("runningTime")
+    return JobModel(default.pods_ready_time if ready is None else _distribution(ready),
+                    default.running_time if running is None else _distribution(running))
+
+
+def _templates(schema: _Schema, items: Sequence[Mapping[str, Any]], job_model: JobModel, config: Configuration,
+               setup: World, data: Any, obj: str) -> tuple[Template, ...]:
     out: list[Template] = []
-    for i, item in enumerate(items):
-        path: Path_ = ("workloads", "templates", i)
-        t = r.mapping(item, path, ("name", "weight", "job", "workload", "podsReadyTime", "runningTime"), ("name",))
-        name = r.typed(t["name"], (*path, "name"), str, "a string")
-        if any(o.name == name for o in out):
-            raise r.error((*path, "name"), f"duplicate template name {name!r}")
-        weight = r.number(t.get("weight", 1), (*path, "weight"), 0.0, open_low=True)
-        if ("job" in t) == ("workload" in t):
-            raise r.error(path, "needs exactly one of job or workload")
+    errors: list[ManifestError] = []
+    for i, t in enumerate(items):
         kind = "job" if "job" in t else "workload"
-        obj = load_object(t[kind])
-        is_job = obj.KIND in JOB_KINDS
-        if not (is_job or isinstance(obj, Workload)) or (kind == "job") != is_job:
-            wanted = "job (Job, JobSet, PyTorchJob)" if kind == "job" else "Workload"
-            raise r.error((*path, kind), f"expected a {wanted}, got a {obj.KIND}")
-        if is_job:
+        template = schema.manifests.object(t[kind])
+        if template.KIND in JOB_KINDS:
             # as Kueue's webhook creates it (the default LocalQueue), then whether Kueue manages it
-            obj = jobs.defaulted(setup, obj, config)
-            verdict = jobs.management(setup, obj, config)  # type: ignore[arg-type]
+            template = jobs.defaulted(setup, template, config)
+            verdict = jobs.management(setup, template, config)  # type: ignore[arg-type]
             if not verdict.managed:
-                raise r.error((*path, kind), f"Kueue would not manage this {obj.KIND}: {verdict.why}")
-        overrides = {k: t[k] for k in ("podsReadyTime", "runningTime") if k in t}
-        template: Workload | JobObject = obj  # type: ignore[assignment]  # checked above: a Workload or a job
-        out.append(Template(name, weight, template, _job_model(r, overrides, path, job_model)))
+                errors.append(place(ManifestError(f"Kueue would not manage this {template.KIND}: {verdict.why}",
+                                                  path=f"workloads.templates[{i}].{kind}"), data, obj=obj))
+                continue
+        model: Workload | JobObject = template  # type: ignore[assignment]  # the schema checked: a Workload or a job
+        out.append(Template(t["name"], float(t.get("weight") or 1), model, _job_model(t, job_model)))
+    if errors:
+        raise ManifestErrors(errors)
     return tuple(out)
 
 
-def _trace(r: _Reader, value: Any, templates: set[str]) -> tuple[Arrival, ...]:
+def _trace(document: Document, value: Any) -> tuple[Arrival, ...]:
     if value is None:
         return ()
-    path: Path_ = ("workloads", "trace")
     if isinstance(value, Mapping):
-        r.mapping(value, path, ("file",), ("file",))
-        return kubectl_trace(r.file(value["file"], (*path, "file")))
-    items = r.typed(value, path, list, "a list of arrivals, or {file: PATH}")
-    out = []
-    for i, item in enumerate(items):
-        a = r.mapping(item, (*path, i), ("at", "template"), ("at", "template"))
-        name = r.typed(a["template"], (*path, i, "template"), str, "a template name")
-        if name not in templates:
-            raise r.error((*path, i, "template"), f"no template named {name!r}")
-        out.append(Arrival(int(math.ceil(r.duration(a["at"], (*path, i, "at")))), template=name))
-    return tuple(sorted(out, key=lambda x: x.at))
+        return kubectl_trace(document.base / value["file"])
+    arrivals = [Arrival(math.ceil(duration_seconds(a["at"])), template=a["template"]) for a in value]
+    return tuple(sorted(arrivals, key=lambda x: x.at))
 
 
 def kubectl_trace(path: Path) -> tuple[Arrival, ...]:
@@ -479,54 +544,17 @@ def kubectl_trace(path: Path) -> tuple[Arrival, ...]:
     return tuple(Arrival(t - first, workload=wl) for t, _, wl in sorted(stamped, key=lambda x: (x[0], x[1])))
 
 
-def _arrival(r: _Reader, value: Any, trace: tuple[Arrival, ...]) -> tuple[str, float]:
-    path: Path_ = ("workloads", "arrival")
-    if value is None:
-        return ALL_AT_ONCE, 0.0
-    if trace:
-        raise r.error(path, "a trace sets the arrivals itself")
-    a = r.mapping(value, path, ("process", "ratePerHour"), ("process",))
-    process = a["process"]
-    if process == ALL_AT_ONCE:
-        if "ratePerHour" in a:
-            raise r.error((*path, "ratePerHour"), "only for process Poisson")
-        return ALL_AT_ONCE, 0.0
-    if process != POISSON:
-        raise r.error((*path, "process"), f"expected {ALL_AT_ONCE} or {POISSON}, got {describe(process)}")
-    if "ratePerHour" not in a:
-        raise r.error((*path, "ratePerHour"), "required value")
-    return POISSON, r.number(a["ratePerHour"], (*path, "ratePerHour"), 0.0, open_low=True)
-
-
-_CLASS_FIELDS = ("provisioningTime", "failureProbability", "capacity", "revocationProbability", "revocationTime")
-
-
-def _autoscaler(r: _Reader, value: Any) -> FrozenMap[str, ClassModel]:
-    classes = r.mapping(value, ("autoscaler",), list(value) if isinstance(value, Mapping) else ())
+def _autoscaler(value: Mapping[str, Any]) -> FrozenMap[str, ClassModel]:
+    default = ClassModel()
     out: dict[str, ClassModel] = {}
-    for class_name, body in classes.items():
-        path: Path_ = ("autoscaler", str(class_name))
-        m = r.mapping(body if body is not None else {}, path, _CLASS_FIELDS)
-        field: Callable[[str], Path_] = lambda key: (*path, key)  # noqa: E731
-        capacity = None
-        if m.get("capacity") is not None:
-            caps = r.mapping(m["capacity"], field("capacity"), list(m["capacity"]) if isinstance(m["capacity"], Mapping)
-                             else ())
-            parsed = {}
-            for resource, amount in caps.items():
-                try:
-                    parsed[str(resource)] = parse_quantity(amount)
-                except QuantityError as e:
-                    raise r.error((*field("capacity"), str(resource)), str(e)) from None
-            capacity = FrozenMap(parsed)
-        default = ClassModel()
+    for class_name, body in value.items():
+        m = body or {}
+        capacity = m.get("capacity")
+        ready, revocation = m.get("provisioningTime"), m.get("revocationTime")
         out[str(class_name)] = ClassModel(
-            provisioning_time=r.distribution(m["provisioningTime"], field("provisioningTime"))
-            if "provisioningTime" in m else default.provisioning_time,
-            failure_probability=r.number(m.get("failureProbability", 0), field("failureProbability"), 0.0, 1.0),
-            capacity=capacity,
-            revocation_probability=r.number(m.get("revocationProbability", 0), field("revocationProbability"),
-                                            0.0, 1.0),
-            revocation_time=r.distribution(m["revocationTime"], field("revocationTime"))
-            if "revocationTime" in m else default.revocation_time)
+            provisioning_time=default.provisioning_time if ready is None else _distribution(ready),
+            failure_probability=float(m.get("failureProbability") or 0.0),
+            capacity=None if capacity is None else FrozenMap({str(k): quantity_value(v) for k, v in capacity.items()}),
+            revocation_probability=float(m.get("revocationProbability") or 0.0),
+            revocation_time=default.revocation_time if revocation is None else _distribution(revocation))
     return FrozenMap(out)

@@ -106,7 +106,7 @@ def grid(document: Document, settings: Sequence[s.Setting], *, config: Configura
     """Every combination of the settings' values, each validated into its simulation."""
     points = []
     for values in itertools.product(*(setting.values for setting in settings)):
-        assignments = list(zip(settings, values))
+        assignments = list(zip(settings, values, strict=True))
         data = s.apply(document.data, assignments)
         overridden: dict[str, str] = {}
         for setting, value in assignments:
@@ -141,7 +141,7 @@ def sweep(parameters: Sequence[str], points: Sequence[Point], *, jobs: int | Non
                 progress(i)
     else:
         summaries = _in_processes(sims, jobs or os.cpu_count() or 1, progress)
-    rows = tuple({**dict(zip(parameters, p.values)), **flatten(summary)} for p, summary in zip(points, summaries))
+    rows = tuple({**dict(zip(parameters, p.values, strict=True)), **flatten(summary)} for p, summary in zip(points, summaries, strict=True))
     return SweepResult(tuple(parameters), rows)
 
 

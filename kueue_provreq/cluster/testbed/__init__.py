@@ -5,7 +5,7 @@
 * :mod:`~kueue_provreq.cluster.testbed.controlplane` -- ``up``, ``down``, ``status`` and
   ``restart_kueue``: etcd, kube-apiserver, kube-controller-manager and Kueue on 127.0.0.1, the
   CRDs and webhooks, the kubeconfig;
-* :mod:`~kueue_provreq.cluster.testbed.command` -- ``kueue-provreq testbed up|down|status``.
+* the command ``kueue-provreq testbed up|down|status`` is :mod:`kueue_provreq.cli.testbed`.
 
 The programs come from ``make oracle`` (``oracle/README.md``: the Go modules, their versions
 and why).

@@ -128,10 +128,7 @@ def _repo_oracle() -> Path:
 def find_oracle(bin_dir: str | Path | None = None) -> Oracle:
     """The programs in ``bin_dir`` (``--bin``), else in ``./.oracle/bin``, else in the checkout's
     ``.oracle/bin``; a ClusterError says how to build them when none has all four."""
-    if bin_dir is not None:
-        candidates = [Path(bin_dir).resolve().parent]
-    else:
-        candidates = [Path.cwd() / ".oracle", _repo_oracle()]
+    candidates = [Path(bin_dir).resolve().parent] if bin_dir is not None else [Path.cwd() / ".oracle", _repo_oracle()]
     for folder in candidates:
         oracle = Oracle(folder)
         if all(oracle.program(p).is_file() for p in PROGRAMS):

@@ -66,7 +66,7 @@ def make_pki(folder: Path) -> Pki:
     folder.mkdir(parents=True, exist_ok=True)
     # a fixed instant would make certificates that expire under a long-lived machine; the
     # testbed is an edge, and reading the clock here is what makes a certificate valid now
-    now = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(minutes=5)
+    now = datetime.datetime.now(datetime.UTC) - datetime.timedelta(minutes=5)
 
     def write_key(path: Path, key: Any) -> None:
         path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,

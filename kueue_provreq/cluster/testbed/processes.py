@@ -8,6 +8,7 @@ processes ``up`` started and never a stranger that reused an id.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -72,10 +73,8 @@ def alive(proc: Process) -> bool:
 def _reap(pid: int) -> None:
     """Collects the exit status when the process is this one's child (the pytest fixture's
     case), so that it leaves no zombie."""
-    try:
+    with contextlib.suppress(ChildProcessError):
         os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:
-        pass
 
 
 def stop(proc: Process, grace: float = STOP_GRACE) -> None:

@@ -2,7 +2,8 @@
 
 ``up`` prints the kubeconfig's path on standard output (and nothing else there), so that a
 script can write ``export KUBECONFIG=$(kueue-provreq testbed up)``; progress and timings go to
-standard error.
+standard error.  The control plane itself is :mod:`kueue_provreq.cluster.testbed`; this module is
+the command's glue, registered like every other command.
 """
 
 from __future__ import annotations
@@ -10,20 +11,18 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
 
-from kueue_provreq.cluster.client import ClusterError
+from kueue_provreq.cli import options
 from kueue_provreq.cluster.testbed import controlplane as cp
 
 
-def add_testbed_command(subparsers: Any) -> None:
-    """Registers ``testbed`` on the ``kueue-provreq`` command's subparsers."""
-    p = subparsers.add_parser(
-        "testbed", help="start or stop a local control plane with the real Kueue (built by `make oracle`)",
+def register(subparsers: argparse._SubParsersAction[options.Parser]) -> None:
+    p = options.add_command(
+        subparsers, "testbed", run, help="start or stop a local control plane with the real Kueue (built by `make oracle`)",
         description="etcd, kube-apiserver, kube-controller-manager (garbage collector and namespace "
                     "controller only) and the Kueue manager on 127.0.0.1, from the programs `make oracle` "
                     "builds; no Docker. `up` returns once Kueue is ready and prints the kubeconfig's path.")
-    actions = p.add_subparsers(dest="action", metavar="ACTION", required=True)
+    actions = p.add_subparsers(dest="action", metavar="ACTION", required=True, parser_class=options.Parser)
     up = actions.add_parser("up", help="start it; print the kubeconfig's path")
     up.add_argument("--kubeconfig-out", metavar="FILE", help="also copy the kubeconfig to FILE")
     up.add_argument("--timeout", type=float, default=cp.START_TIMEOUT, metavar="SECONDS",
@@ -34,15 +33,6 @@ def add_testbed_command(subparsers: Any) -> None:
         action.add_argument("--bin", metavar="DIR", help="where the programs are (default: .oracle/bin)")
         action.add_argument("--state", metavar="DIR",
                             help="the testbed's folder (default: .oracle/testbed beside the programs)")
-        action.set_defaults(func=_run_reporting)
-
-
-def _run_reporting(args: argparse.Namespace) -> int:
-    try:
-        return run_testbed(args)
-    except ClusterError as e:
-        print(f"kueue-provreq: error: testbed: {e}", file=sys.stderr)
-        return 1
 
 
 def _folder(args: argparse.Namespace, oracle: cp.Oracle | None) -> Path:
@@ -53,7 +43,7 @@ def _folder(args: argparse.Namespace, oracle: cp.Oracle | None) -> Path:
     return cp.default_folder(oracle)
 
 
-def run_testbed(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     if args.action == "up":
         oracle = cp.find_oracle(args.bin)
         out = Path(args.kubeconfig_out).resolve() if args.kubeconfig_out else None

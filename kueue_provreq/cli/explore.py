@@ -1,5 +1,8 @@
 """``kueue-provreq explore``: options in, a search, its size and time out; a counterexample as YAML.
 
+The search itself is :mod:`kueue_provreq.explore` (pure: no clock, no printing, no files); this
+module is the command's glue, registered like every other command.
+
 Exit status 0 when every invariant held in every state up to the depth; 1 when one was violated
 (the shortest counterexample is printed as a conformance scenario, each violation labelled as
 upstream behaviour when upstream is known to break that invariant under the semantics chosen,
@@ -14,21 +17,20 @@ import hashlib
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import yaml
 
 from kueue_provreq import invariants as inv
-from kueue_provreq.api.config import SEMANTICS, SEMANTICS_CURRENT, parse_semantics
+from kueue_provreq.api.config import SEMANTICS_CURRENT
+from kueue_provreq.cli import options
 from kueue_provreq.explore.scenario import to_scenario
 from kueue_provreq.explore.search import GRANULARITIES, Options, Report, explore
 from kueue_provreq.machines import RequestTrigger
 
 
-def add_explore_command(subparsers: Any) -> None:
-    """Register ``explore`` on the ``kueue-provreq`` command's subparsers."""
-    p = subparsers.add_parser(
-        "explore", help="exhaustively explore a small world and check every invariant",
+def register(subparsers: argparse._SubParsersAction[options.Parser]) -> None:
+    p = options.add_command(
+        subparsers, "explore", run, help="exhaustively explore a small world and check every invariant",
         description="Breadth-first search over every interleaving of Cluster Autoscaler outcomes, "
                     "controller reconciles and clock advances in a world of one ClusterQueue, "
                     "1-2 workloads and 1-2 ProvisioningRequest checks; every reached state and "
@@ -43,10 +45,7 @@ def add_explore_command(subparsers: Any) -> None:
     p.add_argument("--backoff-limit", type=int, choices=range(4), default=1,
                    help="retryStrategy.backoffLimitCount of every check (0-3, default 1)")
     p.add_argument("--keep-quota", action="store_true", help="turn the KeepQuotaForProvReqRetry gate on")
-    p.add_argument("--semantics", type=_semantics, default=frozenset(), metavar="SWITCH,...",
-                   help="semantics switches, comma-separated: " + "; ".join(
-                       f"{name} ({what})" for name, what in SEMANTICS.items()) +
-                   " (default: none, upstream main with #14309)")
+    options.semantics_switches(p, default=frozenset(), reads_manifests=False)
     p.add_argument("--granularity", choices=GRANULARITIES, default="settle",
                    help="settle: controllers catch up fully after each event (default); "
                         "reconcile: every single reconcile is an interleaving point")
@@ -63,7 +62,6 @@ def add_explore_command(subparsers: Any) -> None:
     p.add_argument("--max-states", type=int, default=None, help="stop after this many states")
     p.add_argument("--scenario-out", type=Path, default=None,
                    help="write the counterexample scenario there instead of to stdout")
-    p.set_defaults(func=run_explore)
 
 
 def _outcomes(text: str) -> tuple[str, ...]:
@@ -72,13 +70,6 @@ def _outcomes(text: str) -> tuple[str, ...]:
     if unknown or not chosen:
         raise argparse.ArgumentTypeError(f"unknown trigger(s) {', '.join(unknown)} (known: {', '.join(RequestTrigger)})")
     return chosen
-
-
-def _semantics(text: str) -> frozenset[str]:
-    try:
-        return parse_semantics(text)
-    except ValueError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def summary(report: Report, seconds: float) -> str:
@@ -90,15 +81,11 @@ def semantics_label(switches: frozenset[str]) -> str:
     return ",".join(sorted(switches)) or SEMANTICS_CURRENT
 
 
-def run_explore(args: argparse.Namespace) -> int:
-    try:
-        opts = Options(workloads=args.workloads, checks=args.checks, depth=args.depth,
-                       backoff_limit=args.backoff_limit, keep_quota=args.keep_quota, semantics=args.semantics,
-                       granularity=args.granularity, symmetry=not args.no_symmetry, max_states=args.max_states,
-                       quota=args.quota, outcomes=args.outcomes, preemption=args.preemption)
-    except ValueError as e:
-        print(f"kueue-provreq explore: error: {e}", file=sys.stderr)
-        return 2
+def run(args: argparse.Namespace) -> int:
+    opts = Options(workloads=args.workloads, checks=args.checks, depth=args.depth,
+                   backoff_limit=args.backoff_limit, keep_quota=args.keep_quota, semantics=args.semantics,
+                   granularity=args.granularity, symmetry=not args.no_symmetry, max_states=args.max_states,
+                   quota=args.quota, outcomes=args.outcomes, preemption=args.preemption)
     start = time.perf_counter()
 
     def progress(depth: int, states: int) -> None:
@@ -129,7 +116,7 @@ def run_explore(args: argparse.Namespace) -> int:
     scenario = to_scenario(
         ex, v, f"explorer counterexample {digest}: {', '.join(names)} ({semantics_label(opts.semantics)}, {opts.granularity})",
         f"Found by kueue-provreq explore after {trace}: "
-        + "; ".join(f"{m} ({label})" for m, label in zip(v.messages, labels)))
+        + "; ".join(f"{m} ({label})" for m, label in zip(v.messages, labels, strict=True)))
     text = yaml.safe_dump(scenario, sort_keys=False, width=100)
     if args.scenario_out is not None:
         args.scenario_out.write_text(text)

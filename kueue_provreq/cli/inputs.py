@@ -1,0 +1,72 @@
+"""Reading the objects ``explain``, ``audit``, ``forecast`` and ``validate`` work on: ``-f``
+files and dumps, or a live cluster (which needs the ``cluster`` extra, imported only then)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import attrs
+
+from kueue_provreq.api.config import Configuration
+from kueue_provreq.api.meta import Time
+from kueue_provreq.api.objects import KubeObject
+from kueue_provreq.cli import options
+from kueue_provreq.cli.options import PROG
+from kueue_provreq.cli.output import note
+from kueue_provreq.manifests.inputs import InputErrors, Inputs, load_inputs
+
+
+@attrs.frozen
+class Input:
+    """What explain, audit and forecast read: the objects, the kinds that could not be read, the time."""
+
+    objects: tuple[KubeObject, ...]
+    now: Time
+    unread: frozenset[str] = frozenset()
+    refused: int = 0
+    """Objects of ``-f`` left out because the API server would refuse them (``keep_going``)."""
+
+
+def read_input(args: argparse.Namespace, config: Configuration, keep_going: bool = False) -> Input:
+    """The objects of ``-f`` or of the live cluster named, checked as ``config``'s semantics
+    switches say; warnings go to stderr, and with ``keep_going`` the errors of the objects left
+    out too (as ``kubectl apply`` goes on)."""
+    if args.context is not None and args.kubeconfig is None:
+        raise options.UsageError("--context needs --kubeconfig")
+    live = args.kubeconfig is not None or args.in_cluster
+    if args.namespace and not live:
+        raise options.UsageError("--namespace needs --kubeconfig or --in-cluster (a dump holds what it holds)")
+    at = options.clock(args.at) if args.at is not None else None
+    if not live:
+        inputs = load_manifests(args, config, keep_going)
+        newest = inputs.newest_timestamp
+        now = at if at is not None else Time(newest) if newest is not None else options.clock(None)
+        return Input(inputs.objects, now, refused=len(inputs.errors))
+    from kueue_provreq.cluster import client, snapshot
+
+    connection = client.connect_in_cluster() if args.in_cluster else client.connect(args.kubeconfig, args.context)
+    with connection as api:
+        snap = snapshot.read(api, args.namespace)
+    for warning in snap.warnings:
+        note("warning", warning)
+    objects, problems = snapshot.to_objects(snap.documents, snap.source, args.validate,
+                                             semantics=config.semantics)
+    for problem in problems:
+        note("warning", problem)
+    return Input(tuple(objects), at if at is not None else options.clock(None), snap.unread)
+
+
+def load_manifests(args: argparse.Namespace, config: Configuration | None, keep_going: bool = False) -> Inputs:
+    """Every object of every ``-f`` source, checked as the semantics switches say; warnings and
+    the skipped kinds on stderr, and with ``keep_going`` the errors of the objects left out."""
+    inputs = load_inputs(args.filename, validation=args.validate, keep_going=keep_going,
+                         semantics=config.semantics if config is not None else frozenset())
+    for error in InputErrors(inputs.errors).lines() if inputs.errors else ():
+        note("error", error)
+    for warning in inputs.warnings:
+        note("warning", warning)
+    skipped = inputs.skipped_line()
+    if skipped is not None:
+        print(f"{PROG}: {skipped}", file=sys.stderr)
+    return inputs

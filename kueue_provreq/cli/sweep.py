@@ -1,0 +1,70 @@
+"""``kueue-provreq sweep SIMULATION.yaml --set PATH=V1,V2``: one simulation per point of a grid."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from kueue_provreq.cli import options
+from kueue_provreq.cli.output import print_data
+
+
+def register(subparsers: argparse._SubParsersAction[options.Parser]) -> None:
+    cmd = options.add_command(
+        subparsers, "sweep", run, help="one simulation per point of a grid of settings",
+        description="Run the simulation once per combination of the --set values (each with the "
+                    "file's seed, or --seed), in parallel, and print one row per point; --out DIR "
+                    "writes sweep.csv and a plot.")
+    options.simulation(cmd)
+    options.output(cmd, ("table", "csv", "yaml", "json"))
+    options.out_folder(cmd, "sweep.csv and a plot")
+    cmd.add_argument("--set", action="append", required=True, dest="settings", metavar="PATH=V1,V2,...",
+                     help="values for a field, by its dotted path in the simulation file (a key "
+                          "with dots in brackets: autoscaler[\"check-capacity.autoscaling.x-k8s.io\"]"
+                          ".failureProbability); retryStrategy.backoffLimitCount, "
+                          "retryStrategy.backoffBaseSeconds and retryStrategy.backoffMaxSeconds set "
+                          "every ProvisioningRequestConfig; repeatable")
+    cmd.add_argument("-j", "--jobs", type=int, default=None, metavar="N",
+                     help="worker processes (default: the CPU count)")
+    cmd.add_argument("--dask", metavar="ADDRESS", default=None,
+                     help="run the points on the Dask scheduler at ADDRESS (tcp://host:8786), or "
+                          "'local' to start a local Dask cluster of -j workers")
+
+
+def run(args: argparse.Namespace) -> int:
+    from kueue_provreq.simulation import grid, load_document, parse_setting, sweep
+    from kueue_provreq.simulation.progress import progress_bar
+
+    options.at_least("-j", args.jobs, 1)
+    options.at_least("--workloads", args.workloads, 1)
+    options.at_least("--seed", args.seed, 0)
+    config = options.configuration_file(args.config)
+    document = load_document(args.simulation)
+    settings = [parse_setting(text) for text in args.settings]
+    points = grid(document, settings, config=config, count=args.workloads, seed=args.seed)
+    parameters = [setting.text for setting in settings]
+    with progress_bar(len(points), "points", args.quiet) as progress:
+        result = sweep(parameters, points, jobs=args.jobs, dask=args.dask, progress=progress)
+    if args.out is not None:
+        result.write(Path(args.out))
+    if args.output == "csv":
+        print(result.csv(), end="")
+    elif args.output == "table":
+        print(_table(parameters, result.rows), end="")
+    else:
+        print_data(list(result.rows), args.output)
+    return 0
+
+
+def _table(parameters: Sequence[str], rows: Sequence[dict[str, Any]]) -> str:
+    """One line per point: its values, outcomes and admission latency."""
+    header = [*parameters, "finished", "admitted", "deactivated", "pending", "p50", "p90", "p99"]
+    keys = ["finished", "admitted", "deactivated", "pending", "admissionLatencySeconds.p50",
+            "admissionLatencySeconds.p90", "admissionLatencySeconds.p99"]
+    table = [header] + [[str(r[p]) for p in parameters] + ["-" if r.get(k) is None else str(r[k]) for k in keys]
+                        for r in rows]
+    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
+    return "".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() + "\n"
+                   for row in table)

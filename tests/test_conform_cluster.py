@@ -1,0 +1,128 @@
+"""``conform --cluster``: the conformance runner drives a real cluster that runs Kueue.
+
+The driver's translation (names, uids, timestamps, metrics text) is checked without a cluster;
+the end-to-end tests run scenarios on the testbed's real Kueue (skipped, with the reason, where
+``make oracle`` has not built it)."""
+
+from __future__ import annotations
+
+import random
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kueue_provreq.api import naming
+from kueue_provreq.cli import main
+from kueue_provreq.cluster.conform import ClusterDriver, _Epoch, new_suffix, parse_prometheus
+from kueue_provreq.conformance.runner import load_scenarios, needs_of
+from kueue_provreq.conformance.scenario import Scenario
+from kueue_provreq.driver import NEED_RECONCILE, Needs
+
+SPECS = Path(__file__).parents[1] / "specs"
+
+
+class _Session:
+    """What a driver needs of a session, without a cluster."""
+
+    client: Any = None
+    metrics_url = None
+
+    def register(self, driver: ClusterDriver) -> str:
+        return "-kqzt"
+
+    def unregister(self, suffix: str) -> None:
+        pass
+
+
+def _driver() -> ClusterDriver:
+    driver = ClusterDriver(_Session(), sleep=lambda seconds: None)  # type: ignore[arg-type]
+    driver._scenario_namespaces = frozenset({"ns", "default"})
+    driver._cluster_names = frozenset({"cq", "check1"})
+    return driver
+
+
+def test_suffixes_hold_no_hexadecimal_digit() -> None:
+    rng = random.Random(7)
+    for _ in range(200):
+        suffix = new_suffix(rng)
+        assert suffix.startswith("-k") and len(suffix) == 6
+        assert not set(suffix[2:]) & set("0123456789abcdef")
+
+
+def test_names_go_out_with_the_suffix_and_come_back_without_it() -> None:
+    d = _driver()
+    d.epochs = [_Epoch(1_800_000_000, 1_704_067_200.0)]
+    out = d._out({"metadata": {"namespace": "ns", "name": "lq"}, "spec": {"clusterQueue": "cq"}},
+                 d._cluster_names)
+    assert out == {"metadata": {"namespace": "ns-kqzt", "name": "lq"}, "spec": {"clusterQueue": "cq-kqzt"}}
+    # a name Kueue derives from a suffixed one, and a message naming it, read as the model writes them
+    back = d._back({"name": "wl-check1-kqzt-1", "message": 'Created ProvisioningRequest: "wl-check1-kqzt-1"'})
+    assert back == {"name": "wl-check1-1", "message": 'Created ProvisioningRequest: "wl-check1-1"'}
+
+
+def test_uids_and_workload_names_read_as_the_model_gives_them() -> None:
+    d = _driver()
+    d.epochs = [_Epoch(1_800_000_000, 1_704_067_200.0)]
+    d._map_uid("9b1deb4d-3b7d-4bad-9bdd-2b0d7b3dcb6d", None)
+    assert d.uids == {"9b1deb4d-3b7d-4bad-9bdd-2b0d7b3dcb6d": "00000000-0000-4000-8000-000000000001"}
+    real_uid, model_uid = "9b1deb4d-3b7d-4bad-9bdd-2b0d7b3dcb6d", "00000000-0000-4000-8000-000000000001"
+    real_name = naming.workload_name_for_owner("Job", "batch", "train", real_uid)
+    d._name_workload("Workload", {"metadata": {"name": real_name, "ownerReferences": [
+        {"apiVersion": "batch/v1", "kind": "Job", "name": "train", "uid": real_uid, "controller": True}]}})
+    # the name Kueue derives from the real uid reads as the one the model derives from its own
+    assert d.names == {real_name: naming.workload_name_for_owner("Job", "batch", "train", model_uid)}
+    assert d._back("00000000 owner 9b1deb4d-3b7d-4bad-9bdd-2b0d7b3dcb6d") == \
+        "00000000 owner 00000000-0000-4000-8000-000000000001"
+    # on the way out, the model's uid becomes the real one again (an ownerReference in a world object)
+    assert d._out("00000000-0000-4000-8000-000000000001", frozenset()) == "9b1deb4d-3b7d-4bad-9bdd-2b0d7b3dcb6d"
+
+
+def test_timestamps_read_on_the_scenario_clock() -> None:
+    d = _driver()
+    start, clock = 1_800_000_000, 1_704_067_200.0
+    d.epochs = [_Epoch(start, clock), _Epoch(start + 5, clock + 60)]
+    assert d._to_scenario(start + 2, None) == clock  # written during the first period
+    assert d._to_scenario(start + 7, None) == clock + 60  # after the advance of 60 s
+    assert d._to_scenario(start - 30, None) == clock - 30  # given in the world, before the start
+    # a deadline later than the write: the clock of the write's period plus the distance
+    assert d._to_scenario(start + 7 + 120, start + 7) == clock + 60 + 120
+    assert d._to_real(clock + 90) == start + 90
+
+
+def test_prometheus_text_is_read_into_samples() -> None:
+    text = ('# HELP kueue_evicted_workloads_total x\n# TYPE kueue_evicted_workloads_total counter\n'
+            'kueue_evicted_workloads_total{cluster_queue="cq-kqzt",reason="Deactivated"} 2\n'
+            'kueue_pending_workloads{cluster_queue="a \\"b\\"",status="active"} 0\n')
+    assert list(parse_prometheus(text)) == [
+        ("kueue_evicted_workloads_total", {"cluster_queue": "cq-kqzt", "reason": "Deactivated"}, 2.0),
+        ("kueue_pending_workloads", {"cluster_queue": 'a "b"', "status": "active"}, 0.0)]
+
+
+def _scenario(path: str) -> Scenario:
+    (scenario,) = load_scenarios(SPECS / path)
+    assert isinstance(scenario, Scenario)
+    return scenario
+
+
+def test_the_driver_refuses_what_only_the_model_can_do() -> None:
+    d = _driver()
+    assert d.refuses(Needs(frozenset({NEED_RECONCILE}))) == "a single controller's reconcile is the model's alone"
+    assert "300s" in (d.refuses(Needs(advance=300.0)) or "")
+    assert d.refuses(Needs(bare_workloads=((("Workload", "ns", "wl"), 2),))) is not None
+    assert d.refuses(needs_of(_scenario("jobs/job-gets-workload-admitted-and-started.yaml"))) is None
+
+
+def test_conform_on_the_real_kueue(testbed: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    """One scenario passes on the real Kueue, one it cannot run is skipped with the reason, and
+    the closing line counts all three kinds."""
+    started = time.monotonic()
+    status = main(["conform", "--cluster", testbed.kubeconfig,
+                   str(SPECS / "jobs" / "job-gets-workload-admitted-and-started.yaml"),
+                   str(SPECS / "provisioning" / "bad-parameters-ref-reconcile-error.yaml")])
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("PASS a Job gets its Workload"), out
+    assert out[1].startswith("SKIP ") and out[1].endswith("a single controller's reconcile is the model's alone")
+    assert out[-1] == "1 passed, 0 failed, 1 skipped"
+    assert status == 0
+    assert time.monotonic() - started < 120
