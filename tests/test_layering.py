@@ -22,7 +22,8 @@ PACKAGE = Path(kueue_provreq.__file__).parent
 
 #: The floors, lowest first.  The core is ``errors`` to ``engine`` (sans-IO: no clock, no
 #: randomness, no cluster, no YAML); ``shared`` holds what several edges read or write with
-#: (manifests, times, the invariants oracle, what a workload waits for, drawings); the edges
+#: (manifests, times, the invariants oracle, what a workload waits for, drawings, the interface a
+#: conformance world driver implements); the edges
 #: each answer one kind of question; the command line joins them.
 FLOORS = ("errors", "api", "machines", "world", "controllers", "engine", "shared", "edges", "cli")
 
@@ -41,6 +42,7 @@ ROOMS: dict[str, tuple[str, str]] = {
     "kueue_provreq.invariants": ("shared", "invariants"),
     "kueue_provreq.waits": ("shared", "waits"),
     "kueue_provreq.diagrams": ("shared", "diagrams"),
+    "kueue_provreq.driver": ("shared", "driver"),  # the runner's world-driver interface: two edges implement it
     "kueue_provreq.simulation": ("edges", "simulation"),
     "kueue_provreq.cluster": ("edges", "cluster"),
     "kueue_provreq.conformance": ("edges", "conformance"),

@@ -139,13 +139,8 @@ def _config_key(scenario: Scenario) -> str:
 
 def _restart(testbed: Testbed | None, config: Mapping[str, Any] | None) -> str | None:
     """Kueue restarted with ``config``; or why it cannot be (a skip reason)."""
+    from kueue_provreq.cluster.conform import restart_for
+
     if testbed is None:
         return "its Kueue config needs Kueue restarted with it, which only a testbed's kubeconfig allows"
-    from kueue_provreq.cluster.client import ClusterError
-    from kueue_provreq.cluster.testbed.controlplane import restart_kueue
-
-    try:
-        restart_kueue(testbed, config)
-    except ClusterError as e:
-        return f"Kueue {testbed.versions.get('kueue', '')} does not start with its config: {e}"
-    return None
+    return restart_for(testbed, config)

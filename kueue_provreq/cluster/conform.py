@@ -61,6 +61,7 @@ from kueue_provreq.api.objects import KINDS, Key, KubeObject
 from kueue_provreq.api.workload import Admission, Workload
 from kueue_provreq.cluster.client import ApiError, Client, ClusterError
 from kueue_provreq.cluster.resources import RESOURCES, Resource
+from kueue_provreq.cluster.testbed.controlplane import Testbed, restart_kueue
 from kueue_provreq.controllers.workload_status import set_quota_reservation, unset_quota_reservation
 from kueue_provreq.driver import (
     NEED_FAULTS,
@@ -258,6 +259,8 @@ class ClusterDriver:
         self._last_change = time.monotonic()
         self._events: list[dict[str, Any]] = []
         self._released: list[dict[str, Any]] = []
+        self.implicit_jobs: dict[tuple[str, str], str] = {}
+        """(namespace, Workload) on the cluster -> the name of the Job made to own it."""
         self._event_counts: dict[str, int] = {}
 
     # --- what it cannot do ---------------------------------------------------------------------
@@ -466,10 +469,14 @@ class ClusterDriver:
         with self._changed:  # the model's implicit Job has no uid: keep the watch from counting this one
             job = self.client.create(jobs, ns, {
             "apiVersion": "batch/v1", "kind": "Job",
-            "metadata": {"name": _job_name(doc["metadata"]["name"]), "namespace": ns},
+            # the Workload's annotations, which Kueue's job reconciler copies from a job to its
+            # Workload (the admission gate, the provreq parameters)
+            "metadata": {"name": _job_name(doc["metadata"]["name"]), "namespace": ns,
+                         "annotations": doc["metadata"].get("annotations") or {}},
             "spec": {"suspend": True, "parallelism": pod_set.get("count", 1), "completions": pod_set.get("count", 1),
                      "template": template}}, FIELD_MANAGER)
             self.uids[job["metadata"]["uid"]] = job["metadata"]["uid"]
+            self.implicit_jobs[(ns, doc["metadata"]["name"])] = job["metadata"]["name"]
         pod_set["template"] = job["spec"]["template"]
         doc["metadata"]["ownerReferences"] = [{"apiVersion": "batch/v1", "kind": "Job", "name": job["metadata"]["name"],
                                                "uid": job["metadata"]["uid"], "controller": True,
@@ -573,27 +580,36 @@ class ClusterDriver:
 
     def patch(self, kind: str, namespace: str, name: str, api_version: str | None,
               merge: Mapping[str, Any]) -> None:
+        """The merge, translated to the cluster's names and clock, applied to the object as the
+        API server holds it: metadata and spec as an RFC 7386 merge patch, the status (whose
+        conditions and check states merge by key) through ``/status``."""
         res = RESOURCES[kind]
+        if api_version and api_version != res.api_version:
+            group, _, version = api_version.rpartition("/")
+            res = attrs.evolve(res, group=group, version=version)
         real_ns, real_name = self._real_key(kind, namespace, name)
-        current = self._get_raw(res, real_ns, real_name)
-        if current is None:
-            raise StepFailed(f'{res.resource_name} "{name}" not found')
-        now = format_time(math.floor(self.now))
-        shown = self._back(current)
-        patched = patch_document(shown, merge, now)
-        out = self._out(patched, self._cluster_names)
-        meta_patch = {k: out["metadata"].get(k) for k in ("labels", "annotations") if k in merge.get("metadata", {})}
-        body = {k: v for k, v in out.items() if k not in ("metadata", "status", "apiVersion", "kind")}
+        out = self._out(merge, self._cluster_names)
+        rest = {k: v for k, v in out.items() if k != "status"}
+        if isinstance(rest.get("metadata"), Mapping):
+            rest["metadata"] = {k: v for k, v in rest["metadata"].items() if k in ("labels", "annotations")}
         try:
-            if body or meta_patch:
-                self.client.patch(res, real_ns, real_name, {**body, **({"metadata": meta_patch} if meta_patch else {})},
+            if rest:
+                self.client.patch(res, real_ns, real_name, rest, FIELD_MANAGER)
+            job = self.implicit_jobs.get((real_ns, real_name))
+            annotations = (rest.get("metadata") or {}).get("annotations")
+            if job is not None and annotations is not None:  # the implicit Job says what its Workload says
+                self.client.patch(RESOURCES[c.JOB], real_ns, job, {"metadata": {"annotations": annotations}},
                                   FIELD_MANAGER)
-            if "status" in merge:
-                fresh = self._get_raw(res, real_ns, real_name)
-                assert fresh is not None
-                self._write_status(res, fresh, out.get("status"))
         except ApiError as e:
             raise StepFailed(f"cannot patch {kind} {name}: {self._back(str(e))}") from None
+        if "status" in out:
+            def write() -> None:
+                current = self._get_raw(res, real_ns, real_name)
+                if current is None:
+                    raise StepFailed(f'{res.resource_name} "{name}" not found')
+                patched = patch_document(current, {"status": out["status"]}, format_time(int(time.time())))
+                self._write_status(res, current, patched.get("status"))
+            self._conflicts(write)
 
     def delete(self, kind: str, namespace: str, name: str) -> None:
         res = RESOURCES[kind]
@@ -763,6 +779,17 @@ class ClusterDriver:
             for name in self._cluster_names:
                 with contextlib.suppress(ApiError):
                     self.client.delete(RESOURCES[kind], "", name + self.suffix)
+
+
+def restart_for(testbed: Testbed, config: Mapping[str, Any] | None) -> str | None:
+    """Restarts the testbed's Kueue with ``config`` (a scenario's Configuration fragment, or
+    None for the testbed's own); returns why it did not start, for the scenarios that need it to
+    be skipped with (a gate the release lacks, a field it does not know), or None."""
+    try:
+        restart_kueue(testbed, config)
+    except ClusterError as e:
+        return f"Kueue {testbed.versions.get('kueue', '')} does not start with its config: {e}"
+    return None
 
 
 class _Conflict(Exception):
