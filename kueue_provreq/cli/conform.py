@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kueue_provreq.cli import options
+from kueue_provreq.conformance import runner
 from kueue_provreq.conformance.runner import Outcome, Run, collect, conform, scenarios_in
 from kueue_provreq.conformance.scenario import Scenario
 
@@ -77,8 +78,9 @@ def _on_cluster(args: argparse.Namespace, files: list[Path]) -> int:
     return 0 if counts["failed"] == 0 else 1
 
 
-def judge_on_cluster(api: Client, items: Sequence[Scenario | Outcome], testbed: Testbed | None, *,
-                     parallel: int = 8, max_advance: float | None = None, debug: bool = False) -> Iterator[Outcome]:
+def judge_on_cluster(api: Client, items: Sequence[Scenario | runner.Outcome], testbed: Testbed | None, *,
+                     parallel: int = 8, max_advance: float | None = None, debug: bool = False,
+                     ) -> Iterator[runner.Outcome]:
     """Every scenario on the real Kueue of ``api``'s cluster, ``parallel`` at a time, grouped by
     their Kueue ``config``: each group after Kueue is restarted with its config (a testbed only;
     on another cluster a scenario with a config is skipped), the default Configuration last
