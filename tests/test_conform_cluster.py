@@ -15,6 +15,7 @@ import pytest
 from kueue_provreq.api import naming
 from kueue_provreq.cli import main
 from kueue_provreq.cluster.conform import ClusterDriver, _Epoch, new_suffix, parse_prometheus
+from kueue_provreq.cluster.testbed import controlplane
 from kueue_provreq.conformance.runner import load_scenarios, needs_of
 from kueue_provreq.conformance.scenario import Scenario
 from kueue_provreq.driver import NEED_RECONCILE, Needs
@@ -126,3 +127,38 @@ def test_conform_on_the_real_kueue(testbed: Any, capsys: pytest.CaptureFixture[s
     assert out[-1] == "1 passed, 0 failed, 1 skipped"
     assert status == 0
     assert time.monotonic() - started < 120
+
+
+def test_a_config_restarts_kueue_and_leaves_one_running(testbed: Any, tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """A scenario with a Kueue config runs after Kueue is restarted with it; afterwards Kueue runs
+    again with the testbed's own Configuration, as one process, the one the testbed records."""
+    scenario = tmp_path / "config.yaml"
+    scenario.write_text(
+        "name: a config restarts Kueue\n"
+        "config: {waitForPodsReady: {timeout: 7m}}\n"
+        "objects:\n"
+        "- {apiVersion: kueue.x-k8s.io/v1beta2, kind: ResourceFlavor, metadata: {name: default}}\n"
+        "steps:\n- settle: {}\n- expect: {count: {ResourceFlavor: 1}}\n")
+    assert main(["conform", "--cluster", testbed.kubeconfig, str(scenario)]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "1 passed, 0 failed, 0 skipped"
+    recorded = controlplane.Testbed.load(Path(testbed.folder))
+    assert recorded is not None
+    kueue = recorded.process("kueue")
+    running = [pid for pid in _pids_with(str(Path(testbed.folder) / controlplane.KUEUE_CONFIG))]
+    assert running == [kueue.pid]
+    assert "7m" not in Path(recorded.kueue_config).read_text()  # the testbed's own Configuration again
+
+
+def _pids_with(text: str) -> list[int]:
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            except OSError:
+                continue
+            if text in cmdline and state != "Z":
+                pids.append(int(entry.name))
+    return pids

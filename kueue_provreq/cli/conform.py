@@ -102,7 +102,7 @@ def judge_on_cluster(api: Client, items: Sequence[Scenario | runner.Outcome], te
             config = json.loads(key)
             why_not = None
             if key != _DEFAULT:
-                why_not = _restart(testbed, config)
+                testbed, why_not = _restart(testbed, config)
                 restarted = True
             if why_not is not None:
                 for i in members:
@@ -122,7 +122,7 @@ def judge_on_cluster(api: Client, items: Sequence[Scenario | runner.Outcome], te
                 yield outcomes[shown]
                 shown += 1
     finally:
-        if restarted and testbed is not None:
+        if restarted:
             _restart(testbed, None)
         session.close()
     while shown < len(items):
@@ -139,10 +139,11 @@ def _config_key(scenario: Scenario) -> str:
     return json.dumps(scenario.config_document, sort_keys=True)
 
 
-def _restart(testbed: Testbed | None, config: Mapping[str, Any] | None) -> str | None:
-    """Kueue restarted with ``config``; or why it cannot be (a skip reason)."""
+def _restart(testbed: Testbed | None, config: Mapping[str, Any] | None) -> tuple[Testbed | None, str | None]:
+    """Kueue restarted with ``config``: the testbed as it now runs, and why Kueue did not start
+    (a skip reason) or None."""
     from kueue_provreq.cluster.conform import restart_for
 
     if testbed is None:
-        return "its Kueue config needs Kueue restarted with it, which only a testbed's kubeconfig allows"
+        return None, "its Kueue config needs Kueue restarted with it, which only a testbed's kubeconfig allows"
     return restart_for(testbed, config)

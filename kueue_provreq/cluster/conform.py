@@ -50,6 +50,7 @@ import threading
 import time
 import urllib.request
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -781,15 +782,16 @@ class ClusterDriver:
                     self.client.delete(RESOURCES[kind], "", name + self.suffix)
 
 
-def restart_for(testbed: Testbed, config: Mapping[str, Any] | None) -> str | None:
+def restart_for(testbed: Testbed, config: Mapping[str, Any] | None) -> tuple[Testbed, str | None]:
     """Restarts the testbed's Kueue with ``config`` (a scenario's Configuration fragment, or
-    None for the testbed's own); returns why it did not start, for the scenarios that need it to
-    be skipped with (a gate the release lacks, a field it does not know), or None."""
+    None for the testbed's own).  Returns the testbed as it now runs and, when Kueue did not
+    start, why (a gate the release lacks, a field it does not know), for the scenarios that
+    need it to be skipped with."""
     try:
-        restart_kueue(testbed, config)
+        return restart_kueue(testbed, config), None
     except ClusterError as e:
-        return f"Kueue {testbed.versions.get('kueue', '')} does not start with its config: {e}"
-    return None
+        return Testbed.load(Path(testbed.folder)) or testbed, (
+            f"Kueue {testbed.versions.get('kueue', '')} does not start with its config: {e}")
 
 
 class _Conflict(Exception):
