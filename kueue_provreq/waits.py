@@ -17,6 +17,7 @@ import attrs
 from kueue_provreq.api import constants as c
 from kueue_provreq.api import naming
 from kueue_provreq.api.meta import Condition, Time
+from kueue_provreq.api.objects import JOB_KINDS
 from kueue_provreq.api.provisioning import ProvisioningRequest, ProvisioningRequestConfig
 from kueue_provreq.api.queues import AdmissionCheck, ClusterQueue
 from kueue_provreq.api.workload import AdmissionCheckState, Workload
@@ -35,16 +36,18 @@ class Wait:
 
     workload: str
     job: str | None
+    """``namespace/name`` of the job the workload stands for (its controller of a job kind)."""
     waits_for: tuple[str, ...]
     next: tuple[str, ...]
+    job_kind: str = c.JOB
 
     def lines(self) -> list[str]:
-        head = f"workload {self.workload}" + (f" (Job {self.job})" if self.job else "")
+        head = f"workload {self.workload}" + (f" ({self.job_kind} {self.job})" if self.job else "")
         return [head, *(f"  {w}" for w in self.waits_for), *(f"  next: {n}" for n in self.next)]
 
     def to_json(self) -> dict[str, Any]:
-        return {"workload": self.workload, "job": self.job, "waitsFor": list(self.waits_for),
-                "next": list(self.next)}
+        return {"workload": self.workload, "job": self.job, "jobKind": self.job_kind if self.job else None,
+                "waitsFor": list(self.waits_for), "next": list(self.next)}
 
 
 def relative(now: Time, t: Time) -> str:
@@ -76,9 +79,10 @@ def _last_condition(pr: ProvisioningRequest) -> Condition | None:
     return found
 
 
-def _job_of(wl: Workload) -> str | None:
-    ref = next((r for r in wl.metadata.owner_references if r.kind == c.JOB), None)
-    return f"{wl.metadata.namespace}/{ref.name}" if ref is not None else None
+def _job_of(wl: Workload) -> tuple[str, str] | None:
+    """The kind and ``namespace/name`` of the job ``wl`` stands for: a Job, JobSet or PyTorchJob."""
+    ref = next((r for r in wl.metadata.owner_references if r.kind in JOB_KINDS), None)
+    return (ref.kind, f"{wl.metadata.namespace}/{ref.name}") if ref is not None else None
 
 
 def _config(world: World, check: str) -> ProvisioningRequestConfig | None:
@@ -243,5 +247,6 @@ def waits(world: World, ctx: Context) -> list[Wait]:
             w, n = _queued(world, wl, ctx, found, positions)
             waits_for += w
             nexts += n
-        out.append(Wait(label, _job_of(wl), tuple(waits_for), tuple(nexts)))
+        job = _job_of(wl)
+        out.append(Wait(label, job[1] if job else None, tuple(waits_for), tuple(nexts), job[0] if job else c.JOB))
     return out
