@@ -4,7 +4,6 @@ requeue)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -18,22 +17,25 @@ from kueue_provreq.cluster.snapshot import to_objects
 from kueue_provreq.controllers import provisioning, workload
 from kueue_provreq.controllers.context import Context
 from kueue_provreq.manifests import dump_object
-from kueue_provreq.manifests.codec import parse_time
+from kueue_provreq.manifests.codec import format_time, parse_time
 from kueue_provreq.world import Create, Result, World
 
 from apiserver import RecordedAPIServer
+from recorded import items
+from recorded import workload as workload_named
 
-DATA = Path(__file__).parent / "data" / "cluster"
-UNMODELLED = ("Pod", "Event", "Service", "Deployment", "ConfigMap")
-WL = ("Workload", "ml", "job-tune-d-c12f0")
+TUNE_D = workload_named("healthy", "tune-d")
+WL = ("Workload", "ml", TUNE_D)
 PR_PATH = "/apis/autoscaling.x-k8s.io/v1/namespaces/ml/provisioningrequests"
-WL_PATH = "/apis/kueue.x-k8s.io/v1beta2/namespaces/ml/workloads/job-tune-d-c12f0"
+WL_PATH = f"/apis/kueue.x-k8s.io/v1beta2/namespaces/ml/workloads/{TUNE_D}"
 JSON = {"Content-Type": "application/json"}
+#: A second after tune-d's Retry is due (its requeueAt): the workload controller evicts it.
+DUE = format_time(parse_time(next(i for i in items("healthy") if i["metadata"]["name"] == TUNE_D)
+                             ["status"]["requeueState"]["requeueAt"]) + 1)
 
 
 def healthy_world() -> World:
-    items = json.loads((DATA / "healthy" / "dump.json").read_text())["items"]
-    return World(to_objects([i for i in items if i["kind"] not in UNMODELLED])[0])
+    return World(to_objects(list(items("healthy")))[0])
 
 
 def reconcile(controller: str, world: World, at: str) -> Result:
@@ -72,7 +74,7 @@ def connect(server: RecordedAPIServer, tmp_path: Path) -> client.Client:
 def test_eviction_is_a_status_patch_and_an_event(world: World, tmp_path: Path) -> None:
     """The workload controller evicts tune-d when its Retry is due: one merge patch of the status
     subresource, conditioned on the resourceVersion read, then the event; metrics make no call."""
-    result = reconcile("workload", world, "2026-11-20T10:00:31Z")
+    result = reconcile("workload", world, DUE)
     evicted = result.effects[0].obj  # type: ignore[union-attr]
     exchanges = [
         {"request": {"method": "PATCH", "path": f"{WL_PATH}/status", "query": {"fieldManager": "kueue"}},
@@ -81,7 +83,7 @@ def test_eviction_is_a_status_patch_and_an_event(world: World, tmp_path: Path) -
          "response": ok({"kind": "Event", "apiVersion": "v1", "metadata": {"name": "e"}}, 201)},
     ]
     with RecordedAPIServer(exchanges) as server, connect(server, tmp_path) as api:
-        applied = apply_effects(api, result.effects, world, "kueue", Time(parse_time("2026-11-20T10:00:31Z")))
+        applied = apply_effects(api, result.effects, world, "kueue", Time(parse_time(DUE)))
     assert server.unexpected == [] and applied.errors == () and not applied.requeue
     patch, event = server.requests
     assert patch.headers["content-type"] == "application/merge-patch+json"
@@ -94,7 +96,7 @@ def test_eviction_is_a_status_patch_and_an_event(world: World, tmp_path: Path) -
     assert patch.body["status"]["admissionChecks"][0]["message"] == \
         "Reset to Pending after eviction. Previously: Retry"
     assert event.body["involvedObject"] == {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
-                                            "name": "job-tune-d-c12f0", "namespace": "ml",
+                                            "name": TUNE_D, "namespace": "ml",
                                             "uid": old.metadata.uid}
     assert event.body["reason"] == "EvictedDueToAdmissionCheck" and event.body["type"] == "Normal"
     assert applied.written[0]["metadata"]["resourceVersion"] == "52001"
@@ -103,10 +105,10 @@ def test_eviction_is_a_status_patch_and_an_event(world: World, tmp_path: Path) -
 def test_delete_carries_preconditions(world: World, tmp_path: Path) -> None:
     """After the eviction the provisioning controller deletes the failed request: only that
     object (uid), only as it was read (resourceVersion)."""
-    for effect in reconcile("workload", world, "2026-11-20T10:00:31Z").effects:
+    for effect in reconcile("workload", world, DUE).effects:
         world.apply(effect)
-    result = reconcile("provisioning", world, "2026-11-20T10:00:31Z")
-    name = "job-tune-d-c12f0-gpu-capacity-1"
+    result = reconcile("provisioning", world, DUE)
+    name = f"{TUNE_D}-gpu-capacity-1"
     exchanges = [{"request": {"method": "DELETE", "path": f"{PR_PATH}/{name}", "query": {}},
                   "response": ok({"kind": "Status", "apiVersion": "v1", "status": "Success"})}]
     with RecordedAPIServer(exchanges) as server, connect(server, tmp_path) as api:
@@ -120,10 +122,10 @@ def test_delete_carries_preconditions(world: World, tmp_path: Path) -> None:
 
 
 def test_a_conflict_requeues_and_stops_the_batch(world: World, tmp_path: Path) -> None:
-    result = reconcile("workload", world, "2026-11-20T10:00:31Z")
+    result = reconcile("workload", world, DUE)
     exchanges = [{"request": {"method": "PATCH", "path": f"{WL_PATH}/status", "query": {"fieldManager": "kueue"}},
                   "response": status(409, "Conflict", 'Operation cannot be fulfilled on workloads.kueue.x-k8s.io '
-                                     '"job-tune-d-c12f0": the object has been modified; please apply your changes '
+                                     f'"{TUNE_D}": the object has been modified; please apply your changes '
                                      'to the latest version and try again')}]
     with RecordedAPIServer(exchanges) as server, connect(server, tmp_path) as api:
         applied = apply_effects(api, result.effects, world, "kueue", Time(0))
