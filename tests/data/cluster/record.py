@@ -33,6 +33,14 @@ Clusters:
   request provisioned while Kueue is down (``bench-k``), and a Workload deleted whose
   request and templates the garbage collector never got to (``old-f``).  It is read an hour
   after the recording (``recording.json``'s ``auditAt``), when every wait has gone stale.
+* ``writes`` -- what the API server answered when the model's controllers' effects were
+  applied to the healthy cluster (Kueue stopped, its webhooks set aside, right after the
+  healthy recording, so the server holds exactly what the dump holds): the workload
+  controller's eviction of ``tune-d`` a second after its Retry is due (a status patch and an
+  Event), the same eviction again from the stale read (409 Conflict), the provisioning
+  controller's preconditioned delete of the failed request, and a PodTemplate created twice
+  (201, then 409 AlreadyExists).  ``tests/test_cluster_write.py`` computes the same effects
+  from the healthy dump and replays these answers.
 """
 
 from __future__ import annotations
@@ -46,6 +54,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import attrs
 import yaml
 
 HERE = Path(__file__).resolve().parent
@@ -59,10 +68,12 @@ from kueue_provreq.cluster.apply import apply_effects  # noqa: E402
 from kueue_provreq.cluster.autoscaler import FIELD_MANAGER as AUTOSCALER  # noqa: E402
 from kueue_provreq.cluster.resources import EVENT, RESOURCES, SNAPSHOT_KINDS, Resource  # noqa: E402
 from kueue_provreq.cluster.testbed import controlplane, processes  # noqa: E402
-from kueue_provreq.manifests.codec import format_time  # noqa: E402
+from kueue_provreq.controllers import provisioning, workload  # noqa: E402
+from kueue_provreq.controllers.context import Context  # noqa: E402
+from kueue_provreq.manifests.codec import format_time, parse_time  # noqa: E402
 from kueue_provreq.manifests.objects import IGNORE  # noqa: E402
 from kueue_provreq.simulation.autoscaler import parse_script, reconcile  # noqa: E402
-from kueue_provreq.world import Update, World  # noqa: E402
+from kueue_provreq.world import Create, Update, World  # noqa: E402
 
 from apiserver import RecordingProxy  # noqa: E402
 
@@ -235,6 +246,28 @@ class Recorder:
     def stop(self, name: str) -> None:
         processes.stop(self.bed.process(name))
 
+    # --- the writes ------------------------------------------------------------------------------
+    def writes(self, documents: list[Obj]) -> dict[str, list[Obj]]:
+        """The model's effects on the healthy cluster, applied through a recording proxy with
+        Kueue stopped (its webhooks set aside meanwhile, or they would refuse every write)."""
+        self.stop("kueue")
+        for doc in documents:  # Kueue stopped before it moved anything: the cluster is the dump
+            if doc["kind"] == c.WORKLOAD:
+                now = self.api.get(WL, NS, doc["metadata"]["name"])["metadata"]["resourceVersion"]
+                if now != doc["metadata"]["resourceVersion"]:
+                    raise SystemExit(f"record: Workload {doc['metadata']['name']} changed after the recording")
+        hooks = {res: list(self.api.list(res).items) for res in (controlplane.MUTATING, controlplane.VALIDATING)}
+        for res, found in hooks.items():
+            for doc in found:
+                self.api.delete(res, "", doc["metadata"]["name"])
+        try:
+            return write_scenarios(self.bed, documents)
+        finally:
+            for res, found in hooks.items():
+                for doc in found:
+                    self.api.create(res, "", {**doc, "metadata": {"name": doc["metadata"]["name"]}}, KUBECTL)
+            self.bed = controlplane.restart_kueue(self.bed)
+
     # --- the healthy cluster ----------------------------------------------------------------------
     def healthy(self) -> None:
         self.create(*setup())
@@ -346,6 +379,35 @@ def record_snapshot(bed: controlplane.Testbed, impersonate: str = "") -> tuple[l
     return proxy.exchanges, list(snap.documents)
 
 
+def write_scenarios(bed: controlplane.Testbed, documents: list[Obj]) -> dict[str, list[Obj]]:
+    """Each scenario's exchanges (see the module's docstring); the effects are computed from
+    ``documents``, the healthy recording, as tests/test_cluster_write.py computes them."""
+    (tune,) = [d for d in documents if d["kind"] == c.WORKLOAD and d["metadata"]["name"].startswith("job-tune-d-")]
+    key = (c.WORKLOAD, NS, tune["metadata"]["name"])
+    due = Time(parse_time(tune["status"]["requeueState"]["requeueAt"]) + 1)
+    world = World(snapshot.to_objects(documents)[0])
+    evict = workload.reconcile(world.copy(), key, Context(now=due)).effects
+    after = world.copy()
+    for effect in evict:
+        after.apply(effect)
+    delete = provisioning.reconcile(after.copy(), key, Context(now=due)).effects
+    template = next(o for o in world.objects(c.POD_TEMPLATE))
+    fresh = Create(attrs.evolve(template, metadata=attrs.evolve(template.metadata, name="ppt-new-main")))
+    steps: list[tuple[str, list[Any], World, Time]] = [
+        ("eviction", list(evict), world, due), ("conflict", list(evict), world, Time(0)),
+        ("delete", list(delete), after, Time(0)), ("create", [fresh, fresh], world, Time(0))]
+    out: dict[str, list[Obj]] = {}
+    server = f"https://127.0.0.1:{bed.ports['apiserver']}"
+    for name, effects, read, now in steps:
+        with RecordingProxy(server, tls(bed)) as proxy, tempfile.TemporaryDirectory() as tmp, \
+                client.connect(str(proxy.kubeconfig(Path(tmp)))) as api:
+            batches = [effects] if name != "create" else [[e] for e in effects]
+            for batch in batches:
+                apply_effects(api, batch, read, "kueue", now)
+        out[name] = proxy.exchanges
+    return out
+
+
 def dump(api: client.Client, documents: list[Obj]) -> Obj:
     """``kubectl get <the kinds a snapshot reads>,events -A -o json``: a v1 List whose items all
     carry kind and apiVersion, in the order kubectl prints them (kind by kind, as listed)."""
@@ -372,8 +434,12 @@ def main() -> None:
                                                                      sort_keys=True) + "\n"
                 if name == "healthy":
                     write_dump(written, HERE / name, dump(api, documents))
+                    healthy_documents = documents
             stamps["healthy"] = stamps["restricted"] = {"at": format_time(at)}
             log("healthy and restricted recorded")
+            written[HERE / "writes" / "apiserver.json"] = json.dumps(rec.writes(healthy_documents), indent=1,
+                                                                     sort_keys=True) + "\n"
+            log("writes recorded")
             rec.troubled()
             at = int(time.time())
             exchanges, documents = record_snapshot(bed)
