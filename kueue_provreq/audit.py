@@ -185,7 +185,7 @@ def _managed(obj: KubeObject) -> bool:
 
 def _deleting(obj: KubeObject) -> bool:
     """The garbage collector (or a finalizer) is removing it already."""
-    return bool(obj.metadata.extra.get("deletionTimestamp"))
+    return obj.metadata.terminating
 
 
 # --- invariants ----------------------------------------------------------------------------------------

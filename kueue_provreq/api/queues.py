@@ -11,6 +11,9 @@ from kueue_provreq.api.frozen import EMPTY, FrozenMap
 from kueue_provreq.api.meta import Conditions, Json, ObjectMeta
 from kueue_provreq.api.quantity import Quantity
 
+STOPPING_POLICIES = frozenset({c.STOP_POLICY_HOLD, c.STOP_POLICY_HOLD_AND_DRAIN})
+"""The ``stopPolicy`` values that stop a queue (``None`` and absent let it run)."""
+
 
 @attrs.frozen
 class ResourceQuota:
@@ -73,6 +76,11 @@ class ClusterQueueSpec:
     flavor_fungibility: FlavorFungibility | None = None
     """None: the API's defaults (``whenCanPreempt: TryNextFlavor``)."""
     extra: FrozenMap[str, Json] = EMPTY
+
+    @property
+    def stopped(self) -> bool:
+        """``stopPolicy`` is ``Hold`` or ``HoldAndDrain``."""
+        return self.stop_policy in STOPPING_POLICIES
 
     @property
     def within_cluster_queue(self) -> str:
@@ -140,7 +148,13 @@ class ClusterQueue:
 @attrs.frozen
 class LocalQueueSpec:
     cluster_queue: str = ""
+    stop_policy: str | None = None
     extra: FrozenMap[str, Json] = EMPTY
+
+    @property
+    def stopped(self) -> bool:
+        """``stopPolicy`` is ``Hold`` or ``HoldAndDrain``."""
+        return self.stop_policy in STOPPING_POLICIES
 
 
 @attrs.frozen(cache_hash=True)

@@ -35,7 +35,7 @@ from kueue_provreq.machines import WORKLOAD_MACHINE, Guard, IllegalTransition, T
 from kueue_provreq.machines.phases import held_back, workload_phase
 from kueue_provreq.manifests import dump_object, load_object
 from kueue_provreq.manifests.patch import patch_document
-from kueue_provreq.world import Create, Effect, Event, MetricInc, Update, World
+from kueue_provreq.world import Create, Effect, Event, MetricInc, Update, World, marked_for_deletion
 from kueue_provreq.world import Delete as DeleteEffect
 
 
@@ -142,8 +142,12 @@ class ModelDriver:
             self._write("patch", Update(new, user_changes(old, new)))
 
     def delete(self, kind: str, namespace: str, name: str) -> None:
-        self._get(kind, namespace, name)
-        self._write("delete", DeleteEffect(kind, namespace, name))
+        obj = self._get(kind, namespace, name)
+        marked = marked_for_deletion(obj, self._now)
+        if marked is None:
+            self._write("delete", DeleteEffect(kind, namespace, name))
+        elif marked is not obj:
+            self._write("delete", Update(marked))
 
     def autoscaler(self, namespace: str | None, request: str, condition: Condition,
                    details: Mapping[str, str] | None) -> None:

@@ -197,12 +197,13 @@ class QueueIndex:
         return list(dict.fromkeys([*self.pending, *self.gated]))
 
     def pending_total(self, world: World, cq: str, config: Configuration) -> int:
-        """How many admissible workloads wait in ``cq``'s LocalQueues (in backoff or not)."""
+        """How many admissible workloads wait in ``cq``'s LocalQueues (in backoff or not); a
+        stopped LocalQueue's are out of the queue manager."""
         gates = config.gate(c.GATE_ADMISSION_GATED_BY)
         total = 0
         for ref in self.refs():
             lq = world.get(c.LOCAL_QUEUE, *ref)
-            if isinstance(lq, LocalQueue) and lq.spec.cluster_queue == cq:
+            if isinstance(lq, LocalQueue) and lq.spec.cluster_queue == cq and not lq.spec.stopped:
                 total += len(self.pending.get(ref, ()))
                 if not gates:
                     total += len(self.gated.get(ref, ()))
@@ -363,6 +364,10 @@ def scan(world: World, ctx: Context, only: str | None = None) -> Scan:
             if only is None:
                 message = c.MSG_LQ_NOT_FOUND.format(lq=ref[1])
                 out.misrouted.extend((wl, message) for wl in waiting)
+            continue
+        if lq.spec.stopped or lq.metadata.terminating:
+            # a stopped LocalQueue leaves the queue manager (its workloads wait, told so by the
+            # workload controller); a terminating one is left alone too (docs/differences.rst)
             continue
         cq = lq.spec.cluster_queue
         if only is not None and cq != only:

@@ -35,6 +35,9 @@ class WorkloadTrigger(StrEnum):
     EVICT = "evict"
     RELEASE_QUOTA = "release_quota"
     UNSET_QUOTA = "unset_quota"
+    SET_ASIDE = "set_aside"
+    """A reservation not yet admitted is taken back: its LocalQueue or ClusterQueue is stopped,
+    terminating or missing."""
     REQUEUE = "requeue"
     DELAY = "delay"
     DEACTIVATE = "deactivate"
