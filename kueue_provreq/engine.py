@@ -229,10 +229,13 @@ class Manager:
             if kind == c.WORKLOAD:
                 self._workload_changed(writer, key, old, obj, origin, config)  # type: ignore[arg-type]
                 continue
-            if kind == c.CLUSTER_QUEUE and writer != Actor.CLUSTER_QUEUE:
-                self._cq_keys = None  # queues come and go only by writes from outside
+            if kind == c.CLUSTER_QUEUE and (writer != Actor.CLUSTER_QUEUE or obj is None):
+                # queues come by writes from outside, and go by them or by the last finalizer
+                self._cq_keys = None
             for ctl, watch in self._watchers.get(kind, ()):
-                if watch.unless_written_by == writer:
+                if watch.unless_written_by == writer and obj is not None:
+                    # its own status write is no news; the object's going (its last finalizer
+                    # removed) is
                     continue
                 route = watch.route
                 if route is Route.SELF:

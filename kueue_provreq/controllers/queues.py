@@ -314,8 +314,6 @@ class Scan:
     """ClusterQueue name -> admissible workloads not in backoff, in queue order."""
     backoff: dict[str, list[Workload]] = attrs.Factory(dict)
     """ClusterQueue name -> admissible workloads waiting for their backoff to end."""
-    misrouted: list[tuple[Workload, str]] = attrs.Factory(list)
-    """Admissible workloads whose LocalQueue is missing, with the message saying so."""
 
     def holding(self, world: World, cq: str) -> list[Workload]:
         """The workloads holding quota in ``cq``, in the world's order."""
@@ -350,8 +348,8 @@ def cluster_queue_for(txn: Txn, wl: Workload) -> ClusterQueue | None:
 
 
 def scan(world: World, ctx: Context, only: str | None = None) -> Scan:
-    """The admissible workloads by ClusterQueue, each queue's ready ones sorted, and those whose
-    LocalQueue is missing (in the world's order); with ``only``, just that ClusterQueue's."""
+    """The admissible workloads by ClusterQueue, each queue's ready ones sorted (those of a
+    missing, stopped or terminating LocalQueue left out); with ``only``, just that ClusterQueue's."""
     config = ctx.config
     ix = index(world)
     out = Scan(ix)
@@ -361,10 +359,7 @@ def scan(world: World, ctx: Context, only: str | None = None) -> Scan:
             continue
         lq = world.get(c.LOCAL_QUEUE, *ref)
         if not isinstance(lq, LocalQueue):
-            if only is None:
-                message = c.MSG_LQ_NOT_FOUND.format(lq=ref[1])
-                out.misrouted.extend((wl, message) for wl in waiting)
-            continue
+            continue  # the queue manager holds no queue for it
         if lq.spec.stopped or lq.metadata.terminating:
             # a stopped LocalQueue leaves the queue manager (its workloads wait, told so by the
             # workload controller); a terminating one is left alone too (docs/differences.rst)
@@ -383,9 +378,6 @@ def scan(world: World, ctx: Context, only: str | None = None) -> Scan:
             wls.sort(key=lambda w: order_key(w, config))
         else:
             del out.ready[cq]
-    if len(out.misrouted) > 1:
-        order = {key: i for i, key in enumerate(world.keys(c.WORKLOAD))}
-        out.misrouted.sort(key=lambda pair: order[key_of(pair[0])])
     return out
 
 

@@ -400,7 +400,7 @@ def _queue_blocker(txn: Txn, wl: Workload, lq: LocalQueue | None, cq: ClusterQue
     if lq.spec.stopped:
         return c.REASON_SUSPENDED, c.MSG_LQ_INACTIVE.format(lq=name)
     if cq is None:
-        return c.REASON_MISCONFIGURED, c.MSG_CQ_NOT_FOUND.format(cq=lq.spec.cluster_queue)
+        return c.REASON_MISCONFIGURED, c.MSG_CQ_MISSING.format(cq=lq.spec.cluster_queue)
     if inactive_reason(txn.world, cq) is not None:
         return c.REASON_SUSPENDED, c.MSG_CQ_INACTIVE.format(cq=cq.metadata.name)
     return None
