@@ -253,14 +253,18 @@ class Manager:
         self._recounted()
 
     def _recounted(self) -> None:
-        """The ClusterQueues whose counts the changes moved (``Route.QUEUES``, as the queue index
-        saw them) are due."""
+        """The ClusterQueues and LocalQueues whose counts the changes moved (``Route.QUEUES``, as
+        the queue index saw them) are due."""
         moves = self._index.moves
         if moves:
-            names = self._index.recounted(self.world)
+            names, refs = self._index.recounted(self.world)
             for name in self._recounters:
-                for cq in names:
-                    self._enqueue(name, (c.CLUSTER_QUEUE, "", cq))
+                if self.controllers[name].kinds == (c.LOCAL_QUEUE,):
+                    for ref in refs:
+                        self._enqueue(name, (c.LOCAL_QUEUE, *ref))
+                else:
+                    for cq in names:
+                        self._enqueue(name, (c.CLUSTER_QUEUE, "", cq))
 
     def _workload_changed(self, writer: str, key: Key, was: Workload | None, wl: Workload | None,
                           origin: tuple[str, Key] | None, config: Configuration) -> None:

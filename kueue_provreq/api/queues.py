@@ -157,6 +157,22 @@ class LocalQueueSpec:
         return self.stop_policy in STOPPING_POLICIES
 
 
+@attrs.frozen
+class LocalQueueStatus:
+    """What Kueue's LocalQueue controller writes: the ``Active`` condition, the workload counts
+    and the quota its workloads hold, per flavor (the shape of a ClusterQueue's, never
+    ``borrowed``)."""
+
+    conditions: Conditions = ()
+    pending_workloads: int | None = None
+    reserving_workloads: int | None = None
+    admitted_workloads: int | None = None
+    flavors_reservation: tuple[FlavorUsage, ...] = ()
+    flavors_usage: tuple[FlavorUsage, ...] = ()
+    extra: FrozenMap[str, Json] = EMPTY
+    """``fairSharing`` and the rest: kept, not written (fair sharing is not modelled)."""
+
+
 @attrs.frozen(cache_hash=True)
 class LocalQueue:
     KIND: ClassVar[str] = c.LOCAL_QUEUE
@@ -165,7 +181,7 @@ class LocalQueue:
 
     metadata: ObjectMeta
     spec: LocalQueueSpec = LocalQueueSpec()
-    status: FrozenMap[str, Json] = EMPTY
+    status: LocalQueueStatus = LocalQueueStatus()
     extra: FrozenMap[str, Json] = EMPTY
 
 

@@ -59,11 +59,12 @@ FAULT_VERBS = {"create": "create", "update": "update", "patch": "update", "apply
 
 #: reconcile step: the keys that name an object, and its kind
 _OBJECT_KEYS = {"workload": "Workload", "admissionCheck": "AdmissionCheck", "clusterQueue": "ClusterQueue",
-                "job": "Job", "jobSet": "JobSet", "pyTorchJob": "PyTorchJob"}
+                "localQueue": "LocalQueue", "job": "Job", "jobSet": "JobSet", "pyTorchJob": "PyTorchJob"}
 #: reconcile step: the keys each controller takes (the job reconciler takes its jobs too)
 _RECONCILE_KEYS = {"provisioning": ("workload",), "workload": ("workload",),
                    "job": ("workload", "job", "jobSet", "pyTorchJob"), "scheduler": ("workload",),
-                   "admissioncheck": ("admissionCheck",), "clusterqueue": ("clusterQueue",)}
+                   "admissioncheck": ("admissionCheck",), "clusterqueue": ("clusterQueue",),
+                   "localqueue": ("localQueue",)}
 
 #: Special values an expectation may hold, each alone in its mapping.
 SPECIAL_KEYS = ("$absent", "$present", "$after")

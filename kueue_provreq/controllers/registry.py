@@ -20,6 +20,7 @@ from kueue_provreq.controllers import (
     admissioncheck,
     clusterqueue,
     job,
+    localqueue,
     provisioning,
     workload,
 )
@@ -51,8 +52,9 @@ class Route(enum.Enum):
     ALL = "all"
     """Every object the controller reconciles (configuration everyone reads)."""
     QUEUES = "queues"
-    """The ClusterQueues whose status counts it (a Workload's, as it was and as it is), when
-    the change moves their counts (``queues.recounted``)."""
+    """The ClusterQueues (for a ClusterQueue controller) or LocalQueues (for a LocalQueue one)
+    whose status counts it (a Workload's, as it was and as it is), when the change moves their
+    counts (``queues.recounted``)."""
 
 
 @attrs.frozen
@@ -67,7 +69,7 @@ class Watch:
 #: except a queue's or a check's own status, which its controller writes.
 _CONFIGURATION = (
     Watch(c.CLUSTER_QUEUE, Route.ALL, unless_written_by=Actor.CLUSTER_QUEUE),
-    Watch(c.LOCAL_QUEUE, Route.ALL),
+    Watch(c.LOCAL_QUEUE, Route.ALL, unless_written_by=Actor.LOCAL_QUEUE),
     Watch(c.RESOURCE_FLAVOR, Route.ALL),
     Watch(c.ADMISSION_CHECK, Route.ALL, unless_written_by=Actor.ADMISSION_CHECK),
     Watch(c.PROVISIONING_REQUEST_CONFIG, Route.ALL),
@@ -120,6 +122,10 @@ CONTROLLERS: tuple[Controller, ...] = (
     Controller(Actor.ADMISSION_CHECK, (c.ADMISSION_CHECK,), admissioncheck.reconcile, _CONFIGURATION,
                every_settle=True),
     Controller(Actor.CLUSTER_QUEUE, (c.CLUSTER_QUEUE,), clusterqueue.reconcile, (
+        Watch(c.WORKLOAD, Route.QUEUES), Watch(c.ADMISSION_CHECK, Route.ALL),
+        *(w for w in _CONFIGURATION if w.kind != c.ADMISSION_CHECK)),
+        every_settle=True),
+    Controller(Actor.LOCAL_QUEUE, (c.LOCAL_QUEUE,), localqueue.reconcile, (
         Watch(c.WORKLOAD, Route.QUEUES), Watch(c.ADMISSION_CHECK, Route.ALL),
         *(w for w in _CONFIGURATION if w.kind != c.ADMISSION_CHECK)),
         every_settle=True),

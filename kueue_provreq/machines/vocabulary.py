@@ -94,6 +94,7 @@ class Actor(StrEnum):
     JOB = "job"
     ADMISSION_CHECK = "admissioncheck"
     CLUSTER_QUEUE = "clusterqueue"
+    LOCAL_QUEUE = "localqueue"
     CLUSTER_AUTOSCALER = "cluster-autoscaler"
     USER = "user"
     """A person or a test step: (de)activating, finishing, Kueue's test helpers."""
