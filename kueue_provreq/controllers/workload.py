@@ -11,13 +11,20 @@ are due at once:
    a future ``requeueAt`` ends the pass with a wake-up; a passed one is cleared on
    a pending workload; ``Requeued=False`` becomes ``Reactivated`` or
    ``BackoffFinished``.  Inactive workload: the deactivation eviction;
-4. the ``admission-gated-by`` annotation is reflected in ``QuotaReserved=False``
-   (``AdmissionGated``, then ``PendingEvaluation`` once cleared; a change ends the pass);
-   the workload's admission checks follow its ClusterQueue (a change ends the pass);
-5. not admitted: ``Admitted`` is re-synced (event ``Admitted``), and an inactive
-   workload without quota gets ``QuotaReserved=False`` ``Deactivated``;
+4. a LocalQueue running again after a stop sets ``Requeued=True`` ``LocalQueueRestarted`` on
+   the workloads it evicted; the ``admission-gated-by`` annotation is reflected in
+   ``QuotaReserved=False`` (``AdmissionGated``, then ``PendingEvaluation`` once cleared); a
+   ClusterQueue running again sets ``ClusterQueueRestarted``; the workload's admission checks
+   follow its ClusterQueue (each change ends the pass);
+5. not admitted: a workload without quota has its ``QuotaReserved=False`` reason recomputed
+   (``syncQuotaReservedFalseCondition``: deactivated, the queue's blocker, ``PendingEvaluation``;
+   ``Inadmissible`` with UnadmittedWorkloadsObservability off), then ``Admitted`` is re-synced
+   (event ``Admitted``);
 6. holding quota: a ``Rejected`` check sets ``DeactivationTarget``, a ``Retry``
-   check evicts (``AdmissionCheck``); otherwise the PodsReady timeout evicts with a
+   check evicts (``AdmissionCheck``); otherwise a ``HoldAndDrain`` LocalQueue or ClusterQueue
+   evicts an admitted workload (``LocalQueueStopped`` / ``ClusterQueueStopped``), and a
+   reservation not yet admitted whose queue is stopped, terminating or missing is taken back
+   (the workload machine's ``set_aside``); otherwise the PodsReady timeout evicts with a
    backoff, or deactivates once ``backoffLimitCount`` is used up.
 
 Delayed ``Retry`` is modelled **as coded**, not as KEP-3258 reads.  The KEP (and
@@ -34,9 +41,9 @@ Reactivation models the upstream fix #14874 (after the snapshot): any
 bare ``Deactivated`` the snapshot matches, which left Kueue-deactivated workloads
 stuck (issue #14870).
 
-Not modelled (no scenario in scope reaches them): LocalQueue/ClusterQueue
-``stopPolicy`` handling, ``maximumExecutionTimeSeconds``, DRA, object retention, and the granular ``QuotaReserved=False`` reasons other than
-``Deactivated`` (the scheduler writes those it owns).
+Not modelled (no scenario in scope reaches them): ``maximumExecutionTimeSeconds``, DRA,
+object retention, the namespace selector's admissibility check and the scheduling equivalence
+cache's "Bypassed scheduling evaluation" reason.
 
 Where upstream issues several patches in one pass (the Admitted sync, then a
 check-based eviction), this pass writes one update with all of them; events
