@@ -121,6 +121,8 @@ REASON_PODS_READY_LEGACY: Final = "PodsReady"
 REASON_NO_RESERVATION_UNSATISFIED_CHECKS_LEGACY: Final = "NoReservationUnsatisfiedChecks"
 REASON_UNSATISFIED_CHECKS_LEGACY: Final = "UnsatisfiedChecks"
 REASON_FINISHED_SUCCEEDED: Final = "Succeeded"
+REASON_FAILED_TO_START: Final = "FailedToStart"
+"""``FailedToStartFinishedReason``: a job whose pod templates cannot take its admission."""
 """``WorkloadFinishedReasonSucceeded``: the job integration saw the Job complete."""
 
 # --- Workload messages --------------------------------------------------------

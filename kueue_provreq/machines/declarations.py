@@ -115,7 +115,7 @@ _workload = _declare(
          "conditions": [Guard.REQUEUED]},
         {"trigger": W.REACTIVATE, "source": P.INACTIVE, "dest": P.BACKOFF},
         {"trigger": W.REACTIVATE, "source": _QUOTA_HELD + [P.EVICTED], "dest": None},
-        # the job finished (or Kueue finished the workload)
+        # the job finished (or Kueue finished the workload: a job that cannot start, FailedToStart)
         {"trigger": W.FINISH, "source": _ALIVE, "dest": P.FINISHED},
     ],
 )
@@ -138,7 +138,7 @@ WORKLOAD_MACHINE: MachineTable[P, W] = MachineTable.from_machine(
         W.DELAY: (Actor.WORKLOAD,),
         W.DEACTIVATE: (Actor.WORKLOAD, Actor.USER),
         W.REACTIVATE: (Actor.USER,),
-        W.FINISH: (Actor.USER,),
+        W.FINISH: (Actor.USER, Actor.JOB),
     }, opt_in=(OptIn(_KEP_993, _KEP_993_ONLY, triggers=frozenset({W.REVOKE_RESERVATION}),
                      guards=frozenset({Guard.PREEMPTIONS_PENDING})),))
 
