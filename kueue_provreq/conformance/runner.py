@@ -17,6 +17,7 @@ from typing import Any
 import attrs
 
 from kueue_provreq.api import constants as c
+from kueue_provreq.api import naming
 from kueue_provreq.api.meta import Condition
 from kueue_provreq.api.objects import JOB_KINDS, KINDS
 from kueue_provreq.api.queues import AdmissionCheck
@@ -30,6 +31,7 @@ from kueue_provreq.conformance.scenario import (
     Autoscaler,
     Delete,
     Expect,
+    Name,
     Patch,
     Reconcile,
     Scenario,
@@ -37,10 +39,12 @@ from kueue_provreq.conformance.scenario import (
     SetQuotaReservation,
     Settle,
     Step,
+    object_name,
     parse_scenario,
     scenario_name,
     step_number,
 )
+from kueue_provreq.controllers.integrations import INTEGRATIONS
 from kueue_provreq.driver import (
     NEED_FAULTS,
     NEED_RECONCILE,
@@ -195,11 +199,22 @@ class Run:
             case Apply():
                 d.apply(step.obj, step.has_status, step.has_generation)
             case Delete():
-                d.delete(step.kind, step.namespace, step.name)
+                d.delete(step.kind, step.namespace, self._name(step.name))
             case Patch():
-                d.patch(step.kind, step.namespace, step.name, step.api_version, step.merge)
+                d.patch(step.kind, step.namespace, self._name(step.name), step.api_version, step.merge)
             case Expect():
                 self._expect(step)
+
+    def _name(self, name: Name) -> str:
+        """A name as the step runs: a job's Workload (``$workloadOf``) is named as Kueue's job
+        integration names it, from the job's uid as the world holds it now."""
+        if isinstance(name, str):
+            return name
+        job = self.driver.read(name.kind, name.namespace, name.name, None)
+        if job is None:
+            raise StepFailed(f"$workloadOf: {name.kind} {name.namespace}/{name.name} not found")
+        uid = str((job.get("metadata") or {}).get("uid") or "")
+        return naming.workload_name_for_owner(name.kind, INTEGRATIONS[name.kind].group, name.name, uid)
 
     def _reconcile(self, step: Reconcile) -> None:
         result = self.driver.reconcile(step.controller, step.key)
@@ -222,16 +237,20 @@ class Run:
         events = self.driver.take_events()
         for i, expected in enumerate(step.objects):
             kind, meta = expected["kind"], expected["metadata"]
+            name = self._name(object_name(meta["name"]))
+            if name != meta["name"]:
+                expected = {**expected, "metadata": {**meta, "name": name}}
             scoped = KINDS[kind].NAMESPACED
             ns = (meta.get("namespace") or DEFAULT_NAMESPACE) if scoped else ""
-            ref = f"{kind} {ns}/{meta['name']}" if scoped else f"{kind} {meta['name']}"
-            doc = self.driver.read(kind, ns, meta["name"], expected.get("apiVersion"))
+            ref = f"{kind} {ns}/{name}" if scoped else f"{kind} {name}"
+            doc = self.driver.read(kind, ns, name, expected.get("apiVersion"))
             if doc is None:
                 raise StepFailed(f"objects[{i}]: {ref} not found")
             diff = self.matcher.match(expected, doc)
             if diff is not None:
                 raise StepFailed(f"objects[{i}]: {ref}: {diff}")
-        for i, (kind, ns, name) in enumerate(step.absent):
+        for i, (kind, ns, written) in enumerate(step.absent):
+            name = self._name(written)
             if self.driver.read(kind, ns, name, None) is not None:
                 raise StepFailed(f"absent[{i}]: {kind} {f'{ns}/' if ns else ''}{name} exists")
         for kind, n in step.count.items():

@@ -21,7 +21,7 @@ import attrs
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.config import Configuration
 from kueue_provreq.api.meta import TimeLike
-from kueue_provreq.api.objects import KINDS, Key, KubeObject
+from kueue_provreq.api.objects import JOB_KINDS, KINDS, Key, KubeObject
 from kueue_provreq.api.workload import Admission
 from kueue_provreq.engine import ALL_CONTROLLERS, SCHEDULER
 from kueue_provreq.errors import KueueProvreqError
@@ -140,11 +140,28 @@ class Apply:
 
 
 @attrs.frozen
+class WorkloadOf:
+    """``{$workloadOf: {kind, namespace, name}}`` where an object's name goes: the name of the
+    Workload Kueue's job integration creates for that job (``<kind>-<name>-<hash>``, the hash of
+    the job's uid, read when the step runs)."""
+
+    kind: str
+    namespace: str
+    name: str
+
+
+Name = str | WorkloadOf
+"""An object's name in a step: as written, or the Workload of a job."""
+
+WORKLOAD_OF = "$workloadOf"
+
+
+@attrs.frozen
 class Delete:
     KIND: ClassVar[str] = "delete"
     kind: str
     namespace: str
-    name: str
+    name: Name
 
 
 @attrs.frozen
@@ -152,7 +169,7 @@ class Patch:
     KIND: ClassVar[str] = "patch"
     kind: str
     namespace: str
-    name: str
+    name: Name
     merge: Mapping[str, Any]
     api_version: str | None = None
 
@@ -168,7 +185,8 @@ class MetricExpectation:
 class Expect:
     KIND: ClassVar[str] = "expect"
     objects: tuple[Mapping[str, Any], ...] = ()
-    absent: tuple[Key, ...] = ()
+    """As written: a ``metadata.name`` may be a ``$workloadOf`` mapping."""
+    absent: tuple[tuple[str, str, Name], ...] = ()
     count: Mapping[str, int] = attrs.field(factory=dict)
     events: tuple[Mapping[str, Any], ...] | None = None
     exact_events: bool = False
@@ -278,6 +296,8 @@ def _special_values(value: Mapping[str, Any], path: str, out: Problems) -> None:
 
 def _walk_special_values(value: Any, path: str, out: Problems) -> None:
     if isinstance(value, Mapping):
+        if WORKLOAD_OF in value and path.endswith(".metadata.name"):
+            return  # a name, checked by its node
         _special_values(value, path, out)
     elif isinstance(value, list):
         for i, v in enumerate(value):
@@ -287,13 +307,25 @@ def _walk_special_values(value: Any, path: str, out: Problems) -> None:
 _AFTER = Duration()
 
 
+class _Name(Node):
+    """An object's name: a non-empty string, or ``{$workloadOf: {kind, namespace, name}}``
+    naming a job (Job, JobSet, PyTorchJob)."""
+
+    _TEXT = Str(min_length=1)
+    _JOB = Obj({WORKLOAD_OF: Obj({"kind": Str(enum=JOB_KINDS), "namespace": Str(), "name": Str(min_length=1)},
+                                 required=("kind", "name"))}, required=(WORKLOAD_OF,))
+
+    def check(self, value: Any, path: str, out: Problems) -> None:
+        (self._JOB if isinstance(value, Mapping) else self._TEXT).check(value, path, out)
+
+
 class _Schema:
     """The nodes of one scenario; the manifests in it are checked as its semantics switches say."""
 
     def __init__(self, semantics: frozenset[str]) -> None:
         kind = Str(enum=tuple(KINDS))
         name = Str(min_length=1)
-        ref = Obj({"kind": kind, "name": name, "namespace": Str()}, required=("kind", "name"),
+        ref = Obj({"kind": kind, "name": _Name(), "namespace": Str()}, required=("kind", "name"),
                   rules=(_cluster_scoped,))
         self.manifests = Manifest(semantics)
         self.steps = Choice({
@@ -311,10 +343,10 @@ class _Schema:
                                        required=("workload",), rules=(_admission_given,)),
             "apply": self.manifests,
             "delete": ref,
-            "patch": Obj({"kind": kind, "name": name, "namespace": Str(), "merge": Obj(), "apiVersion": Str()},
+            "patch": Obj({"kind": kind, "name": _Name(), "namespace": Str(), "merge": Obj(), "apiVersion": Str()},
                          required=("kind", "name", "merge"), rules=(_cluster_scoped,)),
             "expect": Obj({
-                "objects": Arr(Obj({"kind": kind, "metadata": Obj({"name": name}, required=("name",),
+                "objects": Arr(Obj({"kind": kind, "metadata": Obj({"name": _Name()}, required=("name",),
                                                                   closed=False)},
                                    required=("kind", "metadata"), closed=False, rules=(_special_values,))),
                 "absent": Arr(ref),
@@ -465,13 +497,22 @@ def namespaced_name(text: str) -> tuple[str, str]:
     return (ns, name) if sep else (DEFAULT_NAMESPACE, text)
 
 
-def object_ref(d: Mapping[str, Any]) -> Key:
+def object_ref(d: Mapping[str, Any]) -> tuple[str, str, Name]:
     """``{kind, namespace, name}``: cluster-scoped kinds have no namespace, namespaced kinds
-    default to ``default``."""
+    default to ``default``; the name may be a job's Workload (:class:`WorkloadOf`)."""
     kind = d["kind"]
+    name = object_name(d["name"])
     if not KINDS[kind].NAMESPACED:
-        return kind, "", d["name"]
-    return kind, d.get("namespace") or DEFAULT_NAMESPACE, d["name"]
+        return kind, "", name
+    return kind, d.get("namespace") or DEFAULT_NAMESPACE, name
+
+
+def object_name(value: str | Mapping[str, Any]) -> Name:
+    """A name as written: text, or ``{$workloadOf: {kind, namespace, name}}``."""
+    if isinstance(value, str):
+        return value
+    job = value[WORKLOAD_OF]
+    return WorkloadOf(job["kind"], job.get("namespace") or DEFAULT_NAMESPACE, job["name"])
 
 
 def _label(value: Any) -> str:

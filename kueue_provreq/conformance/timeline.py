@@ -21,6 +21,7 @@ from kueue_provreq.conformance.scenario import (
     Autoscaler,
     Delete,
     Expect,
+    Name,
     Patch,
     Reconcile,
     Scenario,
@@ -152,15 +153,20 @@ def summarize(step: Step) -> str:
         case Apply():
             return f"apply {step.obj.KIND} {_name(key_of(step.obj))}"
         case Delete():
-            return f"delete {step.kind} {_name((step.kind, step.namespace, step.name))}"
+            return f"delete {step.kind} {_name((step.kind, step.namespace, _written(step.name)))}"
         case Patch():
-            return f"patch {step.kind} {_name((step.kind, step.namespace, step.name))}"
+            return f"patch {step.kind} {_name((step.kind, step.namespace, _written(step.name)))}"
         case Expect():
             return "expect"
 
 
 def _name(key: Key) -> str:
     return f"{key[1]}/{key[2]}" if key[1] else key[2]
+
+
+def _written(name: Name) -> str:
+    """A step's name as written (a job's Workload by its job)."""
+    return name if isinstance(name, str) else f"(the Workload of {name.kind} {name.namespace}/{name.name})"
 
 
 # --- renderers ----------------------------------------------------------------------------
