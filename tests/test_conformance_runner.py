@@ -692,3 +692,21 @@ def test_workload_of_names_the_workload_a_job_gets(tmp_path: Path) -> None:
     assert failure(tmp_path, scenario(missing, objects=JOB)) == "step 1: $workloadOf: Job ns/nope not found"
     bad = "- delete: {kind: Workload, namespace: ns, name: {$workloadOf: {kind: Pod, name: p}}}"
     assert "steps[0].delete.name.$workloadOf.kind" in failure(tmp_path, scenario(bad, objects=JOB))
+
+
+def test_expect_refusal_passes_only_when_the_write_is_refused_with_the_message(tmp_path: Path) -> None:
+    refused = """
+    - expectRefusal:
+        patch: {kind: LocalQueue, namespace: ns, name: lq, merge: {spec: {clusterQueue: other}}}
+        message: field is immutable
+    """
+    assert run(tmp_path, scenario(refused, objects=FINALIZED)).failure is None
+    other = refused.replace("field is immutable", "forbidden")
+    assert failure(tmp_path, scenario(other, objects=FINALIZED)) == (
+        "step 1: expected a refusal containing 'forbidden', got 'LocalQueue.kueue.x-k8s.io \"lq\" is invalid: "
+        "spec.clusterQueue: Invalid value: \"string\": field is immutable'")
+    accepted = refused.replace("clusterQueue: other", "stopPolicy: Hold")
+    assert failure(tmp_path, scenario(accepted, objects=FINALIZED)) == (
+        "step 1: expected the patch to be refused ('field is immutable'), it was accepted")
+    both = "- expectRefusal: {apply: {kind: LocalQueue}, patch: {kind: LocalQueue, name: lq, merge: {}}, message: x}"
+    assert "one of apply, patch, not both" in failure(tmp_path, scenario(both, objects=FINALIZED))

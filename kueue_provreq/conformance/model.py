@@ -35,6 +35,7 @@ from kueue_provreq.machines import WORKLOAD_MACHINE, Guard, IllegalTransition, T
 from kueue_provreq.machines.phases import held_back, workload_phase
 from kueue_provreq.manifests import dump_object, load_object
 from kueue_provreq.manifests.patch import patch_document
+from kueue_provreq.manifests.validation import update_refusal
 from kueue_provreq.world import Create, Effect, Event, MetricInc, Update, World, marked_for_deletion
 from kueue_provreq.world import Delete as DeleteEffect
 
@@ -125,8 +126,16 @@ class ModelDriver:
             meta, uid=meta.uid or old.metadata.uid, generation=generation,
             creation_timestamp=meta.creation_timestamp if meta.creation_timestamp is not None
             else old.metadata.creation_timestamp))
+        self._refuse_update(old, new)
         if new != old:
             self._write("apply", Update(new, user_changes(old, new)))
+
+    @staticmethod
+    def _refuse_update(old: KubeObject, new: KubeObject) -> None:
+        """What the API server refuses of an update (the CRDs' transition rules)."""
+        refusal = update_refusal(old.KIND, old.metadata.name, dump_object(old), dump_object(new))
+        if refusal is not None:
+            raise StepFailed(refusal)
 
     def patch(self, kind: str, namespace: str, name: str, api_version: str | None,
               merge: Mapping[str, Any]) -> None:
@@ -138,6 +147,7 @@ class ModelDriver:
         meta = merge.get("metadata")
         if not (isinstance(meta, Mapping) and meta.get("generation") is not None):
             new = attrs.evolve(new, metadata=attrs.evolve(new.metadata, generation=next_generation(old, new)))
+        self._refuse_update(old, new)
         if new != old:
             self._write("patch", Update(new, user_changes(old, new)))
 

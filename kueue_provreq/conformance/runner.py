@@ -34,6 +34,7 @@ from kueue_provreq.conformance.scenario import (
     Name,
     Patch,
     Reconcile,
+    Refused,
     Scenario,
     ScenarioError,
     SetQuotaReservation,
@@ -57,7 +58,7 @@ from kueue_provreq.driver import (
 from kueue_provreq.engine import ALL_CONTROLLERS, SettleError
 from kueue_provreq.errors import KueueProvreqError
 from kueue_provreq.machines import IllegalTransition
-from kueue_provreq.manifests import ManifestError, ManifestErrors, format_duration, load_yaml_documents
+from kueue_provreq.manifests import ManifestError, ManifestErrors, format_duration, load_object, load_yaml_documents
 
 __all__ = ["NoSuchPath", "Observer", "Outcome", "Run", "StepFailed", "collect", "conform", "load_scenarios",
            "needs_of", "quota_step", "scenarios_in", "user_changes"]
@@ -202,8 +203,31 @@ class Run:
                 d.delete(step.kind, step.namespace, self._name(step.name))
             case Patch():
                 d.patch(step.kind, step.namespace, self._name(step.name), step.api_version, step.merge)
+            case Refused():
+                self._refused(step)
             case Expect():
                 self._expect(step)
+
+    def _refused(self, step: Refused) -> None:
+        """The write must fail with the message; an ``apply`` whose manifest the API server
+        would refuse on create is refused by the manifest checks (as ``validate`` refuses it)."""
+        d = self.driver
+        try:
+            if step.apply is not None:
+                obj = load_object(step.apply, semantics=self.scenario.config.semantics)
+                meta = step.apply.get("metadata")
+                d.apply(obj, "status" in step.apply, isinstance(meta, Mapping) and meta.get("generation") is not None)
+                what = "apply"
+            else:
+                assert step.patch is not None
+                p = step.patch
+                d.patch(p.kind, p.namespace, self._name(p.name), p.api_version, p.merge)
+                what = "patch"
+        except (StepFailed, ManifestError) as e:
+            if step.message not in str(e):
+                raise StepFailed(f"expected a refusal containing {step.message!r}, got {str(e)!r}") from None
+            return
+        raise StepFailed(f"expected the {what} to be refused ({step.message!r}), it was accepted")
 
     def _name(self, name: Name) -> str:
         """A name as the step runs: a job's Workload (``$workloadOf``) is named as Kueue's job

@@ -175,6 +175,18 @@ class Patch:
 
 
 @attrs.frozen
+class Refused:
+    """``expectRefusal: {apply: OBJECT | patch: {...}, message: TEXT}``: the write must be
+    refused (by a webhook, a CEL rule, the schema) with a message containing TEXT, and change
+    nothing.  The manifest of an ``apply`` is checked when the step runs, not before."""
+
+    KIND: ClassVar[str] = "expectRefusal"
+    message: str
+    apply: Mapping[str, Any] | None = None
+    patch: Patch | None = None
+
+
+@attrs.frozen
 class MetricExpectation:
     name: str
     labels: Mapping[str, str]
@@ -193,7 +205,7 @@ class Expect:
     metrics: tuple[MetricExpectation, ...] = ()
 
 
-Step = Settle | Reconcile | Advance | Autoscaler | SetQuotaReservation | Apply | Delete | Patch | Expect
+Step = Settle | Reconcile | Advance | Autoscaler | SetQuotaReservation | Apply | Delete | Patch | Refused | Expect
 
 
 def _clock(value: TimeLike) -> float:
@@ -270,6 +282,13 @@ def _reconcile_keys(value: Mapping[str, Any], path: str, out: Problems) -> None:
         out.error("required value", join(path, wanted[0]))
 
 
+def _one_write(value: Mapping[str, Any], path: str, out: Problems) -> None:
+    """``expectRefusal`` names one write: an ``apply`` or a ``patch``."""
+    given = [k for k in ("apply", "patch") if k in value]
+    if len(given) != 1:
+        out.error("one of apply, patch" if not given else "one of apply, patch, not both", path)
+
+
 def _admission_given(value: Mapping[str, Any], path: str, out: Problems) -> None:
     """``admission`` must be written, and may be null (the reservation is removed)."""
     if "admission" not in value:
@@ -327,6 +346,8 @@ class _Schema:
         name = Str(min_length=1)
         ref = Obj({"kind": kind, "name": _Name(), "namespace": Str()}, required=("kind", "name"),
                   rules=(_cluster_scoped,))
+        patch = Obj({"kind": kind, "name": _Name(), "namespace": Str(), "merge": Obj(), "apiVersion": Str()},
+                    required=("kind", "name", "merge"), rules=(_cluster_scoped,))
         self.manifests = Manifest(semantics)
         self.steps = Choice({
             "settle": Obj({"controllers": Arr(Str(enum=ALL_CONTROLLERS))}),
@@ -343,8 +364,9 @@ class _Schema:
                                        required=("workload",), rules=(_admission_given,)),
             "apply": self.manifests,
             "delete": ref,
-            "patch": Obj({"kind": kind, "name": _Name(), "namespace": Str(), "merge": Obj(), "apiVersion": Str()},
-                         required=("kind", "name", "merge"), rules=(_cluster_scoped,)),
+            "patch": patch,
+            "expectRefusal": Obj({"apply": Obj(closed=False), "patch": patch, "message": Str(min_length=1)},
+                                 required=("message",), rules=(_one_write,)),
             "expect": Obj({
                 "objects": Arr(Obj({"kind": kind, "metadata": Obj({"name": _Name()}, required=("name",),
                                                                   closed=False)},
@@ -471,6 +493,10 @@ def _patch(schema: _Schema, d: Any) -> Patch:
     return Patch(*object_ref(d), d["merge"], d.get("apiVersion"))
 
 
+def _refused(schema: _Schema, d: Any) -> Refused:
+    return Refused(d["message"], apply=d.get("apply"), patch=_patch(schema, d["patch"]) if "patch" in d else None)
+
+
 def _expect(schema: _Schema, d: Any) -> Expect:
     events = d.get("events")
     exact = d.get("exactEvents", False)
@@ -487,7 +513,7 @@ def _expect(schema: _Schema, d: Any) -> Expect:
 _BUILDERS: dict[str, Callable[[_Schema, Any], Step]] = {
     "settle": _settle, "reconcile": _reconcile, "advance": _advance, "autoscaler": _autoscaler,
     "setQuotaReservation": _set_quota_reservation, "apply": _apply, "delete": _delete,
-    "patch": _patch, "expect": _expect,
+    "patch": _patch, "expectRefusal": _refused, "expect": _expect,
 }
 
 

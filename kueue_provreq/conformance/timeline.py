@@ -24,6 +24,7 @@ from kueue_provreq.conformance.scenario import (
     Name,
     Patch,
     Reconcile,
+    Refused,
     Scenario,
     SetQuotaReservation,
     Settle,
@@ -156,6 +157,11 @@ def summarize(step: Step) -> str:
             return f"delete {step.kind} {_name((step.kind, step.namespace, _written(step.name)))}"
         case Patch():
             return f"patch {step.kind} {_name((step.kind, step.namespace, _written(step.name)))}"
+        case Refused():
+            if step.patch is not None:
+                return f"patch {step.patch.kind} {_name((step.patch.kind, step.patch.namespace, _written(step.patch.name)))}" \
+                    " (to be refused)"
+            return f"apply {(step.apply or {}).get('kind')} (to be refused)"
         case Expect():
             return "expect"
 
