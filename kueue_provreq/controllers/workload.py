@@ -142,12 +142,11 @@ def reconcile(world: World, key: Key, ctx: Context) -> Result:
             conds = new.status.conditions_by_type
     requeue_after: float | None = None
     if _true(conds, c.WORKLOAD_QUOTA_RESERVED):
-        new, requeue_after = _reconcile_quota_held(new, conds, ctx, events, fired)
-        if not fired and not events:
-            aside = _reconcile_queue_state(txn, new, conds, lq, ctx, events, fired)
-            if aside is not None:
-                # the pass ends at this write; the next one finds the workload pending
-                return _write(txn, aside, tuple(fired), events)
+        new, requeue_after, ends = _reconcile_quota_held(
+            new, conds, ctx, events, fired, lambda held: _reconcile_queue_state(txn, held, conds, lq, ctx, events, fired))
+        if ends:
+            # the pass ends at this write; the next one finds the workload as it left it
+            return _write(txn, new, tuple(fired), events)
     if new is wl:
         return NOTHING if requeue_after is None else Result(requeue_after=requeue_after)
     # The whole pass ran.  Its write settles it unless it set what an earlier step acts on:
@@ -437,9 +436,12 @@ def _admitted_false_is_current(wl: Workload, conds: Conds, observability: bool) 
 
 
 def _reconcile_quota_held(wl: Workload, conds: Conds, ctx: Context, events: list[Effect],
-                          fired: list[Transition]) -> tuple[Workload, float | None]:
-    """Check-based eviction, else the PodsReady timeout; returns the workload and the
-    delay until the timeout is due.
+                          fired: list[Transition], queue_state: Callable[[Workload], Workload | None]
+                          ) -> tuple[Workload, float | None, bool]:
+    """Check-based eviction, else what the workload's stopped or missing queues do
+    (``queue_state``: :func:`_reconcile_queue_state`, whose write ends the pass), else the
+    PodsReady timeout; returns the workload, the delay until the timeout is due, and whether
+    the pass ends at this write.
 
     ``reconcileCheckBasedEviction``: a ``Rejected`` check sets ``DeactivationTarget`` even on a
     workload whose eviction is already in flight (#14309: rejection is terminal, and the
@@ -454,17 +456,20 @@ def _reconcile_quota_held(wl: Workload, conds: Conds, ctx: Context, events: list
         if new is not wl:
             events.append(_event(wl, c.EVENT_TYPE_WARNING, c.EVENT_ADMISSION_CHECK_REJECTED,
                                  c.DEACTIVATED_DUE_TO_EVENT_PREFIX + message))
-        return new, None
+        return new, None, False
     if not evicted and any(s.state == c.CHECK_RETRY for s in wl.status.admission_checks):
         retry = ws.checks_in(wl, c.CHECK_RETRY)
         message = c.EVICTED_RETRY_PREFIX + ws.admission_checks_message(retry, c.CHECK_RETRY)
         wl, evicting = _evict(wl, c.REASON_ADMISSION_CHECK, message, "", ctx.now, events)
         fired.extend(evicting)
-        return wl, None
+        return wl, None, False
+    held = queue_state(wl)
+    if held is not None:
+        return held, None, True
     cfg = ctx.config.wait_for_pods_ready
     if cfg is None or evicted or not wl.is_active or not _true(conds, c.WORKLOAD_ADMITTED):
-        return wl, None
-    return _reconcile_not_ready_timeout(wl, conds, cfg, ctx, events, fired)
+        return wl, None, False
+    return (*_reconcile_not_ready_timeout(wl, conds, cfg, ctx, events, fired), False)
 
 
 def _reconcile_not_ready_timeout(wl: Workload, conds: Conds, cfg: WaitForPodsReady, ctx: Context,
