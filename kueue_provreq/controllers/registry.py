@@ -107,8 +107,11 @@ class Controller:
 _JOBS_OWNED = tuple(Watch(kind, Route.OWNED, unless_written_by=Actor.JOB) for kind in JOB_KINDS)
 
 CONTROLLERS: tuple[Controller, ...] = (
+    # (an AdmissionCheck's Active condition decides whether its ClusterQueue blocks a pending
+    # workload: the workload controller sees the check controller's writes too)
     Controller(Actor.WORKLOAD, (c.WORKLOAD,), workload.reconcile, (
-        Watch(c.WORKLOAD, Route.SELF), *_JOBS_OWNED, *_CONFIGURATION), reads=workload.reads, idle=workload.idle),
+        Watch(c.WORKLOAD, Route.SELF), *_JOBS_OWNED, Watch(c.ADMISSION_CHECK, Route.ALL),
+        *(w for w in _CONFIGURATION if w.kind != c.ADMISSION_CHECK)), reads=workload.reads, idle=workload.idle),
     Controller(Actor.PROVISIONING, (c.WORKLOAD,), provisioning.reconcile, (
         Watch(c.WORKLOAD, Route.SELF), Watch(c.PROVISIONING_REQUEST, Route.OWNER),
         Watch(c.POD_TEMPLATE, Route.OWNER, unless_written_by=Actor.PROVISIONING),
