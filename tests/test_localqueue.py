@@ -14,8 +14,8 @@ from kueue_provreq.controllers import localqueue
 from kueue_provreq.controllers.context import Context
 from kueue_provreq.world import NOTHING, World
 
-from builders import ADMITTED
-from test_scheduler import NS, T0, cluster_queue, flavor, local_queue, reserving, workload
+from builders import ADMITTED, NS, T0
+from test_scheduler import cluster_queue, flavor, local_queue, reserving, workload
 
 KEY = (c.LOCAL_QUEUE, NS, "lq")
 
