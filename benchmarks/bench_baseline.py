@@ -1,46 +1,72 @@
-"""This checkout against another revision of it (a baseline), in one run.
+"""This checkout's settle against another revision's (a baseline), as a ratio from one run.
 
-Runs ``bench_core.py`` on this package and on a baseline tree (a checkout of another revision,
-for instance ``git worktree add --detach /tmp/base main``, put first on ``PYTHONPATH``)
-alternately, ``--rounds`` times each, so that both see the same load on a shared machine, and
-prints, per round and as the best of the rounds, the decision (a) and each settle (c) in us, and
-the ratio this / baseline (above 1: this checkout is slower).
+Settles bench_core's story (c) (N workloads through provision -> fail -> retry -> provision,
+fast mode) with this package and with a baseline tree (a checkout of another revision, for
+instance ``git worktree add --detach /tmp/base main``, put first on ``PYTHONPATH``), each in a
+fresh process, alternately, ``--rounds`` times, and prints per round and as the best of the
+rounds the CPU time per workload and the ratio this / baseline (above 1: this checkout is
+slower).  CPU time, as ``bench_verify`` measures, so that the other processes of a shared
+machine move the figures less than they move wall time.
 
-Usage: python benchmarks/bench_baseline.py --baseline PATH [--rounds 3] [bench_core args]
-(bench_core's arguments default to ``--sizes 1000,10000 --repeat 2 --seconds 1``).
+Usage: python benchmarks/bench_baseline.py --baseline PATH [--sizes 1000,3000] [--rounds 5]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import subprocess
 import sys
 from pathlib import Path
 
-from bench_compiled import DEFAULT_CORE_ARGS, engine_file, run_core
+HERE = Path(__file__).resolve().parent
+
+#: One settle story in a fresh process: bench_core's, its clock made the process's CPU time.
+_PROGRAM = """
+import sys, time
+sys.path.insert(0, {here!r})
+time.perf_counter = time.process_time
+import bench_core, kueue_provreq
+seconds, _, admitted, _ = bench_core.settle_cycle({n})
+assert admitted == {n}, admitted
+print(kueue_provreq.__file__, seconds / {n} * 1e6)
+"""
+
+
+def settle_us(baseline: Path | None, n: int) -> tuple[str, float]:
+    """(where kueue_provreq came from, CPU us per workload) of one story of ``n`` workloads."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    if baseline is not None:
+        env["PYTHONPATH"] = str(baseline)
+    out = subprocess.run([sys.executable, "-P", "-c", _PROGRAM.format(here=str(HERE), n=n)], env=env,
+                         capture_output=True, text=True, check=True)
+    where, us = out.stdout.split()
+    return where, float(us)
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--baseline", type=Path, required=True, help="the root of the baseline checkout")
-    p.add_argument("--rounds", type=int, default=3, help="runs of each, alternated")
-    args, core_args = p.parse_known_args(argv)
+    p.add_argument("--sizes", default="1000,3000")
+    p.add_argument("--rounds", type=int, default=5, help="runs of each, alternated")
+    args = p.parse_args(argv)
     baseline = args.baseline.resolve()
-    where = engine_file(baseline)
-    if not where.startswith(str(baseline)):
-        print(f"bench_baseline: kueue_provreq comes from {where}, not from {baseline}", file=sys.stderr)
-        return 2
-    core_args = core_args or DEFAULT_CORE_ARGS
-    print(f"bench_core.py {' '.join(core_args)}, this checkout and {baseline} alternated, {args.rounds} rounds")
-    this: list[dict[str, float]] = []
-    base: list[dict[str, float]] = []
+    sizes = [int(s) for s in args.sizes.split(",")]
+    print(f"settle (c), CPU us/workload, this checkout and {baseline} alternated, {args.rounds} rounds")
+    best: dict[tuple[str, int], float] = {}
     for r in range(1, args.rounds + 1):
-        for name, tree, into in (("this", None, this), ("baseline", baseline, base)):
-            into.append(run_core(tree, core_args))
-            print(f"round {r} {name:8}  " + "  ".join(f"{k} {v:8.1f} us" for k, v in into[-1].items()), flush=True)
+        for n in sizes:
+            for name, tree in (("this", None), ("baseline", baseline)):
+                where, us = settle_us(tree, n)
+                if (tree is not None) != where.startswith(str(baseline)):
+                    print(f"bench_baseline: kueue_provreq came from {where}", file=sys.stderr)
+                    return 2
+                best[(name, n)] = min(us, best.get((name, n), us))
+                print(f"round {r} {name:8} {n:6} workloads {us:8.1f} us", flush=True)
     print("best of the rounds, this / baseline:")
-    for key in this[0]:
-        t_us, b_us = min(f[key] for f in this), min(f[key] for f in base)
-        print(f"  {key:10} this {t_us:8.1f} us   baseline {b_us:8.1f} us   ratio {t_us / b_us:.3f}")
+    for n in sizes:
+        t, b = best[("this", n)], best[("baseline", n)]
+        print(f"  {n:6} workloads  this {t:8.1f} us  baseline {b:8.1f} us  ratio {t / b:.3f}")
     return 0
 
 
