@@ -63,8 +63,10 @@ def verify_change(old: KubeObject | None, update: Update) -> None:
     """In verify mode, a Workload write must name, as its transitions, the fires that explain
     every phase and check-state change it makes: chained from the old phase to the new one,
     each a declared (source, trigger, target), each check's from its old state to its new one.
-    A plain lookup, not a second decision: the controller's fire was the decision.  (It runs
-    on every Workload write, so it builds no message unless one is wrong.)"""
+    ``write_workload`` already refuses a realised phase other than its fire's target; what only
+    the stored objects show is checked here: that nothing beside the fires moved the phase or a
+    check, and that the fires start from the phase the world held.  A plain lookup, not a second
+    decision.  (It runs on every Workload write, so it builds no message unless one is wrong.)"""
     new = update.obj
     if not isinstance(new, Workload) or not isinstance(old, Workload):
         return

@@ -89,7 +89,7 @@ from kueue_provreq.controllers import workload_status as ws
 from kueue_provreq.controllers.context import Context
 from kueue_provreq.controllers.integrations import INTEGRATIONS, Integration, JobIntegration, integration_of
 from kueue_provreq.controllers.parts import METADATA, SPEC, Parts, parts
-from kueue_provreq.machines import Guard, WorkloadTrigger
+from kueue_provreq.machines import Guard, WorkloadTrigger, write_workload
 from kueue_provreq.world import NOTHING, Result, Txn, World
 
 _REQUEUED_AT_ONCE = (c.REASON_PREEMPTED, c.REASON_NODE_FAILURES)
@@ -382,28 +382,19 @@ def _reconcile_workload(world: World, key: Key, ctx: Context) -> Result:
         if status.is_true(c.WORKLOAD_QUOTA_RESERVED):  # the Evicted phase: its quota to release
             requeued = evicted.reason in _REQUEUED_AT_ONCE
             rs = wl.status.requeue_state
-            release = ws.fire(wl, WorkloadTrigger.RELEASE_QUOTA, {
+            # ``SetRequeuedCondition`` + ``UnsetQuotaReservationWithCondition`` in one update:
+            # ``Requeued`` is True for the eviction reasons that put the workload straight back
+            # in the queue (a ``requeueAt`` still ahead keeps it out a while longer all the same)
+            released, release = write_workload(wl, WorkloadTrigger.RELEASE_QUOTA, {
                 Guard.DEACTIVATED: not wl.is_active,
-                Guard.REQUEUED: requeued and (rs is None or rs.requeue_at is None)})
-            released = _release_quota(wl, requeued, evicted, ctx)
+                Guard.REQUEUED: requeued and (rs is None or rs.requeue_at is None)},
+                requeued=requeued, reason=evicted.reason, message=evicted.message, now=ctx.now, config=ctx.config)
             # the next pass stops the (stopped) job again and syncs PodsReady: settled unless
             # the release left PodsReady to write
             return txn.result(error=txn.update(released, (release,)), settled=_pods_ready_current(released))
         if txn.effects:
             return txn.result(settled=_pods_ready_current(wl))
     return _sync_pods_ready(txn, wl)
-
-
-def _release_quota(wl: Workload, requeued: bool, evicted: Condition, ctx: Context) -> Workload:
-    """``SetRequeuedCondition`` + ``UnsetQuotaReservationWithCondition`` in one update;
-    ``Requeued`` is True for the eviction reasons that put the workload straight back in the
-    queue (a ``requeueAt`` still ahead keeps it out a while longer all the same)."""
-    now = ctx.now
-    reason, message = evicted.reason, evicted.message
-    wl = ws.set_cond(wl, c.WORKLOAD_REQUEUED, c.TRUE if requeued else c.FALSE, reason, message, now)
-    release_reason = (c.REASON_PENDING_EVALUATION if ctx.config.gate(c.GATE_UNADMITTED_OBSERVABILITY)
-                      else c.REASON_PENDING_LEGACY)
-    return ws.unset_quota_reservation(wl, release_reason, message, now, ctx.config)
 
 
 def _pods_not_ready_already(wl: Workload, ready: Condition) -> bool:
