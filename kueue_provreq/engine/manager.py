@@ -104,7 +104,7 @@ class Manager:
         if controller == SCHEDULER:
             result = scheduler.schedule(world, ctx, None if key[0] == SCHEDULER else key)
         else:
-            result = self._run(self.controllers[controller], key, ctx)
+            result = self.controllers[controller].reconcile(world, key, ctx)
             if result.requeue_after is not None or result.error is not None:
                 self.due.wake_up(ctx.now + (result.requeue_after or 0.0), controller, key)
             quiet = self.quiet.of.get(controller)
@@ -133,9 +133,6 @@ class Manager:
             if quiet is not None and isinstance(wl, Workload) and (controller, key) not in self.due.queued:
                 quiet[key] = wl
         return result, list(changes)
-
-    def _run(self, ctl: registry.Controller, key: Key, ctx: Context) -> Result:
-        return ctl.reconcile(self.world, key, ctx)
 
     def _apply(self, controller: str, key: Key, effects: tuple[Effect, ...]) -> dict[Key, KubeObject | None]:
         """Apply effects in order; returns the keys of the objects that really changed, each

@@ -15,10 +15,10 @@ from collections.abc import Set as AbstractSet
 from kueue_provreq.api.config import Configuration
 from kueue_provreq.api.objects import Key, KubeObject
 from kueue_provreq.api.workload import Workload
-from kueue_provreq.controllers import queues, registry
+from kueue_provreq.controllers import queues
 from kueue_provreq.controllers.context import Context
 from kueue_provreq.engine.due import Item
-from kueue_provreq.engine.manager import Manager, Recorder, SettleError, changes_world, describe
+from kueue_provreq.engine.manager import SCHEDULER, Manager, Recorder, SettleError, changes_world, describe
 from kueue_provreq.engine.routing import Witness
 from kueue_provreq.machines import ADMISSION_CHECK_MACHINE, MACHINES, WORKLOAD_MACHINE, IllegalTransition, Transition
 from kueue_provreq.machines.phases import workload_phase
@@ -120,9 +120,28 @@ class VerifyingManager(Manager):
 
     # --- the engine's steps, checked --------------------------------------------------
     def reconcile(self, controller: str, key: Key, ctx: Context) -> tuple[Result, list[Key]]:
+        """The engine's reconcile, after the proofs of what was left out, keeping what it read
+        when it changed nothing."""
         if self._witnessed.skips:
             self._prove_skipped(ctx)
-        return super().reconcile(controller, key, ctx)
+        if controller == SCHEDULER:
+            return super().reconcile(controller, key, ctx)
+        hooks = self.world.hooks
+        reads: list[Read] = []
+        hooks.reads = reads
+        try:
+            result, changed = super().reconcile(controller, key, ctx)
+        finally:
+            hooks.reads = None
+        self._keep(controller, key, result, reads, ctx)
+        return result, changed
+
+    def _keep(self, name: str, key: Key, result: Result, reads: list[Read], ctx: Context) -> None:
+        """A reconcile that changed nothing is kept with what it read, as evidence."""
+        if not result.effects and result.error is None:
+            self._witnessed.evidence[(name, key)] = (ctx.now, ctx.config, reads, result.requeue_after)
+        else:
+            self._witnessed.evidence.pop((name, key), None)
 
     def _settle(self, ctx: Context, controllers: Iterable[str]) -> None:
         wanted = set(controllers)
@@ -137,20 +156,16 @@ class VerifyingManager(Manager):
         if problem is not None:
             raise SettleError(problem)
 
-    def _run(self, ctl: registry.Controller, key: Key, ctx: Context) -> Result:
-        """A reconcile that keeps what it reads when it changes nothing."""
+    def _run(self, name: str, key: Key, ctx: Context) -> Result:
+        """A reconcile whose effects are not applied, kept as evidence when it changes nothing."""
         hooks = self.world.hooks
-        item = (ctl.name, key)
         reads: list[Read] = []
         hooks.reads = reads
         try:
-            result = ctl.reconcile(self.world, key, ctx)
+            result = self.controllers[name].reconcile(self.world, key, ctx)
         finally:
             hooks.reads = None
-        if not result.effects and result.error is None:
-            self._witnessed.evidence[item] = (ctx.now, ctx.config, reads, result.requeue_after)
-        else:
-            self._witnessed.evidence.pop(item, None)
+        self._keep(name, key, result, reads, ctx)
         return result
 
     # --- the proofs ---------------------------------------------------------------------
@@ -193,7 +208,7 @@ class VerifyingManager(Manager):
         """A reconcile left out (for ``why``) must change nothing, fail with no error and ask
         no wake-up earlier than one asked already."""
         self.proofs += 1
-        result = self._run(self.controllers[name], key, ctx)
+        result = self._run(name, key, ctx)
         where = f"{name} reconcile of {key[1]}/{key[2]}"
         if changes_world(self.world, result):
             raise SettleError(f"{where} would still change the world but {why}: {describe(result)}")
