@@ -75,16 +75,6 @@ from kueue_provreq.controllers.backoff import (
     wait_time_ns,
 )
 from kueue_provreq.controllers.context import Context
-from kueue_provreq.controllers.parts import (
-    ADMISSION,
-    CHECK_DETAILS,
-    CHECKS,
-    METADATA,
-    REQUEUE_STATE,
-    SPEC,
-    Parts,
-    parts,
-)
 from kueue_provreq.controllers.workload_status import set_admission_check_state
 from kueue_provreq.errors import KueueProvreqError
 from kueue_provreq.machines import (
@@ -653,7 +643,7 @@ def _active_requests(wl: Workload, configs: Mapping[str, ProvisioningRequestConf
     return active
 
 
-def _handled(wl: Workload, config: Configuration) -> bool:
+def handled(wl: Workload, config: Configuration) -> bool:
     """Whether the reconcile goes past its first test: a workload that is finished, evicted or
     holding quota (before KEP-3258, an evicted one only while it still holds quota)."""
     true = wl.status.true_types
@@ -664,7 +654,7 @@ def _handled(wl: Workload, config: Configuration) -> bool:
     return c.WORKLOAD_QUOTA_RESERVED in true
 
 
-def _syncing(wl: Workload, config: Configuration) -> bool:
+def syncing(wl: Workload, config: Configuration) -> bool:
     """Whether the reconcile syncs checks and requests (a workload holding quota that is
     neither finished nor evicted, before KEP-3258 evicted or not), rather than only cleaning
     up (or doing nothing)."""
@@ -680,11 +670,11 @@ def _reconcile(txn: Txn, key: Key, ctx: Context) -> tuple[int | None, bool]:
     if not isinstance(wl, Workload):
         return None, True
     config = ctx.config
-    if not _handled(wl, config):
+    if not handled(wl, config):
         return None, True
     owned = [pr for pr in txn.owned_by_name(c.PROVISIONING_REQUEST, key[1], key[2])
              if isinstance(pr, ProvisioningRequest)]
-    if not _syncing(wl, config):
+    if not syncing(wl, config):
         if wl.is_finished() or config.gate(c.GATE_CLEANUP_ON_EVICTION):
             # PodTemplates go with their request through the garbage collector.
             for pr in owned:
@@ -722,41 +712,6 @@ def _decides_nothing_yet(wl: Workload, check: str) -> bool:
     for a new request)."""
     st = wl.check_state(check)
     return st is not None and _patch(st, _check_transition(st.state, CheckTrigger.NO_DECISION, check), "") is None
-
-
-_FINISHED = parts(c.WORKLOAD_FINISHED)
-_FIRST_TEST = parts(c.WORKLOAD_FINISHED, c.WORKLOAD_EVICTED, c.WORKLOAD_QUOTA_RESERVED)
-_EVICTED = parts(c.WORKLOAD_FINISHED, c.WORKLOAD_EVICTED)
-_SYNCED = _FIRST_TEST | parts(METADATA, SPEC, ADMISSION, CHECKS, CHECK_DETAILS)
-_ENDS_ONLY_UNADMITTED = frozenset(row.condition for row in requests.REQUEST_CONDITIONS if not row.while_admitted)
-
-
-def reads(world: World, wl: Workload, config: Configuration) -> Parts:
-    """What a reconcile reads of its Workload (its watch predicate).  Only whether it is
-    finished, evicted or holding quota, unless it holds quota undisturbed; then its metadata
-    (names, parameters), spec, admission and checks, ``Admitted`` only while one of its
-    requests has a True condition that counts only before admission (BookingExpired), and the
-    requeueState only before KEP-3258.  Its requests are watched as requests."""
-    true = wl.status.true_types
-    if c.WORKLOAD_FINISHED in true:
-        return _FINISHED
-    if not _syncing(wl, config):
-        # once evicted (since KEP-3258) the quota it may still hold changes nothing
-        return _EVICTED if c.WORKLOAD_EVICTED in true and not config.pre_kep_3258 else _FIRST_TEST
-    out = _SYNCED
-    if config.pre_kep_3258:
-        out = out | {REQUEUE_STATE}
-    meta = wl.metadata
-    for pr in world.owned_by_name(c.PROVISIONING_REQUEST, meta.namespace, meta.name):
-        if isinstance(pr, ProvisioningRequest) and any(
-                cd.status == c.TRUE and cd.type in _ENDS_ONLY_UNADMITTED for cd in pr.status.conditions):
-            return out | {c.WORKLOAD_ADMITTED}
-    return out
-
-
-def idle(wl: Workload, config: Configuration) -> bool:
-    """A workload neither finished, evicted nor holding quota has nothing to provision."""
-    return not _handled(wl, config)
 
 
 def reconcile(world: World, key: Key, ctx: Context) -> Result:

@@ -21,6 +21,7 @@ from kueue_provreq.controllers import (
     clusterqueue,
     job,
     provisioning,
+    watches,
     workload,
 )
 from kueue_provreq.controllers.context import Context
@@ -159,17 +160,17 @@ _JOBS_OWNED = tuple(Watch(kind, Route.OWNED, unless_written_by=Actor.JOB) for ki
 
 CONTROLLERS: tuple[Controller, ...] = (
     Controller(Actor.WORKLOAD, (c.WORKLOAD,), workload.reconcile, (
-        Watch(c.WORKLOAD, Route.SELF), *_JOBS_OWNED, *_CONFIGURATION), reads=workload.reads, idle=workload.idle),
+        Watch(c.WORKLOAD, Route.SELF), *_JOBS_OWNED, *_CONFIGURATION), reads=watches.workload_reads, idle=watches.idle),
     Controller(Actor.PROVISIONING, (c.WORKLOAD,), provisioning.reconcile, (
         Watch(c.WORKLOAD, Route.SELF), Watch(c.PROVISIONING_REQUEST, Route.OWNER),
         Watch(c.POD_TEMPLATE, Route.OWNER, unless_written_by=Actor.PROVISIONING),
         *_JOBS_OWNED, *_CONFIGURATION),
-        reads=provisioning.reads, idle=provisioning.idle, owns=(c.PROVISIONING_REQUEST, c.POD_TEMPLATE)),
+        reads=watches.provisioning_reads, idle=watches.provisioning_idle, owns=(c.PROVISIONING_REQUEST, c.POD_TEMPLATE)),
     # The job reconciler: its Workloads (eviction, PodsReady) and every job (creation, start, stop).
     Controller(Actor.JOB, (c.WORKLOAD, *JOB_KINDS), job.reconcile, (
         Watch(c.WORKLOAD, Route.SELF), Watch(c.WORKLOAD, Route.OWNING_JOB),
         *(Watch(kind, Route.SELF) for kind in JOB_KINDS), *_JOBS_OWNED, *_CONFIGURATION),
-        reads=job.reads, view=job.view, idle=job.idle, owns=(c.WORKLOAD,)),
+        reads=watches.job_reads, view=watches.job_view, idle=watches.idle, owns=(c.WORKLOAD,)),
     Controller(Actor.ADMISSION_CHECK, (c.ADMISSION_CHECK,), admissioncheck.reconcile, _CONFIGURATION,
                every_settle=True),
     Controller(Actor.CLUSTER_QUEUE, (c.CLUSTER_QUEUE,), clusterqueue.reconcile, (

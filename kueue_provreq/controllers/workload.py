@@ -48,7 +48,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from kueue_provreq.api import constants as c
-from kueue_provreq.api.config import Configuration, WaitForPodsReady
+from kueue_provreq.api.config import WaitForPodsReady
 from kueue_provreq.api.meta import Condition, Time
 from kueue_provreq.api.objects import Key
 from kueue_provreq.api.queues import ClusterQueue, ClusterQueueSpec
@@ -56,7 +56,6 @@ from kueue_provreq.api.workload import Workload
 from kueue_provreq.controllers import workload_status as ws
 from kueue_provreq.controllers.backoff import NS, wait_time_ns
 from kueue_provreq.controllers.context import Context
-from kueue_provreq.controllers.parts import CHECK_DETAILS, CONDITIONS, EVERYTHING, EXTRA, Parts, parts
 from kueue_provreq.controllers.queues import cluster_queue_for
 from kueue_provreq.machines import Guard, Transition, WorkloadTrigger, write_workload
 from kueue_provreq.world import NOTHING, Effect, Event, Result, Txn, World, truncate
@@ -134,34 +133,6 @@ def reconcile(world: World, key: Key, ctx: Context) -> Result:
     settled = new.status.requeue_state is wl.status.requeue_state and \
         new.condition(c.WORKLOAD_DEACTIVATION_TARGET) is wl.condition(c.WORKLOAD_DEACTIVATION_TARGET)
     return _write(txn, new, tuple(fired), events, requeue_after, settled)
-
-
-_DECIDING = parts(EVERYTHING - CONDITIONS - {CHECK_DETAILS, EXTRA}, c.WORKLOAD_FINISHED,
-                  c.WORKLOAD_QUOTA_RESERVED, c.WORKLOAD_ADMITTED, c.WORKLOAD_EVICTED, c.WORKLOAD_REQUEUED,
-                  c.WORKLOAD_DEACTIVATION_TARGET)
-_FINISHED = parts(c.WORKLOAD_FINISHED)
-_FAILED_CHECK_STATES = (c.CHECK_RETRY, c.CHECK_REJECTED)
-
-
-def reads(world: World, wl: Workload, config: Configuration) -> Parts:
-    """What a reconcile reads of its Workload (its watch predicate): nearly everything, but
-    of the checks only names and states unless one is Retry or Rejected (whose times and
-    messages it reads), ``PodsReady`` only for the PodsReady timeout of an admitted workload,
-    and nothing of the fields it does not model."""
-    conds = wl.status.conditions_by_type
-    if _true(conds, c.WORKLOAD_FINISHED):
-        return _FINISHED
-    out = _DECIDING
-    if any(s.state in _FAILED_CHECK_STATES for s in wl.status.admission_checks):
-        out = out | {CHECK_DETAILS}
-    if config.wait_for_pods_ready is not None and _true(conds, c.WORKLOAD_ADMITTED):
-        out = out | {c.WORKLOAD_PODS_READY}
-    return out
-
-
-def idle(wl: Workload, config: Configuration) -> bool:
-    """A finished Workload is left alone."""
-    return wl.status.is_true(c.WORKLOAD_FINISHED)
 
 
 # --- step 2: delayed Retry checks (KEP-3258) -------------------------------------------
