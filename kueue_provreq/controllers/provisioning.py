@@ -29,7 +29,6 @@ AfterCheckPassedOrOnDemand`` would otherwise hold back the very preemptions it w
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterator, Mapping
 from itertools import chain
 from typing import Any
@@ -41,6 +40,7 @@ from kueue_provreq.api import naming
 from kueue_provreq.api.config import Configuration
 from kueue_provreq.api.evolve import evolve
 from kueue_provreq.api.frozen import EMPTY, FrozenMap, freeze, thaw
+from kueue_provreq.api.memo import memo
 from kueue_provreq.api.meta import Condition, ObjectMeta, OwnerReference, Time
 from kueue_provreq.api.objects import Key, already_exists, not_found
 from kueue_provreq.api.provisioning import (
@@ -262,13 +262,6 @@ def _use_limits_as_missing_requests(resources: dict[str, Any]) -> None:
         requests.setdefault(name, q)
 
 
-_TEMPLATE_SPECS: dict[tuple[FrozenMap[str, Any], tuple[ResourceFlavorSpec, ...]], FrozenMap[str, Any]] = {}
-"""Memo of ``_merged_template`` by (podset template, flavor specs): a pure function of those,
-and workloads of one job kind share their template, so most requests re-derive the same one
-(a thaw and a freeze of the whole template).  Bounded; cleared when full."""
-_TEMPLATE_SPECS_LIMIT = 4096
-
-
 def pod_template_spec(txn: Txn, ps: PodSet, psa: PodSetAssignment) -> FrozenMap[str, Any]:
     """The podset's template with its flavors' node labels and tolerations applied
     (``podset.FromAssignment`` + ``podset.Merge``) and limits copied to missing requests."""
@@ -278,17 +271,14 @@ def pod_template_spec(txn: Txn, ps: PodSet, psa: PodSetAssignment) -> FrozenMap[
         if not isinstance(rf, ResourceFlavor):
             raise ReconcileError(not_found(c.RESOURCE_FLAVOR, flavor))
         specs.append(rf.spec)
-    memo_key = (ps.template, tuple(specs))
-    found = _TEMPLATE_SPECS.get(memo_key)
-    if found is None:
-        found = _merged_template(ps.template, specs)  # raises on a conflict: nothing is stored
-        if len(_TEMPLATE_SPECS) >= _TEMPLATE_SPECS_LIMIT:
-            _TEMPLATE_SPECS.clear()
-        _TEMPLATE_SPECS[memo_key] = found
-    return found
+    return _merged_template(ps.template, tuple(specs))  # raises on a conflict: nothing is kept
 
 
-def _merged_template(pod_template: FrozenMap[str, Any], flavors: list[ResourceFlavorSpec]) -> FrozenMap[str, Any]:
+@memo(4096)
+def _merged_template(pod_template: FrozenMap[str, Any], flavors: tuple[ResourceFlavorSpec, ...]) -> FrozenMap[str, Any]:
+    """Memoised: a pure function of the podset template and the flavor specs, and workloads of
+    one job kind share their template, so most requests re-derive the same one (a thaw and a
+    freeze of the whole template)."""
     node_labels: dict[str, str] = {}
     tolerations: list[Any] = []
     for spec in flavors:
@@ -372,11 +362,9 @@ def pod_set_updates(wl: Workload, pr: ProvisioningRequest,
                               node_selector=node_selector) for p in pr.spec.pod_sets)
 
 
-@functools.lru_cache(maxsize=4096)
 def _check_transition(state: str, trigger: CheckTrigger, check: str, within_backoff_limit: bool = False,
                       keep_quota: bool = False, newer_attempt: bool = False) -> Transition:
-    """``ADMISSION_CHECK_MACHINE.transition``, memoised: the table is frozen, so its answer for a
-    state, a trigger and the guards' values never changes, and this is the reconcile's hot path."""
+    """``ADMISSION_CHECK_MACHINE.transition`` with the guards of ``request_failed``."""
     guards = {Guard.WITHIN_BACKOFF_LIMIT: within_backoff_limit, Guard.KEEP_QUOTA: keep_quota,
               Guard.NEWER_ATTEMPT: newer_attempt} if trigger == CheckTrigger.REQUEST_FAILED else None
     return ADMISSION_CHECK_MACHINE.transition(state, trigger, guards, item=check)

@@ -52,12 +52,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from decimal import ROUND_CEILING, Decimal
-from functools import lru_cache
 
 import attrs
 
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.frozen import FrozenMap
+from kueue_provreq.api.memo import memo
 from kueue_provreq.api.meta import find_condition
 from kueue_provreq.api.objects import Key, key_of
 from kueue_provreq.api.quantity import Quantity
@@ -80,19 +80,19 @@ Oracle = Callable[[FlavorResource, Decimal], bool]
 _ZERO = Decimal(0)
 
 
-@lru_cache(maxsize=4096)
+@memo(4096)
 def _quantity(value: Decimal) -> Quantity:
     return Quantity.of(value)
 
 
-@lru_cache(maxsize=4096)
+@memo(4096)
 def _flavor_map(flavors: tuple[tuple[str, str], ...]) -> FrozenMap[str, str]:
     """A podset assignment's flavors (resource -> flavor), one instance per value: look-alike
     workloads then share one map instead of holding a copy each (about 180 bytes)."""
     return FrozenMap(dict(flavors))
 
 
-@lru_cache(maxsize=4096)
+@memo(4096)
 def _usage_map(usage: tuple[tuple[str, Decimal], ...]) -> FrozenMap[str, Quantity]:
     """A podset assignment's resource usage, shared like :func:`_flavor_map` (its quantities
     are :func:`_quantity`'s, shared already)."""

@@ -51,7 +51,7 @@ from kueue_provreq.api import constants as c
 from kueue_provreq.api.config import WaitForPodsReady
 from kueue_provreq.api.meta import Condition, Time
 from kueue_provreq.api.objects import Key
-from kueue_provreq.api.queues import ClusterQueue, ClusterQueueSpec
+from kueue_provreq.api.queues import ClusterQueue
 from kueue_provreq.api.workload import Workload
 from kueue_provreq.controllers import workload_status as ws
 from kueue_provreq.controllers.backoff import NS, wait_time_ns
@@ -260,24 +260,12 @@ def _sync_admission_gate(txn: Txn, wl: Workload, conds: Conds, ctx: Context) -> 
 
 
 
-_WANTED_CHECKS: dict[tuple[ClusterQueueSpec, frozenset[str] | None], tuple[str, ...]] = {}
-"""Memo of ``AdmissionChecksForWorkload`` by (queue spec, assigned flavors): the answer depends
-on nothing else, and every pass of every workload asks it.  Bounded; cleared when full."""
-_WANTED_CHECKS_LIMIT = 4096
-
-
 def _wanted_checks(wl: Workload, cq: ClusterQueue) -> tuple[str, ...]:
-    """``AdmissionChecksForWorkload``, sorted, through the memo."""
+    """``AdmissionChecksForWorkload``, sorted."""
     admission = wl.status.admission
     used = None if admission is None else frozenset(
         f for psa in admission.pod_set_assignments for f in psa.flavors.values())
-    memo_key = (cq.spec, used)
-    wanted = _WANTED_CHECKS.get(memo_key)
-    if wanted is None:
-        if len(_WANTED_CHECKS) >= _WANTED_CHECKS_LIMIT:
-            _WANTED_CHECKS.clear()
-        wanted = _WANTED_CHECKS[memo_key] = tuple(ws.checks_for_workload(wl, cq))
-    return wanted
+    return ws.checks_for_flavors(cq.spec, used)
 
 
 # --- step 5 ---------------------------------------------------------------------------

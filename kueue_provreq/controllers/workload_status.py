@@ -7,7 +7,6 @@ caller's ``Txn``, because upstream emits them from the same call.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterable
 from typing import Any
 
@@ -15,8 +14,9 @@ from kueue_provreq.api import constants as c
 from kueue_provreq.api.config import Configuration
 from kueue_provreq.api.evolve import evolve
 from kueue_provreq.api.frozen import EMPTY, FrozenMap, freeze
+from kueue_provreq.api.memo import memo
 from kueue_provreq.api.meta import Time, remove_condition, set_condition
-from kueue_provreq.api.queues import ClusterQueue
+from kueue_provreq.api.queues import ClusterQueue, ClusterQueueSpec
 from kueue_provreq.api.workload import AdmissionCheckState, Workload
 from kueue_provreq.machines import ADMISSION_CHECK_MACHINE, CheckTrigger, Transition, WorkloadTrigger, write_workload
 from kueue_provreq.machines.status import all_checks_ready as all_checks_ready
@@ -71,15 +71,24 @@ def set_admission_check_state(states: tuple[AdmissionCheckState, ...], new: Admi
 def checks_for_workload(wl: Workload, cq: ClusterQueue) -> list[str]:
     """``AdmissionChecksForWorkload``: with an admission, the checks whose flavors meet the
     assigned ones; without, only the checks that apply to every flavor of the queue."""
-    rules = cq.checks_with_flavors()
-    if not rules:
-        return []
     admission = wl.status.admission
-    if admission is None:
-        every = frozenset(cq.flavor_names())
-        return sorted(name for name, flavors in rules.items() if flavors >= every)
-    used = {f for psa in admission.pod_set_assignments for f in psa.flavors.values()}
-    return sorted(name for name, flavors in rules.items() if flavors & used)
+    used = None if admission is None else frozenset(
+        f for psa in admission.pod_set_assignments for f in psa.flavors.values())
+    return list(checks_for_flavors(cq.spec, used))
+
+
+@memo(4096)
+def checks_for_flavors(spec: ClusterQueueSpec, used: frozenset[str] | None) -> tuple[str, ...]:
+    """:func:`checks_for_workload` from the queue's spec and the assigned flavors (None: no
+    admission), on which alone it depends; memoised, since every pass of every workload asks."""
+    rules = spec.admission_checks_strategy
+    if rules is None:
+        return ()
+    every = frozenset(f.name for g in spec.resource_groups for f in g.flavors)
+    applies = {r.name: frozenset(r.on_flavors) if r.on_flavors else every for r in rules.admission_checks}
+    if used is None:
+        return tuple(sorted(name for name, flavors in applies.items() if flavors >= every))
+    return tuple(sorted(name for name, flavors in applies.items() if flavors & used))
 
 
 def sync_check_states(wl: Workload, wanted: Iterable[str], now: Time) -> Workload:
@@ -157,7 +166,7 @@ def _count_eviction(extra: FrozenMap[str, Any], reason: str, cause: str) -> tupl
     return extra.set("schedulingStats", stats.set("evictions", tuple(evictions))), seen_before
 
 
-@functools.lru_cache(maxsize=64)
+@memo(64)
 def _first_eviction(reason: str, cause: str) -> FrozenMap[str, Any]:
     """:func:`_count_eviction` of a status without other unmodelled fields: the same for every
     workload evicted for the same reason and cause, so built once and shared (three maps less
