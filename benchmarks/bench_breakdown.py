@@ -8,7 +8,7 @@ per-workload cost is made of, so that the next change aims at a measured part:
 - the scheduler's cycles, the same way;
 - applying a reconcile's effects to the world (``Manager._apply``: the no-op check, the
   world's maps and the queue index it keeps);
-- routing the changes to the reconciles they make due (``Manager._on_change``: the watches,
+- routing the changes to the reconciles they make due (``Router.on_change``: the watches,
   the parts a write changed, what a quiet pass read);
 - the rest: the engine's loop between reconciles, and what the Manager does at each settle.
 
