@@ -216,3 +216,6 @@ class VerifyingManager(Manager):
             raise SettleError(f"{where} would fail but {why}: {result.error}")
         if not self._timer_covers(name, key, result.requeue_after, ctx):
             raise SettleError(f"{where} would ask to be woken in {result.requeue_after}s but {why}")
+
+
+Manager.verifying = VerifyingManager
