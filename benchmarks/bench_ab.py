@@ -7,10 +7,13 @@ drift of the machine; the ratio B/A is taken pair by pair and its median quoted.
 
 - settle: ``bench_core.settle_cycle(N)`` (fast mode, and ``--verify`` for verify mode), the
   seconds of its four settles;
-- simulate: ``bench_sim``'s story if both checkouts have it (``--simulate``), its whole time.
+- simulate (``--simulate N``): ``bench_sim``'s simulation of its bundled example with N
+  arrivals, its whole time.
+
+Times are CPU seconds of the measuring process (the machine is shared).
 
 Usage: python benchmarks/bench_ab.py BASE_CHECKOUT [NEW_CHECKOUT (default: this one)]
-       [--size 10000] [--pairs 5] [--verify]
+       [--size 10000] [--pairs 5] [--verify | --simulate N]
 """
 
 from __future__ import annotations
@@ -34,10 +37,17 @@ assert admitted == {n}, admitted
 print(secs, manager.reconciles)
 """
 
+_SIMULATE = """
+import time, types, bench_sim
+bench_sim.time = types.SimpleNamespace(perf_counter=time.process_time)  # CPU seconds: the machine is shared
+secs, _, _, reconciles, _ = bench_sim.timed_simulation(bench_sim.DEFAULT_EXAMPLE, {n})
+print(secs, reconciles)
+"""
 
-def measure(checkout: Path, n: int, verify: bool) -> tuple[float, int]:
+
+def measure(checkout: Path, code: str) -> tuple[float, int]:
     env = dict(os.environ, PYTHONPATH=f"{checkout}{os.pathsep}{checkout / 'benchmarks'}")
-    out = subprocess.run([sys.executable, "-c", _SETTLE.format(n=n, verify=verify)], env=env, cwd=checkout,
+    out = subprocess.run([sys.executable, "-c", code], env=env, cwd=checkout,
                          check=True, capture_output=True, text=True).stdout.split()
     return float(out[0]), int(out[1])
 
@@ -48,16 +58,22 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("new", type=Path, nargs="?", default=HERE)
     p.add_argument("--size", type=int, default=10_000)
     p.add_argument("--pairs", type=int, default=5)
-    p.add_argument("--verify", action="store_true", help="settle in verify mode")
+    what = p.add_mutually_exclusive_group()
+    what.add_argument("--verify", action="store_true", help="settle in verify mode")
+    what.add_argument("--simulate", type=int, metavar="N", help="simulate N arrivals instead of settling")
     args = p.parse_args(argv)
+    if args.simulate:
+        code, title = _SIMULATE.format(n=args.simulate), f"simulate {args.simulate} workloads"
+    else:
+        code = _SETTLE.format(n=args.size, verify=args.verify)
+        title = f"settle {args.size} workloads ({'verify' if args.verify else 'fast'} mode)"
     ratios, base_s, new_s = [], [], []
     for _ in range(args.pairs):
-        (a, ra), (b, rb) = measure(args.base, args.size, args.verify), measure(args.new, args.size, args.verify)
+        (a, ra), (b, rb) = measure(args.base, code), measure(args.new, code)
         base_s.append(a)
         new_s.append(b)
         ratios.append(b / a)
-    mode = "verify" if args.verify else "fast"
-    print(f"settle {args.size} workloads ({mode} mode), {args.pairs} pairs: base median {statistics.median(base_s):.2f} s"
+    print(f"{title}, {args.pairs} pairs: base median {statistics.median(base_s):.2f} s"
           f" ({ra} reconciles), new median {statistics.median(new_s):.2f} s ({rb} reconciles)")
     print(f"  ratio new/base per pair: {' '.join(f'{r:.3f}' for r in ratios)}; median {statistics.median(ratios):.3f}"
           f"   (target <= 1.05)")
