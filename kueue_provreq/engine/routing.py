@@ -15,7 +15,7 @@ from kueue_provreq.controllers import queues, registry
 from kueue_provreq.controllers.parts import Parts, changed_parts
 from kueue_provreq.controllers.registry import ROUTE_TARGETS, Route, Watch
 from kueue_provreq.engine.due import Due, Item
-from kueue_provreq.engine.quiet import QuietBook, still_quiet, unquiet
+from kueue_provreq.engine.quiet import QuietBook, QuietPass, unquiet
 from kueue_provreq.machines import Actor
 from kueue_provreq.world import World
 
@@ -71,7 +71,7 @@ class Router:
         for key in keys:
             wl = world.get(*key)
             if isinstance(wl, Workload) and (name, key) not in queued and idle(wl, config):
-                quiet[key] = wl
+                quiet[key] = QuietPass(wl)
                 self._skip(name, key, "it has nothing to do for such a Workload")
             else:
                 unquiet(quiet, key)
@@ -148,12 +148,12 @@ class Router:
                     if last is not None and was is not None:
                         if diff is None:
                             diff = changed_parts(was, wl)
-                        if still_quiet(ctl, self.world, last, wl, diff, config):
+                        if last.still_quiet(ctl, self.world, wl, diff, config):
                             if witness is not None:
                                 witness.skipped(name, key, f"its watch ignored a change by {writer or 'a client'}")
                             continue
                     elif last is None and was is None and ctl.idle is not None and ctl.idle(wl, config):
-                        quiet[key] = wl
+                        quiet[key] = QuietPass(wl)
                         if witness is not None:
                             witness.skipped(name, key, "it has nothing to do for such a Workload")
                         continue
