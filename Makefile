@@ -100,8 +100,8 @@ bench-sim: $(STAMP)
 # models stay interpreted. Nothing else uses it. preemption.py is left out: mypyc 2.4.1 fails on a
 # lambda in a method of an attrs class ("internal mypyc error").
 COMPILED_DIR := build/compiled
-COMPILED_MODULES := kueue_provreq/engine.py kueue_provreq/world.py kueue_provreq/api/evolve.py \
-	$(filter-out %/__init__.py %/preemption.py,$(sort $(wildcard kueue_provreq/controllers/*.py kueue_provreq/machines/*.py)))
+COMPILED_MODULES := kueue_provreq/world.py kueue_provreq/api/evolve.py \
+	$(filter-out %/__init__.py %/preemption.py,$(sort $(wildcard kueue_provreq/engine/*.py kueue_provreq/controllers/*.py kueue_provreq/machines/*.py)))
 COMPILED_STAMP := $(COMPILED_DIR)/.built
 
 $(COMPILED_STAMP): $(STAMP) pyproject.toml $(shell find kueue_provreq -name '*.py')

@@ -63,7 +63,6 @@ from kueue_provreq.api.workload import Admission, Workload
 from kueue_provreq.cluster.client import ApiError, Client, ClusterError
 from kueue_provreq.cluster.resources import RESOURCES, Resource
 from kueue_provreq.cluster.testbed.controlplane import Testbed, restart_kueue
-from kueue_provreq.controllers.workload_status import set_quota_reservation, unset_quota_reservation
 from kueue_provreq.driver import (
     NEED_FAULTS,
     NEED_RECONCILE,
@@ -73,6 +72,7 @@ from kueue_provreq.driver import (
     Reconciled,
     StepFailed,
 )
+from kueue_provreq.machines.status import set_quota_reservation, unset_quota_reservation
 from kueue_provreq.manifests import dump_object, load_object
 from kueue_provreq.manifests.codec import format_time, parse_time
 from kueue_provreq.manifests.objects import IGNORE
