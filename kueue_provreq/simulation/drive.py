@@ -14,16 +14,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
+from kueue_provreq import autoscaler
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.meta import Time
 from kueue_provreq.api.objects import Key, key_of
 from kueue_provreq.api.provisioning import ProvisioningRequest
 from kueue_provreq.api.workload import Workload
+from kueue_provreq.autoscaler import Answer, Decision, Script
 from kueue_provreq.controllers import workload_status as ws
 from kueue_provreq.machines import WORKLOAD_MACHINE, Actor, Transition, WorkloadTrigger
 from kueue_provreq.machines.phases import workload_phase
-from kueue_provreq.simulation import autoscaler
-from kueue_provreq.simulation.autoscaler import Answer, Decision, Script
 from kueue_provreq.simulation.loop import Event, Loop
 from kueue_provreq.world import Update
 

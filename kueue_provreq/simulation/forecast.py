@@ -3,7 +3,7 @@
 The manifests become a world as ``explain`` builds it (jobs as Kueue's webhook creates them; the
 engine's job reconciler gives them their Workloads), and the controllers run forward in simulated time
 (:mod:`~kueue_provreq.simulation.loop`) with Cluster Autoscaler answering each
-ProvisioningRequest as a SCRIPT says (:mod:`~kueue_provreq.simulation.autoscaler`).  The
+ProvisioningRequest as a SCRIPT says (:mod:`~kueue_provreq.autoscaler`).  The
 run stops when every workload is admitted, deactivated or finished (and no scripted
 revocation is still to come), or when ``until`` has passed.
 
@@ -27,12 +27,12 @@ from kueue_provreq.api.objects import JOB_KINDS, Key, KubeObject, key_of
 from kueue_provreq.api.provisioning import ProvisioningRequest, ProvisioningRequestConfig
 from kueue_provreq.api.queues import AdmissionCheck
 from kueue_provreq.api.workload import Workload
+from kueue_provreq.autoscaler import PROVISION_AT_ONCE, Script, attempt_of
 from kueue_provreq.controllers import job
 from kueue_provreq.controllers.queues import cluster_queue_name
 from kueue_provreq.machines import WorkloadPhase as P
 from kueue_provreq.machines.phases import provisioning_request_phase
 from kueue_provreq.manifests.codec import format_duration, format_time
-from kueue_provreq.simulation.autoscaler import PROVISION_AT_ONCE, Script, attempt_of
 from kueue_provreq.simulation.drive import AutoscalerDriver, JobDriver, ScriptModel
 from kueue_provreq.simulation.loop import Loop
 from kueue_provreq.simulation.outcomes import FINAL, Outcome, outcome_of
