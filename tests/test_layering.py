@@ -22,7 +22,7 @@ PACKAGE = Path(kueue_provreq.__file__).parent
 
 #: The floors, lowest first.  The core is ``errors`` to ``engine`` (sans-IO: no clock, no
 #: randomness, no cluster, no YAML); ``shared`` holds what several edges read or write with
-#: (manifests, times, the invariants oracle, what a workload waits for, drawings, the interface a
+#: (manifests, times, the invariants oracle, what a workload waits for, what a write changed, drawings, the interface a
 #: conformance world driver implements, the Cluster Autoscaler model simulation and cluster both play); the edges
 #: each answer one kind of question; the command line joins them.
 FLOORS = ("errors", "api", "machines", "world", "controllers", "engine", "shared", "edges", "cli")
@@ -43,7 +43,8 @@ ROOMS: dict[str, tuple[str, str]] = {
     "kueue_provreq.waits": ("shared", "waits"),
     "kueue_provreq.diagrams": ("shared", "diagrams"),
     "kueue_provreq.driver": ("shared", "driver"),  # the runner's world-driver interface: two edges implement it
-    "kueue_provreq.autoscaler": ("shared", "autoscaler"),  # the Cluster Autoscaler model: simulation and cluster play it
+    "kueue_provreq.autoscaler": ("shared", "autoscaler"),
+    "kueue_provreq.changes": ("shared", "changes"),  # what a write changed: the timeline and the simulation read it  # the Cluster Autoscaler model: simulation and cluster play it
     "kueue_provreq.simulation": ("edges", "simulation"),
     "kueue_provreq.cluster": ("edges", "cluster"),
     "kueue_provreq.conformance": ("edges", "conformance"),
