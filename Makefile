@@ -9,7 +9,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q --disable-pip-version-check -e '.[dev,docs,cluster,sim]'
 	touch $@
 
-.PHONY: setup demo test bench bench-sim docs docs-check docs-screenshots compiled bench-compiled oracle
+.PHONY: setup demo test test-oracle bench bench-sim docs docs-check docs-screenshots compiled bench-compiled oracle
 setup: $(STAMP)
 
 demo: $(STAMP)
@@ -86,6 +86,12 @@ docs-screenshots: docs $(PLAYWRIGHT)
 # `kueue-provreq testbed up` starts them; the tests that need them skip without them.
 oracle:
 	bash oracle/build.sh
+
+# every scenario of specs/ on the model and on the real Kueue (a testbed of its own, started and
+# stopped here; needs `make oracle`): both verdicts per scenario, then
+# `model N passed, M failed; real Kueue N passed, M failed, K skipped; disagree D`
+test-oracle: $(STAMP)
+	$(BIN)/python oracle/compare.py specs
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_core.py

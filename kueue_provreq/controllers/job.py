@@ -81,7 +81,7 @@ from kueue_provreq.api.evolve import evolve
 from kueue_provreq.api.frozen import FrozenMap
 from kueue_provreq.api.job import Job, JobSet, PyTorchJob
 from kueue_provreq.api.meta import Condition, ObjectMeta, OwnerReference
-from kueue_provreq.api.objects import RESOURCE_NAMES, JobObject, Key, KubeObject, not_found
+from kueue_provreq.api.objects import RESOURCE_NAMES, JobObject, Key, KubeObject, not_in_cache
 from kueue_provreq.api.workload import Workload, WorkloadSpec
 from kueue_provreq.controllers import podsets
 from kueue_provreq.controllers import workload_status as ws
@@ -155,7 +155,7 @@ def _managed_ancestor(read: World | Txn, job: JobObject, config: Configuration) 
             return top, None
         owner = read.get(ref.kind, job.metadata.namespace, ref.name)
         if owner is None:
-            return None, not_found(ref.kind, ref.name)
+            return None, not_in_cache(ref.kind, ref.name)
         if ref.uid and owner.metadata.uid != ref.uid:
             return top, None
         if owner.metadata.uid in seen:

@@ -42,7 +42,7 @@ from kueue_provreq.api.evolve import evolve
 from kueue_provreq.api.frozen import EMPTY, FrozenMap, freeze, thaw
 from kueue_provreq.api.memo import memo
 from kueue_provreq.api.meta import Condition, ObjectMeta, OwnerReference, Time
-from kueue_provreq.api.objects import Key, already_exists, not_found
+from kueue_provreq.api.objects import Key, already_exists, not_found, not_in_cache
 from kueue_provreq.api.provisioning import (
     PodTemplate,
     ProvisioningRequest,
@@ -269,7 +269,7 @@ def pod_template_spec(txn: Txn, ps: PodSet, psa: PodSetAssignment) -> FrozenMap[
     for flavor in sorted(set(psa.flavors.values())):
         rf = txn.get(c.RESOURCE_FLAVOR, "", flavor)
         if not isinstance(rf, ResourceFlavor):
-            raise ReconcileError(not_found(c.RESOURCE_FLAVOR, flavor))
+            raise ReconcileError(not_in_cache(c.RESOURCE_FLAVOR, flavor))
         specs.append(rf.spec)
     return _merged_template(ps.template, tuple(specs))  # raises on a conflict: nothing is kept
 
