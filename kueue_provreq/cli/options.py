@@ -25,7 +25,7 @@ from kueue_provreq.manifests.codec import parse_duration, parse_time
 from kueue_provreq.manifests.objects import IGNORE, STRICT, VALIDATION_LEVELS
 
 if TYPE_CHECKING:
-    from kueue_provreq.simulation.autoscaler import Script
+    from kueue_provreq.autoscaler import Script
 
 PROG = "kueue-provreq"
 
@@ -202,7 +202,7 @@ def at_least(option: str, value: int | None, low: int) -> None:
 
 def script(text: str) -> Script:
     """``--autoscaler``: imports the Cluster Autoscaler model only when a command needs it."""
-    from kueue_provreq.simulation.autoscaler import ScriptError, parse_script
+    from kueue_provreq.autoscaler import ScriptError, parse_script
 
     try:
         return parse_script(text)
