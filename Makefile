@@ -9,7 +9,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q --disable-pip-version-check -e '.[dev,docs,cluster,sim]'
 	touch $@
 
-.PHONY: setup demo test bench bench-sim docs docs-check docs-screenshots compiled bench-compiled oracle
+.PHONY: setup demo test bench bench-sim docs docs-check docs-screenshots compiled bench-compiled oracle stories
 setup: $(STAMP)
 
 demo: $(STAMP)
@@ -86,6 +86,15 @@ docs-screenshots: docs $(PLAYWRIGHT)
 # `kueue-provreq testbed up` starts them; the tests that need them skip without them.
 oracle:
 	bash oracle/build.sh
+
+# Random stories on the model and on the real Kueue of a testbed started for them (`make oracle`
+# first): `make stories STORIES=200` runs 200 from seed 0 (CI runs the first 20, tests/test_stories.py)
+STORIES ?= 20
+STORIES_STATE := .oracle/stories-testbed
+stories: $(STAMP)
+	@kubeconfig=$$($(BIN)/kueue-provreq testbed up --state $(STORIES_STATE)) || exit 2; \
+	$(BIN)/kueue-provreq stories --cluster $$kubeconfig --count $(STORIES); status=$$?; \
+	$(BIN)/kueue-provreq testbed down --state $(STORIES_STATE); exit $$status
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_core.py
