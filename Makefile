@@ -9,7 +9,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q --disable-pip-version-check -e '.[dev,docs,cluster,sim]'
 	touch $@
 
-.PHONY: setup demo test test-oracle bench bench-sim docs docs-check docs-screenshots compiled bench-compiled oracle
+.PHONY: setup demo test test-oracle bench bench-sim docs docs-check docs-screenshots compiled bench-compiled oracle stories
 setup: $(STAMP)
 
 demo: $(STAMP)
@@ -92,6 +92,15 @@ oracle:
 # `model N passed, M failed; real Kueue N passed, M failed, K skipped; disagree D`
 test-oracle: $(STAMP)
 	$(BIN)/python oracle/compare.py specs
+
+# Random stories on the model and on the real Kueue of a testbed started for them (`make oracle`
+# first): `make stories STORIES=200` runs 200 from seed 0 (CI runs the first 20, tests/test_stories.py)
+STORIES ?= 20
+STORIES_STATE := .oracle/stories-testbed
+stories: $(STAMP)
+	@kubeconfig=$$($(BIN)/kueue-provreq testbed up --state $(STORIES_STATE)) || exit 2; \
+	$(BIN)/kueue-provreq stories --cluster $$kubeconfig --count $(STORIES); status=$$?; \
+	$(BIN)/kueue-provreq testbed down --state $(STORIES_STATE); exit $$status
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_core.py
