@@ -100,8 +100,65 @@ def test_unreachable_server_is_one_line(tmp_path: Path) -> None:
         "contexts": [{"name": "c", "context": {"cluster": "x", "user": "u"}}]}))
     status, out, err = run(["audit", "--kubeconfig", str(config)])
     assert status == 2 and out == ""
-    assert err.startswith(f"kueue-provreq: error: cannot reach the API server at http://127.0.0.1:{port}: ")
+    assert err.startswith(f"kueue-provreq: error: context 'c': cannot reach the API server at http://127.0.0.1:{port} ")
     assert err.count("\n") == 1
+
+
+def kubeconfig_for(path: Path, server: str, user: dict[str, object] | None = None) -> Path:
+    path.write_text(json.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": "c",
+        "clusters": [{"name": "x", "cluster": {"server": server}}],
+        "users": [{"name": "u", "user": user or {"token": "t"}}],
+        "contexts": [{"name": "c", "context": {"cluster": "x", "user": "u"}}]}))
+    return path
+
+
+def test_a_server_that_never_answers_is_one_attempt_and_one_line(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The kernel completes the connection, nothing answers: one attempt (urllib3's retries
+    off), ended by the read timeout (shortened here; the real one is seconds, not minutes)."""
+    monkeypatch.setattr(client, "READ_TIMEOUT", 0.5)
+    assert client.CONNECT_TIMEOUT + client.READ_TIMEOUT < 15 <= 60
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(16)  # connections are queued, never accepted nor answered
+        port = listener.getsockname()[1]
+        config = kubeconfig_for(tmp_path / "kubeconfig", f"http://127.0.0.1:{port}")
+        status, out, err = run(["explain", "--kubeconfig", str(config)])
+        listener.setblocking(False)
+        attempts = 0
+        while True:
+            try:
+                listener.accept()[0].close()
+            except BlockingIOError:
+                break
+            attempts += 1
+    assert status == 2 and out == "" and attempts == 1
+    assert err.startswith(f"kueue-provreq: error: context 'c': cannot reach the API server at http://127.0.0.1:{port} ")
+    assert "timed out" in err and err.count("\n") == 1
+
+
+def test_a_missing_exec_credential_plugin_is_said_before_any_call(tmp_path: Path) -> None:
+    config = kubeconfig_for(tmp_path / "kubeconfig", "http://127.0.0.1:1", {
+        "exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": "no-such-plugin-xyz"}})
+    status, _, err = run(["audit", "--kubeconfig", str(config)])
+    assert status == 2
+    assert err == (f"kueue-provreq: error: kubeconfig {config}: context 'c': the exec credential plugin "
+                   "'no-such-plugin-xyz' of user 'u' is not installed (not on PATH)\n")
+
+
+@pytest.mark.parametrize(("make", "message"), [
+    (lambda p: p.mkdir(), "a folder, not a file"),
+    (lambda p: p.symlink_to(p), "a symbolic link loop"),
+    (lambda p: p.write_text("a: &a [" + ",".join(["*a"] * 0) + "]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a,*a]\n"
+                            + "".join(f"{x}: &{x} [{','.join([f'*{y}'] * 10)}]\n"
+                                      for y, x in zip("bcdefgh", "cdefghi", strict=True))), "alias bomb"),
+], ids=["folder", "symlink-loop", "alias-bomb"])
+def test_a_kubeconfig_is_read_as_every_input_is(make: object, message: str, tmp_path: Path) -> None:
+    path = tmp_path / "kubeconfig"
+    make(path)  # type: ignore[operator]
+    status, _, err = run(["audit", "--kubeconfig", str(path)])
+    assert status == 2 and message in err and err.count("\n") == 1
 
 
 def test_without_the_extra_a_clear_message(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

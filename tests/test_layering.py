@@ -42,7 +42,8 @@ ROOMS: dict[str, tuple[str, str]] = {
     "kueue_provreq.invariants": ("shared", "invariants"),
     "kueue_provreq.waits": ("shared", "waits"),
     "kueue_provreq.diagrams": ("shared", "diagrams"),
-    "kueue_provreq.driver": ("shared", "driver"),  # the runner's world-driver interface: two edges implement it
+    "kueue_provreq.driver": ("shared", "driver"),
+    "kueue_provreq.extras": ("shared", "extras"),  # which extra to install: every edge that needs one asks  # the runner's world-driver interface: two edges implement it
     "kueue_provreq.simulation": ("edges", "simulation"),
     "kueue_provreq.cluster": ("edges", "cluster"),
     "kueue_provreq.conformance": ("edges", "conformance"),

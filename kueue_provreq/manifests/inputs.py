@@ -102,6 +102,8 @@ def read_source(source: str, stdin: TextIO | None = None) -> list[dict[str, Any]
     ``*.json`` files in name order, or ``-`` for standard input."""
     if source == "-":
         return load_yaml_documents((stdin or sys.stdin).read(), "<stdin>")
+    if source == "":
+        raise ManifestError("an empty path names no file", source="-f ''")
     path = Path(source)
     if path.is_dir():
         files = sorted(p for p in path.iterdir() if p.suffix in (".yaml", ".yml", ".json") and p.is_file())
@@ -117,8 +119,6 @@ def read_source(source: str, stdin: TextIO | None = None) -> list[dict[str, Any]
         if errors:
             raise InputErrors(errors)
         return docs
-    if not path.exists():
-        raise ManifestError("no such file or directory", source=str(path))
     return load_file(path)
 
 
