@@ -222,7 +222,7 @@ def test_config_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None
     (["--autoscaler", "provison@5m"], "--autoscaler: item 1 'provison@5m': unknown answer"),
     (["--until", "soon"], "--until: invalid duration 'soon'"),
     (["--at", "yesterday"], "--at: expected an RFC 3339 time"),
-    (["--config", "/nonexistent.yaml"], "/nonexistent.yaml: cannot read"),
+    (["--config", "/nonexistent.yaml"], "/nonexistent.yaml: no such file or directory"),
 ])
 def test_bad_options_are_one_line(capsys: pytest.CaptureFixture[str], manifests: Path, args: list[str],
                                   message: str) -> None:

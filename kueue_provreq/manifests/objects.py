@@ -49,7 +49,7 @@ def _name_of(kind: Any, metadata: Any) -> str:
         return label
     name = metadata.get("name") or (f"{metadata.get('generateName')}*"
                                     if metadata.get("generateName") else "")
-    ns = metadata.get("namespace")
+    ns = metadata.get("namespace") if kind not in KINDS or KINDS[kind].NAMESPACED else None
     if not isinstance(name, str) or not name:
         return label
     return f"{label} {ns}/{name}" if isinstance(ns, str) and ns else f"{label} {name}"

@@ -751,7 +751,11 @@ def validate_metadata(kind: str, metadata: Mapping[str, Any], out: Problems) -> 
     if isinstance(generate, str) and generate:
         # checked beside a name too, as the server does; it appends 5 characters, so a prefix
         # ending in '-' is checked as if they followed (``NameIsDNSSubdomain(name, prefix=true)``)
-        SUBDOMAIN.check(generate[:-1] + "a" if generate.endswith("-") else generate, "metadata.generateName", out)
+        masked = generate[:-1] + "a" if generate.endswith("-") else generate
+        probe = Problems()
+        SUBDOMAIN.check(masked, "metadata.generateName", probe)
+        for e in probe.errors:  # said of the prefix as given
+            out.error(e.reason.replace(describe(masked), describe(generate)), e.path)
     finalizers = metadata.get("finalizers")
     for i, finalizer in enumerate(finalizers if isinstance(finalizers, list) else ()):
         if isinstance(finalizer, str):

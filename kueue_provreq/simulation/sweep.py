@@ -120,13 +120,12 @@ def grid(document: Document, settings: Sequence[s.Setting], *, config: Configura
          count: int | None = None, seed: int | None = None) -> list[Point]:
     """Every combination of the settings' values, each validated into its simulation; a path
     set twice, or more than :data:`MAX_POINTS` combinations, refused before any is made."""
-    seen: dict[tuple[Any, ...], str] = {}
+    seen: set[tuple[Any, ...]] = set()
     for setting in settings:
         key = setting.keys if setting.shorthand is None else (setting.text,)
         if key in seen:
-            raise s.SettingError(f"--set {setting.text}: the same field as --set {seen[key]} (give its values once, "
-                                 "comma-separated)")
-        seen[key] = setting.text
+            raise s.SettingError(f"--set {setting.text}: given twice (give its values once, comma-separated)")
+        seen.add(key)
     size = math.prod(len(setting.values) for setting in settings)
     if size > MAX_POINTS:
         raise s.SettingError(f"--set: the grid has {size:,} points, more than {MAX_POINTS:,} (one simulation "
