@@ -50,6 +50,8 @@ def argv_for(case: dict[str, Any], tmp_path: Path) -> list[str]:
     for word in case["argv"]:
         if word == "{simulation}":
             out.append(str(simulation_for(case, tmp_path)))
+        elif word == "{tmp}":
+            out.append(str(tmp_path))
         elif word and (CORPUS / word).is_file():
             out.append(str(CORPUS / word))
         else:

@@ -4,9 +4,11 @@ written by tests/data/cluster/generate.py)."""
 
 from __future__ import annotations
 
+import http.server
 import json
 import socket
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -136,6 +138,31 @@ def test_a_server_that_never_answers_is_one_attempt_and_one_line(
     assert status == 2 and out == "" and attempts == 1
     assert err.startswith(f"kueue-provreq: error: context 'c': cannot reach the API server at http://127.0.0.1:{port} ")
     assert "timed out" in err and err.count("\n") == 1
+
+
+def test_a_refused_read_names_the_context_and_the_server(tmp_path: Path) -> None:
+    class Unauthorized(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802  (http.server's spelling)
+            body = json.dumps({"kind": "Status", "code": 401, "reason": "Unauthorized",
+                               "message": "Unauthorized"}).encode()
+            self.send_response(401)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    with http.server.ThreadingHTTPServer(("127.0.0.1", 0), Unauthorized) as server:
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        port = server.server_address[1]
+        config = kubeconfig_for(tmp_path / "kubeconfig", f"http://127.0.0.1:{port}")
+        status, out, err = run(["audit", "--kubeconfig", str(config)])
+        server.shutdown()
+    assert status == 2 and out == ""
+    assert err.startswith(f"kueue-provreq: error: cluster c (http://127.0.0.1:{port}): cannot list ")
+    assert err.endswith(": Unauthorized (401 Unauthorized)\n") and err.count("\n") == 1
 
 
 def test_a_missing_exec_credential_plugin_is_said_before_any_call(tmp_path: Path) -> None:
