@@ -174,7 +174,7 @@ def test_a_cluster_dump_s_requests_are_answered_too() -> None:
     assert any(o.KIND == c.PROVISIONING_REQUEST for o in dumped)
     [wl] = forecast(dumped, Time(T0 + 30), parse_script("fail@1m,provision@5m")).workloads
     assert (wl.outcome, wl.attempts) == ("Admitted", 2)
-    assert "already exists, New," in wl.timeline[1].what
+    assert "already exists (New, " in wl.timeline[1].what
     assert wl.timeline[2].time == T0 + 60 and "Failed: retry 1 of 2" in wl.timeline[2].what
 
 

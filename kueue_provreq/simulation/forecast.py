@@ -279,9 +279,9 @@ class _Story(Watch):
             return
         self.attempts[owner] = self.attempts.get(owner, 0) + 1
         pods = sum(ps.count for ps in pr.spec.pod_sets)
-        what = "created" if actor else f"already exists, {self.request_phases[key]},"
-        self._add(owner, Entry(self.loop.now, f"request {pr.metadata.name} {what} "
-                                              f"({pr.spec.provisioning_class_name}, {pods} pods)",
+        what = "created (" if actor else f"already exists ({self.request_phases[key]}, "
+        self._add(owner, Entry(self.loop.now, f"request {pr.metadata.name} {what}"
+                                              f"{pr.spec.provisioning_class_name}, {pods} pod{'s' * (pods != 1)})",
                                "request", pr.metadata.name, None, self.request_phases[key]))
 
     def on_request_updated(self, actor: str, pr: ProvisioningRequest) -> None:
