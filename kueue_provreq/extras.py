@@ -8,8 +8,7 @@ one line naming the extra as pip spells it, never a traceback after half the out
 
 from __future__ import annotations
 
-import importlib
-from types import ModuleType
+import importlib.util
 
 from kueue_provreq.errors import KueueProvreqError
 
@@ -26,10 +25,13 @@ def install_hint(extra: str) -> str:
     return f"pip install 'kueue-provreq[{extra}]'"
 
 
-def require(extra: str, module: str, purpose: str) -> ModuleType:
-    """``module``, imported; or :class:`MissingExtra` saying that ``purpose`` needs ``extra``."""
+def require(extra: str, module: str, purpose: str) -> None:
+    """:class:`MissingExtra` saying that ``purpose`` needs ``extra`` unless ``module`` can be
+    imported; found, not imported (importing Dask alone takes seconds)."""
     try:
-        return importlib.import_module(module)
-    except ImportError:
+        found = importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # a parent package missing, or a module set to None
+        found = False
+    if not found:
         top = module.split(".")[0]
-        raise MissingExtra(f"{purpose} needs {top}, from the '{extra}' extra: {install_hint(extra)}") from None
+        raise MissingExtra(f"{purpose} needs {top}, from the '{extra}' extra: {install_hint(extra)}")

@@ -19,6 +19,8 @@ import itertools
 import math
 import multiprocessing
 import os
+import socket
+import urllib.parse
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
@@ -34,7 +36,7 @@ from kueue_provreq.simulation.run import simulate
 from kueue_provreq.simulation.spec import Document, Simulation, parse
 
 #: Seconds to reach a Dask scheduler before the sweep says it cannot (Dask's own default is 30).
-DASK_CONNECT_TIMEOUT = 5.0
+DASK_CONNECT_TIMEOUT = 3.0
 
 #: The most points a sweep runs: each is a whole simulation.
 MAX_POINTS = 10_000
@@ -190,6 +192,18 @@ def _gather(futures: Mapping[Any, int], completed: Iterable[Any], n: int,
     return [r for r in results if r is not None]
 
 
+def _reachable(address: str) -> None:
+    """A ``tcp://host:port`` scheduler that refuses connections is said at once, before Dask's
+    own connection loop waits out its timeout."""
+    parsed = urllib.parse.urlsplit(address)
+    if parsed.scheme != "tcp" or parsed.hostname is None or parsed.port is None:
+        return
+    try:
+        socket.create_connection((parsed.hostname, parsed.port), timeout=DASK_CONNECT_TIMEOUT).close()
+    except OSError as e:
+        raise SweepError(f"--dask {address}: no Dask scheduler answers there ({e.strerror or e})") from None
+
+
 def _on_dask(sims: Sequence[Simulation], address: str, jobs: int | None,
              progress: Callable[[int], None] | None) -> list[dict[str, Any]]:
     require(SIM, "dask.distributed", "a Dask sweep")
@@ -202,6 +216,7 @@ def _on_dask(sims: Sequence[Simulation], address: str, jobs: int | None,
         client = Client(cluster)
     else:
         cluster = None
+        _reachable(address)
         try:
             client = Client(address, timeout=DASK_CONNECT_TIMEOUT)
         except (OSError, TimeoutError, ValueError) as e:  # refused, unreachable, or not an address
