@@ -32,6 +32,8 @@ from kueue_provreq.api.provisioning import ProvisioningRequestConfig
 from kueue_provreq.api.queues import AdmissionCheck, ClusterQueue
 from kueue_provreq.api.workload import AdmissionCheckState, PodSetAssignment, Workload
 from kueue_provreq.controllers import activity, provisioning
+from kueue_provreq.controllers.context import Context
+from kueue_provreq.explain import settle_status
 from kueue_provreq.machines.phases import provisioning_request_phase
 from kueue_provreq.machines.requests import attempt_over
 from kueue_provreq.manifests.codec import format_duration, format_time
@@ -431,6 +433,7 @@ def audit(objects: Iterable[KubeObject], now: Time, limits: Thresholds = Thresho
     """Every finding for ``objects`` at ``now``, errors first, then by object and rule.
     ``unread`` names the kinds the snapshot could not read; ``config`` is Kueue's."""
     world = World(objects)
+    settle_status(world, Context(now=now, config=config))  # activity as explain judges it
     found = [*workload_invariants(world, now, config), *ownership(world, unread),
              *misconfiguration(world, now), *stuck(world, now, limits)]
     found.sort(key=lambda f: (f.severity != ERROR, f.object, f.rule, f.message))

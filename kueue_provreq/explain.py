@@ -406,18 +406,25 @@ def findings(world: World, after: World, now: Time, config: Configuration = Conf
     return out
 
 
+def settle_status(world: World, ctx: Context) -> Manager:
+    """The queues' and checks' own status, as Kueue's controllers settle it once they run: fresh
+    manifests carry none, and a queue "inactive" only until its check's controller has started
+    is not news to anyone.  ``explain`` and ``audit`` both judge activity from it, so they never
+    disagree on whether a queue or a check is active."""
+    manager = Manager(world)
+    manager.settle(ctx, (Actor.ADMISSION_CHECK, Actor.CLUSTER_QUEUE))
+    return manager
+
+
 def explain(objects: Sequence[KubeObject], at: TimeLike, config: Configuration = Configuration()) -> Report:
     """The report for ``objects`` at ``at`` (seconds since the epoch, RFC 3339 text or a
     ``datetime``)."""
     now = to_time(at)
     world = build_world(objects, now, config)
     ctx = Context(now=now, config=config)
-    # The queues' and checks' own status, as Kueue's controllers settle it once they run: fresh
-    # manifests carry none, and a queue "inactive" only until its check's controller has started
-    # is not news to anyone.  Every job gets its Workload, as it does the moment it exists.  The
-    # workloads are explained as they are.
-    manager = Manager(world)
-    manager.settle(ctx, (Actor.ADMISSION_CHECK, Actor.CLUSTER_QUEUE))
+    # Every job gets its Workload, as it does the moment it exists.  The workloads are
+    # explained as they are.
+    manager = settle_status(world, ctx)
     _create_workloads(manager, ctx)
     after = world.copy()
     for key in world.keys(c.WORKLOAD):
