@@ -108,15 +108,17 @@ class Report:
     findings: tuple[Finding, ...]
     actions: tuple[Action, ...]
     waits: tuple[Wait, ...] = ()
+    clock: str = ""
+    """Where ``at`` came from, said beside it (``--at``, the inputs' newest time, the current time)."""
 
     def to_json(self) -> dict[str, Any]:
-        return {"at": format_time(self.at),
+        return {"at": format_time(self.at), **({"clock": self.clock} if self.clock else {}),
                 "state": [{"subject": f.subject, "state": f.state, "why": f.why} for f in self.findings],
                 "waits": [w.to_json() for w in self.waits],
                 "next": [a.to_json() for a in self.actions]}
 
     def table(self) -> str:
-        lines = [f"at {format_time(self.at)}", "", "STATE"]
+        lines = [f"at {format_time(self.at)}" + (f" ({self.clock})" if self.clock else ""), "", "STATE"]
         lines += [f"  {f.line()}" for f in self.findings] or ["  (no workloads)"]
         if self.waits:
             lines += ["", "WAITS FOR"]
@@ -416,9 +418,10 @@ def settle_status(world: World, ctx: Context) -> Manager:
     return manager
 
 
-def explain(objects: Sequence[KubeObject], at: TimeLike, config: Configuration = Configuration()) -> Report:
+def explain(objects: Sequence[KubeObject], at: TimeLike, config: Configuration = Configuration(),
+            clock: str = "") -> Report:
     """The report for ``objects`` at ``at`` (seconds since the epoch, RFC 3339 text or a
-    ``datetime``)."""
+    ``datetime``); ``clock`` says where that time came from, for the reader."""
     now = to_time(at)
     world = build_world(objects, now, config)
     ctx = Context(now=now, config=config)
@@ -432,4 +435,4 @@ def explain(objects: Sequence[KubeObject], at: TimeLike, config: Configuration =
             if isinstance(effect, Update) and isinstance(effect.obj, Workload):
                 after.apply(effect)
     return Report(now, tuple(findings(world, after, now, config)), tuple(next_actions(world, ctx)),
-                  tuple(waits(world, ctx)))
+                  tuple(waits(world, ctx)), clock)
