@@ -127,7 +127,9 @@ class Report:
         for a in self.actions:
             tail = [f"requeue after {format_duration(a.requeue_after)}"] if a.requeue_after is not None else []
             tail += [f"error: {a.error}"] if a.error is not None else []
-            lines.append(f"  {a.controller} {a.object}:")
+            # "scheduler cycle", else "workload controller, Workload ns/name": no word said twice
+            lines.append(f"  {a.controller} {a.object}:" if a.controller == SCHEDULER
+                         else f"  {a.controller} controller, {a.object}:")
             lines += [f"    {text}" for text in (*a.effects, *tail)]
         if not self.actions:
             lines.append("  nothing: every controller is settled")

@@ -48,10 +48,27 @@ class Wait:
 
 
 def relative(now: Time, t: Time) -> str:
-    """``t`` from ``now``, as ``kubectl describe`` says it: ``5m ago``, ``in 30s``, ``just now``."""
+    """``t`` from ``now``, as ``kubectl describe`` says it: ``5m ago``, ``in 30s``, ``just now``;
+    past two days in days and hours (``8d0h ago``), as kubectl's ages are.
+
+    >>> relative(Time(0), Time(-90)), relative(Time(0), Time(3 * 86400 + 3600)), relative(Time(0), Time(0))
+    ('1m30s ago', 'in 3d1h', 'just now')
+    """
     if t == now:
         return "just now"
-    return f"in {format_duration(t - now)}" if t > now else f"{format_duration(now - t)} ago"
+    span = _span(abs(t - now))
+    return f"in {span}" if t > now else f"{span} ago"
+
+
+#: Past this, an age is said in days and hours.
+DAYS_AFTER_SECONDS = 48 * 3600
+
+
+def _span(seconds: int) -> str:
+    if seconds <= DAYS_AFTER_SECONDS:
+        return format_duration(seconds)
+    days, rest = divmod(seconds, 86400)
+    return f"{days}d{rest // 3600}h"
 
 
 def retry_due(s: AdmissionCheckState, requeue_at: Time | None) -> Time | None:

@@ -276,7 +276,7 @@ def test_explain_says_what_a_waiting_workload_waits_for(healthy: tuple[RecordedA
     assert "next: evicted at 2026-11-20T10:00:30Z (in 30s) to release its quota" in waits
     assert "quota: position 1 of 1 in ClusterQueue gpu-queue; last try: couldn't assign flavors" in waits
     # the healthy cluster is settled as far as the model can tell: only a timer is pending
-    assert out[out.index("NEXT"):] == "NEXT\n  workload Workload ml/job-tune-d-c12f0:\n    requeue after 30s\n"
+    assert out[out.index("NEXT"):] == "NEXT\n  workload controller, Workload ml/job-tune-d-c12f0:\n    requeue after 30s\n"
     status, out, _ = run(["explain", "--kubeconfig", str(kubeconfig), "--at", AT, "-o", "json"])
     wait = next(w for w in json.loads(out)["waits"] if w["job"] == "ml/train-b")
     assert wait["workload"] == "ml/job-train-b-9fa8c" and len(wait["waitsFor"]) == 1
