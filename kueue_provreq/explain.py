@@ -39,6 +39,8 @@ from kueue_provreq.api.provisioning import (
 )
 from kueue_provreq.api.queues import AdmissionCheck
 from kueue_provreq.api.workload import AdmissionCheckState, Workload
+from kueue_provreq.audit import Finding as AuditFinding
+from kueue_provreq.audit import audit, settle_status
 from kueue_provreq.controllers import job, provisioning, queues, registry, scheduler
 from kueue_provreq.controllers.backoff import check_requeue_after_seconds
 from kueue_provreq.controllers.context import Context
@@ -110,9 +112,12 @@ class Report:
     waits: tuple[Wait, ...] = ()
     clock: str = ""
     """Where ``at`` came from, said beside it (``--at``, the inputs' newest time, the current time)."""
+    flagged: tuple[AuditFinding, ...] = ()
+    """What ``audit`` finds in the same objects: one voice for both commands."""
 
     def to_json(self) -> dict[str, Any]:
         return {"at": format_time(self.at), **({"clock": self.clock} if self.clock else {}),
+                **({"audit": [f.to_json() for f in self.flagged]} if self.flagged else {}),
                 "state": [{"subject": f.subject, "state": f.state, "why": f.why} for f in self.findings],
                 "waits": [w.to_json() for w in self.waits],
                 "next": [a.to_json() for a in self.actions]}
@@ -123,6 +128,9 @@ class Report:
         if self.waits:
             lines += ["", "WAITS FOR"]
             lines += [f"  {line}" for w in self.waits for line in w.lines()]
+        if self.flagged:
+            lines += ["", "AUDIT (as kueue-provreq audit finds it)"]
+            lines += [f"  {f.line()}" for f in self.flagged]
         lines += ["", "NEXT"]
         for a in self.actions:
             tail = [f"requeue after {format_duration(a.requeue_after)}"] if a.requeue_after is not None else []
@@ -410,16 +418,6 @@ def findings(world: World, after: World, now: Time, config: Configuration = Conf
     return out
 
 
-def settle_status(world: World, ctx: Context) -> Manager:
-    """The queues' and checks' own status, as Kueue's controllers settle it once they run: fresh
-    manifests carry none, and a queue "inactive" only until its check's controller has started
-    is not news to anyone.  ``explain`` and ``audit`` both judge activity from it, so they never
-    disagree on whether a queue or a check is active."""
-    manager = Manager(world)
-    manager.settle(ctx, (Actor.ADMISSION_CHECK, Actor.CLUSTER_QUEUE))
-    return manager
-
-
 def explain(objects: Sequence[KubeObject], at: TimeLike, config: Configuration = Configuration(),
             clock: str = "") -> Report:
     """The report for ``objects`` at ``at`` (seconds since the epoch, RFC 3339 text or a
@@ -436,5 +434,6 @@ def explain(objects: Sequence[KubeObject], at: TimeLike, config: Configuration =
         for effect in provisioning.reconcile(after, key, ctx).effects:
             if isinstance(effect, Update) and isinstance(effect.obj, Workload):
                 after.apply(effect)
+    flagged = audit(objects, now, config=config).findings  # what audit says of the same objects
     return Report(now, tuple(findings(world, after, now, config)), tuple(next_actions(world, ctx)),
-                  tuple(waits(world, ctx)), clock)
+                  tuple(waits(world, ctx)), clock, flagged)
