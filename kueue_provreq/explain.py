@@ -368,16 +368,33 @@ def _retry_plan(st: AdmissionCheckState, attempt: int, prc: ProvisioningRequestC
     return f"{plan} after a {format_duration(delay)} backoff"
 
 
-def _active_finding(obj: KubeObject) -> Finding:
-    """ClusterQueues and AdmissionChecks admit nothing until their controller marks them Active."""
+def _active_finding(world: World, obj: KubeObject) -> Finding:
+    """ClusterQueues and AdmissionChecks admit nothing until their controller marks them Active;
+    an AdmissionCheck is also said for what it is (:func:`_check_kind`)."""
     subject = f"{obj.KIND} {obj.metadata.name}"
     conds = _conditions(obj)
     active = next((cd for cd in conds if cd.type == c.CQ_ACTIVE), None)
+    what = _check_kind(world, obj) if isinstance(obj, AdmissionCheck) else ""
     if active is None:
         return Finding(subject, "not yet Active", "no Active condition: its controller sets one on "
-                                                  "its next reconcile (see NEXT)")
+                                                  f"its next reconcile (see NEXT){what}")
     state = "Active" if is_true(conds, c.CQ_ACTIVE) else "inactive"
-    return Finding(subject, state, f"{active.reason}: {active.message}")
+    return Finding(subject, state, f"{active.reason}: {active.message}{what}")
+
+
+def _check_kind(world: World, ac: AdmissionCheck) -> str:
+    """``; the provisioning check: ...`` -- so that a reader of a setup learns that its jobs
+    wait on a ProvisioningRequest, of which class, retried how."""
+    if ac.spec.controller_name != c.PROVISIONING_REQUEST_CONTROLLER_NAME:
+        return f"; a check of controller {ac.spec.controller_name}, which the model does not run"
+    _, prc = _config(world, ac.metadata.name)
+    if prc is None:
+        return "; the provisioning check, without its ProvisioningRequestConfig"
+    rs = prc.spec.retry_strategy
+    return (f"; the provisioning check: each workload waits on a ProvisioningRequest of class "
+            f"{prc.spec.provisioning_class_name} (ProvisioningRequestConfig {prc.metadata.name}: "
+            f"{rs.backoff_limit_count + 1} attempts, backoff {format_duration(rs.backoff_base_seconds)} "
+            f"doubling to {format_duration(rs.backoff_max_seconds)})")
 
 
 def _job_finding(world: World, obj: JobObject, config: Configuration) -> Finding:
@@ -406,7 +423,7 @@ def findings(world: World, after: World, now: Time, config: Configuration = Conf
     """Per ClusterQueue and AdmissionCheck whether it is Active; per job whether Kueue manages
     it; per workload its phase, and per check the state the provisioning controller's reconcile
     leaves it in (``after``), each with the rule that decides it."""
-    out = [_active_finding(obj) for kind in (c.CLUSTER_QUEUE, c.ADMISSION_CHECK) for obj in world.objects(kind)]
+    out = [_active_finding(world, obj) for kind in (c.CLUSTER_QUEUE, c.ADMISSION_CHECK) for obj in world.objects(kind)]
     out += [_job_finding(world, obj, config) for kind in JOB_KINDS for obj in world.objects(kind)
             if isinstance(obj, (Job, JobSet, PyTorchJob))]
     for obj in world.objects(c.WORKLOAD):
