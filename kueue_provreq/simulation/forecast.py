@@ -181,6 +181,13 @@ class _Story(Watch):
         self._created(wl)
 
     def on_phase(self, actor: str, wl: Workload, before: str, after: str) -> None:
+        previous = self.entries.get(key_of(wl), [])[-1:]
+        if (after == P.PENDING and before == P.BACKOFF and previous and previous[0].time == self.loop.now
+                and previous[0].after == P.BACKOFF):
+            # a backoff of no time: one entry says it ("back in the queue"), not two at one instant
+            self.entries[key_of(wl)][-1] = attrs.evolve(previous[0], what=previous[0].what.replace(
+                " after a backoff", ""), after=after)
+            return
         self._add(key_of(wl), Entry(self.loop.now, self._phase_text(wl, before, after), "phase", "", before, after))
         if after == P.ADMITTED:
             self.admitted_at[key_of(wl)] = self.loop.now
