@@ -229,3 +229,17 @@ def test_bad_options_are_one_line(capsys: pytest.CaptureFixture[str], manifests:
     status, out, err = run_cli(capsys, "forecast", "-f", str(manifests), *args)
     assert status == 2 and out == ""
     assert err.startswith(f"kueue-provreq: error: {message}") and err.count("\n") == 1
+
+
+@pytest.mark.parametrize(("folder", "warned"), [("demo", True), ("forecast", False)])
+def test_a_fail_item_where_cluster_autoscaler_would_retry_is_warned(
+        folder: str, warned: bool, capsys: pytest.CaptureFixture[str]) -> None:
+    """Upstream's sample config has no noRetry: CA answers Provisioned=False and tries again,
+    never Failed=True; the bundled forecast example sets noRetry: "true"."""
+    examples = Path(__file__).parent.parent / "examples" / folder
+    assert cli.main(["forecast", "-f", str(examples), "--at", "2024-01-01T00:00:00Z",
+                     "--autoscaler", "fail@1m,provision@2m"]) == 0
+    err = capsys.readouterr().err
+    assert ("Cluster Autoscaler answers a try without capacity with Provisioned=False and tries again itself"
+            in err) is warned
+    assert err.count("\n") == int(warned)
