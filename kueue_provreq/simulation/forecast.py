@@ -22,7 +22,7 @@ import attrs
 from kueue_provreq.api import constants as c
 from kueue_provreq.api import naming
 from kueue_provreq.api.config import Configuration
-from kueue_provreq.api.meta import OwnerReference, Time
+from kueue_provreq.api.meta import OwnerReference, Time, TimeLike
 from kueue_provreq.api.objects import JOB_KINDS, Key, KubeObject, key_of
 from kueue_provreq.api.provisioning import ProvisioningRequest, ProvisioningRequestConfig
 from kueue_provreq.api.queues import AdmissionCheck
@@ -38,6 +38,7 @@ from kueue_provreq.simulation.loop import Loop
 from kueue_provreq.simulation.outcomes import FINAL, Outcome, outcome_of
 from kueue_provreq.simulation.watch import Watch
 from kueue_provreq.world import World
+from kueue_provreq.timestamps import to_time
 from kueue_provreq.world_builder import build_world
 
 DEFAULT_UNTIL = 24 * 3600
@@ -327,10 +328,12 @@ class _Story(Watch):
         return tuple(kept)
 
 
-def forecast(objects: Sequence[KubeObject], at: Time, script: Script = PROVISION_AT_ONCE,
+def forecast(objects: Sequence[KubeObject], at: TimeLike, script: Script = PROVISION_AT_ONCE,
              config: Configuration = Configuration(), until: int = DEFAULT_UNTIL) -> Forecast:
     """The future of every workload among ``objects`` (Jobs become their Workloads) from
-    ``at``, Cluster Autoscaler answering as ``script`` says, for at most ``until`` seconds."""
+    ``at`` (seconds since the epoch, RFC 3339 text or an aware ``datetime``, as ``explain``
+    takes it), Cluster Autoscaler answering as ``script`` says, for at most ``until`` seconds."""
+    at = to_time(at)
     world = build_world(objects, at, config)
     unmanaged = []
     for kind in JOB_KINDS:
