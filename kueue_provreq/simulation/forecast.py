@@ -37,8 +37,8 @@ from kueue_provreq.simulation.drive import AutoscalerDriver, JobDriver, ScriptMo
 from kueue_provreq.simulation.loop import Loop
 from kueue_provreq.simulation.outcomes import FINAL, Outcome, outcome_of
 from kueue_provreq.simulation.watch import Watch
-from kueue_provreq.world import World
 from kueue_provreq.timestamps import to_time
+from kueue_provreq.world import World
 from kueue_provreq.world_builder import build_world
 
 DEFAULT_UNTIL = 24 * 3600
