@@ -118,9 +118,20 @@ class Report:
     def to_json(self) -> dict[str, Any]:
         return {"at": format_time(self.at), **({"clock": self.clock} if self.clock else {}),
                 **({"audit": [f.to_json() for f in self.flagged]} if self.flagged else {}),
-                "state": [{"subject": f.subject, "state": f.state, "why": f.why} for f in self.findings],
+                "state": self._state_json(),
                 "waits": [w.to_json() for w in self.waits],
                 "next": [a.to_json() for a in self.actions]}
+
+    def _state_json(self) -> list[dict[str, Any]]:
+        """Each finding; a check's under the workload it belongs to (``checks``)."""
+        out: list[dict[str, Any]] = []
+        for f in self.findings:
+            entry = {"subject": f.subject, "state": f.state, "why": f.why}
+            if f.subject.startswith("check ") and out and "checks" in out[-1]:
+                out[-1]["checks"].append(entry)
+            else:
+                out.append({**entry, "checks": []} if f.subject.startswith("workload ") else entry)
+        return out
 
     def table(self) -> str:
         lines = [f"at {format_time(self.at)}" + (f" ({self.clock})" if self.clock else ""), "", "STATE"]
