@@ -584,8 +584,11 @@ class ClusterDriver:
         ns = doc["metadata"].get("namespace", "") if res.namespaced else ""
         current = self._get_raw(res, ns, doc["metadata"]["name"])
         if current is None:
-            created = self._create(obj, obj.metadata.uid or None)
-            del created
+            if isinstance(obj, Workload) and not any(r.kind in _JOB_KINDS for r in obj.metadata.owner_references):
+                # the format's implicit job integration holds for a Workload created by a step too
+                self._create_owned_workload(obj, obj.metadata.uid or None)
+            else:
+                self._create(obj, obj.metadata.uid or None)
             return
         doc["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
         try:
