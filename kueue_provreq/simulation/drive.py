@@ -168,7 +168,7 @@ class JobDriver(Subscriber):
         self._next: dict[Key, Event] = {}  # what is to come for each admitted workload
         self._admissions: dict[Key, int] = {}
         self._on_pods_ready: list[Callable[[Workload], None]] = []
-        self.running: set[Key] = set()
+        self._running: set[Key] = set()
         loop.subscribe(self)
 
     def when_pods_ready(self, callback: Callable[[Workload], None]) -> None:
@@ -178,7 +178,7 @@ class JobDriver(Subscriber):
     def pods_scheduled(self, pr: ProvisioningRequest) -> bool:
         """Whether the pods of the workload owning ``pr`` are running."""
         ref = pr.metadata.controller_ref()
-        return ref is not None and (c.WORKLOAD, pr.metadata.namespace, ref.name) in self.running
+        return ref is not None and (c.WORKLOAD, pr.metadata.namespace, ref.name) in self._running
 
     def on_phase(self, actor: str, wl: Workload, before: str, after: str) -> None:
         if after == P.ADMITTED:
@@ -201,7 +201,7 @@ class JobDriver(Subscriber):
         planned = self._next.pop(key, None)
         if planned is not None:
             planned.cancel()
-        self.running.discard(key)
+        self._running.discard(key)
 
     def _current(self, key: Key) -> Workload | None:
         del self._next[key]
@@ -212,7 +212,7 @@ class JobDriver(Subscriber):
         wl = self._current(key)
         if wl is None:
             return
-        self.running.add(key)
+        self._running.add(key)
         new = ws.set_cond(wl, c.WORKLOAD_PODS_READY, c.TRUE, c.REASON_STARTED, c.MSG_PODS_READY, self.loop.now)
         if new is not wl:
             self.loop.write(Actor.JOB, Update(new))
@@ -225,7 +225,7 @@ class JobDriver(Subscriber):
         wl = self._current(key)
         if wl is None:
             return
-        self.running.discard(key)
+        self._running.discard(key)
         phase = workload_phase(wl)
         finished = Transition(WORKLOAD_MACHINE.name, phase, WorkloadTrigger.FINISH,
                               WORKLOAD_MACHINE.fire(phase, WorkloadTrigger.FINISH))
