@@ -28,9 +28,8 @@ from kueue_provreq.api.provisioning import ProvisioningRequest
 from kueue_provreq.api.workload import Workload
 from kueue_provreq.autoscaler import Answer, Decision, Script
 from kueue_provreq.controllers import workload_status as ws
-from kueue_provreq.machines import WORKLOAD_MACHINE, Actor, Transition, WorkloadTrigger
+from kueue_provreq.machines import Actor, WorkloadTrigger, write_workload
 from kueue_provreq.machines import WorkloadPhase as P
-from kueue_provreq.machines.phases import workload_phase
 from kueue_provreq.simulation.loop import Event, Loop
 from kueue_provreq.simulation.watch import Subscriber
 from kueue_provreq.world import Delete, Update
@@ -226,11 +225,9 @@ class JobDriver(Subscriber):
         if wl is None:
             return
         self._running.discard(key)
-        phase = workload_phase(wl)
-        finished = Transition(WORKLOAD_MACHINE.name, phase, WorkloadTrigger.FINISH,
-                              WORKLOAD_MACHINE.fire(phase, WorkloadTrigger.FINISH))
-        self.loop.write(Actor.JOB, Update(ws.set_cond(wl, c.WORKLOAD_FINISHED, c.TRUE, c.REASON_FINISHED_SUCCEEDED,
-                                                      c.MSG_JOB_FINISHED, self.loop.now), (finished,)))
+        new, finished = write_workload(wl, WorkloadTrigger.FINISH, reason=c.REASON_FINISHED_SUCCEEDED,
+                                       message=c.MSG_JOB_FINISHED, now=self.loop.now)
+        self.loop.write(Actor.JOB, Update(new, (finished,)))
 
 
 class Retention(Subscriber):
