@@ -39,12 +39,13 @@ transition time set to now and ``observedGeneration`` to the request's generatio
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable, Mapping
 
 import attrs
 
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.meta import Condition, Conditions, Time
-from kueue_provreq.api.provisioning import ProvisioningRequest
+from kueue_provreq.api.provisioning import ProvisioningRequest, ProvisioningRequestConfig
 from kueue_provreq.errors import KueueProvreqError
 from kueue_provreq.machines import PROVISIONING_REQUEST_MACHINE, RequestPhase, RequestTrigger, Transition
 from kueue_provreq.machines.phases import provisioning_request_phase
@@ -111,6 +112,24 @@ class ScriptItem:
         if self.answer == "revoke":
             return Decision(Answer.PROVISION, created, Time(created + self.after))
         return Decision(Answer(self.answer), Time(created + self.after))
+
+
+def retrying_classes(script: Script, configs: Iterable[ProvisioningRequestConfig]) -> list[str]:
+    """A warning per config whose requests a ``fail`` item fails where Cluster Autoscaler would
+    not: an upstream class without ``noRetry: "true"`` answers a try without capacity with
+    ``Provisioned=False`` and tries again itself (:func:`no_capacity_answer`)."""
+    if not any(item.answer == Answer.FAIL for item in script.items):
+        return []
+    out = []
+    for prc in configs:
+        spec = prc.spec
+        if _no_capacity_answer(spec.provisioning_class_name, spec.parameters) == Answer.NOT_FOUND:
+            out.append(f"ProvisioningRequestConfig {prc.metadata.name} ({spec.provisioning_class_name}"
+                       f"{'' if spec.provisioning_class_name != c.CLASS_CHECK_CAPACITY else ', no noRetry'}): "
+                       "Cluster Autoscaler answers a try without capacity with Provisioned=False and tries "
+                       "again itself; the script's fail (Failed=True) is what check-capacity answers with "
+                       'parameters.noRetry: "true"')
+    return out
 
 
 @attrs.frozen
@@ -191,11 +210,14 @@ def no_capacity_answer(pr: ProvisioningRequest) -> Answer:
     """What a try that finds no capacity ends with: check-capacity with ``noRetry: "true"``
     fails; the upstream classes otherwise answer ``Provisioned=False`` and retry; a provider's
     class is assumed to fail (upstream CA never handles it)."""
-    spec = pr.spec
-    if spec.provisioning_class_name == c.CLASS_CHECK_CAPACITY:
-        no_retry = spec.parameters is not None and spec.parameters.get(c.PARAMETER_NO_RETRY) == "true"
+    return _no_capacity_answer(pr.spec.provisioning_class_name, pr.spec.parameters)
+
+
+def _no_capacity_answer(class_name: str, parameters: Mapping[str, str] | None) -> Answer:
+    if class_name == c.CLASS_CHECK_CAPACITY:
+        no_retry = parameters is not None and parameters.get(c.PARAMETER_NO_RETRY) == "true"
         return Answer.FAIL if no_retry else Answer.NOT_FOUND
-    if spec.provisioning_class_name == c.CLASS_BEST_EFFORT_ATOMIC:
+    if class_name == c.CLASS_BEST_EFFORT_ATOMIC:
         return Answer.NOT_FOUND
     return Answer.FAIL
 

@@ -43,8 +43,9 @@ ROOMS: dict[str, tuple[str, str]] = {
     "kueue_provreq.waits": ("shared", "waits"),
     "kueue_provreq.diagrams": ("shared", "diagrams"),
     "kueue_provreq.driver": ("shared", "driver"),  # the runner's world-driver interface: two edges implement it
-    "kueue_provreq.autoscaler": ("shared", "autoscaler"),
-    "kueue_provreq.changes": ("shared", "changes"),  # what a write changed: the timeline and the simulation read it  # the Cluster Autoscaler model: simulation and cluster play it
+    "kueue_provreq.autoscaler": ("shared", "autoscaler"),  # the Cluster Autoscaler model: simulation and cluster play it
+    "kueue_provreq.changes": ("shared", "changes"),  # what a write changed: the timeline and the simulation read it
+    "kueue_provreq.extras": ("shared", "extras"),  # which extra to install: every edge that needs one asks
     "kueue_provreq.simulation": ("edges", "simulation"),
     "kueue_provreq.cluster": ("edges", "cluster"),
     "kueue_provreq.conformance": ("edges", "conformance"),

@@ -22,7 +22,7 @@ import attrs
 from kueue_provreq.api import constants as c
 from kueue_provreq.api import naming
 from kueue_provreq.api.config import Configuration
-from kueue_provreq.api.meta import OwnerReference, Time
+from kueue_provreq.api.meta import OwnerReference, Time, TimeLike
 from kueue_provreq.api.objects import JOB_KINDS, Key, KubeObject, key_of
 from kueue_provreq.api.provisioning import ProvisioningRequest, ProvisioningRequestConfig
 from kueue_provreq.api.queues import AdmissionCheck
@@ -37,6 +37,7 @@ from kueue_provreq.simulation.drive import AutoscalerDriver, JobDriver, ScriptMo
 from kueue_provreq.simulation.loop import Loop
 from kueue_provreq.simulation.outcomes import FINAL, Outcome, outcome_of
 from kueue_provreq.simulation.watch import Subscriber
+from kueue_provreq.timestamps import to_time
 from kueue_provreq.world import World
 from kueue_provreq.world_builder import build_world
 
@@ -180,6 +181,13 @@ class _Story(Subscriber):
         self._created(wl)
 
     def on_phase(self, actor: str, wl: Workload, before: str, after: str) -> None:
+        previous = self.entries.get(key_of(wl), [])[-1:]
+        if (after == P.PENDING and before == P.BACKOFF and previous and previous[0].time == self.loop.now
+                and previous[0].after == P.BACKOFF):
+            # a backoff of no time: one entry says it ("back in the queue"), not two at one instant
+            self.entries[key_of(wl)][-1] = attrs.evolve(previous[0], what=previous[0].what.replace(
+                " after a backoff", ""), after=after)
+            return
         self._add(key_of(wl), Entry(self.loop.now, self._phase_text(wl, before, after), "phase", "", before, after))
         if after == P.ADMITTED:
             self.admitted_at[key_of(wl)] = self.loop.now
@@ -272,9 +280,9 @@ class _Story(Subscriber):
             return
         self.attempts[owner] = self.attempts.get(owner, 0) + 1
         pods = sum(ps.count for ps in pr.spec.pod_sets)
-        what = "created" if actor else f"already exists, {self.request_phases[key]},"
-        self._add(owner, Entry(self.loop.now, f"request {pr.metadata.name} {what} "
-                                              f"({pr.spec.provisioning_class_name}, {pods} pods)",
+        what = "created (" if actor else f"already exists ({self.request_phases[key]}, "
+        self._add(owner, Entry(self.loop.now, f"request {pr.metadata.name} {what}"
+                                              f"{pr.spec.provisioning_class_name}, {pods} pod{'s' * (pods != 1)})",
                                "request", pr.metadata.name, None, self.request_phases[key]))
 
     def on_request_updated(self, actor: str, pr: ProvisioningRequest) -> None:
@@ -305,10 +313,12 @@ class _Story(Subscriber):
         return tuple(kept)
 
 
-def forecast(objects: Sequence[KubeObject], at: Time, script: Script = PROVISION_AT_ONCE,
+def forecast(objects: Sequence[KubeObject], at: TimeLike, script: Script = PROVISION_AT_ONCE,
              config: Configuration = Configuration(), until: int = DEFAULT_UNTIL) -> Forecast:
     """The future of every workload among ``objects`` (Jobs become their Workloads) from
-    ``at``, Cluster Autoscaler answering as ``script`` says, for at most ``until`` seconds."""
+    ``at`` (seconds since the epoch, RFC 3339 text or an aware ``datetime``, as ``explain``
+    takes it), Cluster Autoscaler answering as ``script`` says, for at most ``until`` seconds."""
+    at = to_time(at)
     world = build_world(objects, at, config)
     unmanaged = []
     for kind in JOB_KINDS:
