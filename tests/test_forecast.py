@@ -249,6 +249,6 @@ def test_a_fail_item_where_cluster_autoscaler_would_retry_is_warned(
     assert cli.main(["forecast", "-f", str(examples), "--at", "2024-01-01T00:00:00Z",
                      "--autoscaler", "fail@1m,provision@2m"]) == 0
     err = capsys.readouterr().err
-    assert ("Cluster Autoscaler answers a try without capacity with Provisioned=False and tries again itself"
+    assert ("Cluster Autoscaler would answer a try without capacity with Provisioned=False and try again itself"
             in err) is warned
     assert err.count("\n") == int(warned)
