@@ -7,8 +7,8 @@ one cycle over every queue, run after the keyed reconciles at each pass of a set
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Callable, Hashable
+from enum import StrEnum
 
 import attrs
 
@@ -38,7 +38,7 @@ the controller's watches route to it."""
 Idle = Callable[[Workload, Configuration], bool]
 
 
-class Route(enum.Enum):
+class Route(StrEnum):
     """How a change to a watched object maps to the keys a controller reconciles."""
 
     SELF = "self"

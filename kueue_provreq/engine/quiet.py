@@ -24,39 +24,44 @@ _UNSEEN: Hashable = object()
 
 
 class QuietPass:
-    """A reconcile of a Workload that left it nothing to do: the Workload it saw, and, once a
-    write asks, the parts it read of it and the controller's view of them."""
+    """A reconcile of a Workload that left it nothing to do: the Workload it saw (None once the
+    pass no longer stands as quiet), and, once a write asks, the parts it read of it and the
+    controller's view of them.  One per controller and Workload, noted again in place at each
+    quiet pass: a Workload's quiet state comes and goes at every write."""
 
     __slots__ = ("seen", "read", "view")
 
-    def __init__(self, seen: Workload) -> None:
+    def __init__(self, seen: Workload | None) -> None:
         self.seen = seen
         self.read: Parts | None = None
         self.view: Hashable = _UNSEEN
+
+    def note(self, seen: Workload) -> None:
+        self.seen, self.read, self.view = seen, None, _UNSEEN
 
     def still_quiet(self, ctl: registry.Controller, world: World, wl: Workload, diff: Parts,
                     config: Configuration) -> bool:
         """Whether a write that changed ``diff`` of the Workload (now ``wl``) leaves this pass
         quiet: it changed no part the pass read, or nothing of what the controller decides from
         (its ``view``)."""
+        seen = self.seen
+        assert seen is not None and ctl.reads is not None
         read = self.read
         if read is None:
-            assert ctl.reads is not None
-            read = self.read = ctl.reads(world, self.seen, config)
+            read = self.read = ctl.reads(world, seen, config)
         if diff.isdisjoint(read):
             return True
         view = ctl.view
         if view is None:
             return False
         if self.view is _UNSEEN:
-            self.view = view(self.seen)
+            self.view = view(seen)
         return bool(view(wl) == self.view)
 
 
-Quiet = dict[Key, QuietPass | None]
-"""One controller's quiet passes by Workload key (None: its last pass no longer stands as quiet).
-An entry is voided, not removed, until the Workload goes: a Workload's quiet state comes and
-goes at every write, and removed and added again the entry would keep the key the write came
+Quiet = dict[Key, QuietPass]
+"""One controller's quiet passes by Workload key.  An entry is voided, not removed, until the
+Workload goes: removed and added again at every write, it would keep the key the write came
 with, a new 64-byte tuple each time."""
 
 
@@ -77,5 +82,15 @@ class QuietBook:
 
 def unquiet(quiet: Quiet, key: Key) -> None:
     """``key``'s pass no longer stands as quiet."""
-    if quiet.get(key) is not None:
-        quiet[key] = None
+    found = quiet.get(key)
+    if found is not None:
+        found.seen = None
+
+
+def note(quiet: Quiet, key: Key, wl: Workload) -> None:
+    """``key``'s last pass left ``wl`` with nothing to do."""
+    found = quiet.get(key)
+    if found is None:
+        quiet[key] = QuietPass(wl)
+    else:
+        found.note(wl)

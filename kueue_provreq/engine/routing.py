@@ -15,7 +15,7 @@ from kueue_provreq.controllers import queues, registry
 from kueue_provreq.controllers.parts import Parts, changed_parts
 from kueue_provreq.controllers.registry import ROUTE_TARGETS, Route, Watch
 from kueue_provreq.engine.due import Due, Item
-from kueue_provreq.engine.quiet import QuietBook, QuietPass, unquiet
+from kueue_provreq.engine.quiet import QuietBook, note, unquiet
 from kueue_provreq.machines import Actor
 from kueue_provreq.world import World
 
@@ -71,7 +71,7 @@ class Router:
         for key in keys:
             wl = world.get(*key)
             if isinstance(wl, Workload) and (name, key) not in queued and idle(wl, config):
-                quiet[key] = QuietPass(wl)
+                note(quiet, key, wl)
                 self._skip(name, key, "it has nothing to do for such a Workload")
             else:
                 unquiet(quiet, key)
@@ -152,6 +152,8 @@ class Router:
                             witness.skipped(name, key, "its own write settled it")
                         continue  # reconcile() notes what its pass left
                     last = quiet.get(key)
+                    if last is not None and last.seen is None:
+                        last = None
                     if last is not None and was is not None:
                         if diff is None:
                             diff = changed_parts(was, wl)
@@ -160,12 +162,12 @@ class Router:
                                 witness.skipped(name, key, f"its watch ignored a change by {writer or 'a client'}")
                             continue
                     elif last is None and was is None and ctl.idle is not None and ctl.idle(wl, config):
-                        quiet[key] = QuietPass(wl)
+                        note(quiet, key, wl)
                         if witness is not None:
                             witness.skipped(name, key, "it has nothing to do for such a Workload")
                         continue
                     if last is not None:
-                        quiet[key] = None
+                        last.seen = None
                 queued.add(item)
                 self.due.queue.append(item)
             elif route is Route.ALL:
