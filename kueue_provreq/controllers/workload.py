@@ -322,7 +322,8 @@ def _sync_unadmitted(wl: Workload, conds: Conds, ctx: Context, events: list[Effe
 
 #: ``schedulerSetReasons``: what the scheduler wrote stays until its next cycle.
 _SCHEDULER_REASONS = frozenset({c.REASON_WAITING_FOR_QUOTA, c.REASON_NO_MATCHING_FLAVOR, c.REASON_EXCEEDS_MAX_QUOTA,
-                                c.REASON_WAITING_FOR_PREEMPTED_WORKLOADS, c.REASON_PENDING_EVALUATION})
+                                c.REASON_WAITING_FOR_PREEMPTED_WORKLOADS, c.REASON_WAITING_FOR_PODS_READY,
+                                c.REASON_PENDING_EVALUATION})
 
 
 def _pending_reason(wl: Workload, conds: Conds, observability: bool,
