@@ -9,7 +9,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q --disable-pip-version-check -e '.[dev,docs,cluster,sim]'
 	touch $@
 
-.PHONY: setup demo test bench bench-sim docs docs-check docs-screenshots compiled bench-compiled oracle
+.PHONY: setup demo test test-oracle bench bench-sim docs docs-check docs-screenshots compiled bench-compiled oracle stories
 setup: $(STAMP)
 
 # `make demo`: the package with its runtime dependencies only (no dev, docs, test or `sim`
@@ -110,6 +110,21 @@ docs-screenshots: docs $(PLAYWRIGHT)
 oracle:
 	bash oracle/build.sh
 
+# every scenario of specs/ on the model and on the real Kueue (a testbed of its own, started and
+# stopped here; needs `make oracle`): both verdicts per scenario, then
+# `model N passed, M failed; real Kueue N passed, M failed, K skipped; disagree D`
+test-oracle: $(STAMP)
+	$(BIN)/python oracle/compare.py specs
+
+# Random stories on the model and on the real Kueue of a testbed started for them (`make oracle`
+# first): `make stories STORIES=200` runs 200 from seed 0 (CI runs the first 20, tests/test_stories.py)
+STORIES ?= 20
+STORIES_STATE := .oracle/stories-testbed
+stories: $(STAMP)
+	@kubeconfig=$$($(BIN)/kueue-provreq testbed up --state $(STORIES_STATE)) || exit 2; \
+	$(BIN)/kueue-provreq stories --cluster $$kubeconfig --count $(STORIES); status=$$?; \
+	$(BIN)/kueue-provreq testbed down --state $(STORIES_STATE); exit $$status
+
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_core.py
 
@@ -123,8 +138,8 @@ bench-sim: $(STAMP)
 # models stay interpreted. Nothing else uses it. preemption.py is left out: mypyc 2.4.1 fails on a
 # lambda in a method of an attrs class ("internal mypyc error").
 COMPILED_DIR := build/compiled
-COMPILED_MODULES := kueue_provreq/engine.py kueue_provreq/world.py kueue_provreq/api/evolve.py \
-	$(filter-out %/__init__.py %/preemption.py,$(sort $(wildcard kueue_provreq/controllers/*.py kueue_provreq/machines/*.py)))
+COMPILED_MODULES := kueue_provreq/world.py kueue_provreq/api/evolve.py \
+	$(filter-out %/__init__.py %/preemption.py,$(sort $(wildcard kueue_provreq/engine/*.py kueue_provreq/controllers/*.py kueue_provreq/machines/*.py)))
 COMPILED_STAMP := $(COMPILED_DIR)/.built
 
 $(COMPILED_STAMP): $(STAMP) pyproject.toml $(shell find kueue_provreq -name '*.py')

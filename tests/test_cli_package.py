@@ -84,8 +84,10 @@ def test_simulate_and_sweep_o_yaml(tmp_path: Path) -> None:
 def test_forecast_without_autoscaler_provisions_every_attempt_at_once(tmp_path: Path) -> None:
     path = tmp_path / "all.yaml"
     path.write_text(SETUP + "---\n" + job(), encoding="utf-8")
-    given = run_cli("forecast", "-f", str(path), "-o", "json")
-    explicit = run_cli("forecast", "-f", str(path), "-o", "json", "--autoscaler", "provision@0s")
+    # one instant for both runs: without --at each reads the clock, and the two may straddle a second
+    at = ("--at", "2024-01-01T00:00:00Z")
+    given = run_cli("forecast", "-f", str(path), "-o", "json", *at)
+    explicit = run_cli("forecast", "-f", str(path), "-o", "json", *at, "--autoscaler", "provision@0s")
     assert given.returncode == 0, given.stderr
     assert json.loads(given.stdout) == json.loads(explicit.stdout)
 

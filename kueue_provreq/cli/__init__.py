@@ -42,6 +42,7 @@ from kueue_provreq.cli import (
     options,
     run,
     simulate,
+    stories,
     sweep,
     testbed,
     validate,
@@ -56,8 +57,8 @@ from kueue_provreq.manifests.inputs import InputErrors
 __all__ = ["EXIT_STATUS", "PROG", "UsageError", "build_parser", "main"]
 
 #: The commands, in the order ``--help`` lists them.
-COMMANDS = (conform, run, explain, audit, validate, diagram, forecast, simulate, sweep, autoscaler, explore,
-            testbed)
+COMMANDS = (conform, stories, run, explain, audit, validate, diagram, forecast, simulate, sweep, autoscaler,
+            explore, testbed)
 
 #: Error families and the exit status each gets, the first that matches winning: the model
 #: failing on good input (a settle that does not converge, a transition its machine refuses) is

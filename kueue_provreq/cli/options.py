@@ -27,7 +27,7 @@ from kueue_provreq.manifests.objects import IGNORE, STRICT, VALIDATION_LEVELS
 from kueue_provreq.manifests.yamlio import read_stream
 
 if TYPE_CHECKING:
-    from kueue_provreq.simulation.autoscaler import Script
+    from kueue_provreq.autoscaler import Script
 
 PROG = "kueue-provreq"
 
@@ -216,7 +216,7 @@ def between(option: str, value: int | None, low: int, high: int) -> None:
 
 def script(text: str) -> Script:
     """``--autoscaler``: imports the Cluster Autoscaler model only when a command needs it."""
-    from kueue_provreq.simulation.autoscaler import ScriptError, parse_script
+    from kueue_provreq.autoscaler import ScriptError, parse_script
 
     try:
         return parse_script(text)
