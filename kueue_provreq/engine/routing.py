@@ -15,7 +15,7 @@ from kueue_provreq.controllers import queues, registry
 from kueue_provreq.controllers.parts import Parts, changed_parts
 from kueue_provreq.controllers.registry import ROUTE_TARGETS, Route, Watch
 from kueue_provreq.engine.due import Due, Item
-from kueue_provreq.engine.quiet import QuietBook, note, unquiet
+from kueue_provreq.engine.quiet import QuietBook, unquiet
 from kueue_provreq.machines import Actor
 from kueue_provreq.world import World
 
@@ -40,7 +40,7 @@ class Router:
             for w in ctl.watches:
                 self.watchers.setdefault(w.kind, []).append((ctl, w))
         workload_watches = self.watchers.get(c.WORKLOAD, ())
-        self._workload_routes = [(ctl, w.route, w.unless_written_by, quiet.of.get(ctl.name))
+        self._workload_routes = [(ctl, w.route, w.unless_written_by, quiet.of.get(ctl.name), quiet.read.get(ctl.name))
                                  for ctl, w in workload_watches if w.route is not Route.QUEUES]
         #: who recounts a ClusterQueue when the queue index says a Workload change moved its counts
         self._recounters = [ctl.name for ctl, w in workload_watches if w.route is Route.QUEUES]
@@ -62,8 +62,8 @@ class Router:
         to do (``registry.Controller.idle``)."""
         keys = self._cluster_queues() if ctl.kinds == (c.CLUSTER_QUEUE,) else ctl.keys(self.world)
         name, enqueue = ctl.name, self.due.enqueue
-        idle, quiet = ctl.idle, self.quiet.of.get(name)
-        if idle is None or quiet is None:
+        idle, quiet, read = ctl.idle, self.quiet.of.get(name), self.quiet.read.get(name)
+        if idle is None or quiet is None or read is None:
             for key in keys:
                 enqueue(name, key)
             return
@@ -71,10 +71,10 @@ class Router:
         for key in keys:
             wl = world.get(*key)
             if isinstance(wl, Workload) and (name, key) not in queued and idle(wl, config):
-                note(quiet, key, wl)
+                quiet[key] = wl
                 self._skip(name, key, "it has nothing to do for such a Workload")
             else:
-                unquiet(quiet, key)
+                unquiet(quiet, read, key)
                 enqueue(name, key)
 
     def on_change(self, writer: str, changes: Iterable[tuple[Key, KubeObject | None]], config: Configuration,
@@ -130,44 +130,42 @@ class Router:
         assert (was is None or type(was) is Workload) and (wl is None or type(wl) is Workload)
         queued, witness = self.due.queued, self.witness
         diff: Parts | None = None
-        for ctl, route, unless, quiet in self._workload_routes:
+        for ctl, route, unless, quiet, read in self._workload_routes:
             if unless is not None and unless == writer:
                 continue
             name = ctl.name
             if route is Route.SELF:
                 if wl is None:
                     if quiet is not None:
-                        quiet.pop(key, None)  # what it read of a deleted object would be kept forever
+                        self.quiet.forget(name, key)
                     if witness is not None:
                         witness.gone(name, key)
                     continue  # nothing left to reconcile
                 item = (name, key)
                 if item in queued:
-                    if quiet is not None:
-                        unquiet(quiet, key)
+                    if quiet is not None and read is not None:
+                        unquiet(quiet, read, key)
                     continue
-                if quiet is not None:
+                if quiet is not None and read is not None:
                     if origin == item:
                         if witness is not None:
                             witness.skipped(name, key, "its own write settled it")
                         continue  # reconcile() notes what its pass left
                     last = quiet.get(key)
-                    if last is not None and last.seen is None:
-                        last = None
                     if last is not None and was is not None:
                         if diff is None:
                             diff = changed_parts(was, wl)
-                        if last.still_quiet(ctl, self.world, wl, diff, config):
+                        if self.quiet.still_quiet(ctl, self.world, key, last, wl, diff, config):
                             if witness is not None:
                                 witness.skipped(name, key, f"its watch ignored a change by {writer or 'a client'}")
                             continue
                     elif last is None and was is None and ctl.idle is not None and ctl.idle(wl, config):
-                        note(quiet, key, wl)
+                        quiet[key] = wl
                         if witness is not None:
                             witness.skipped(name, key, "it has nothing to do for such a Workload")
                         continue
                     if last is not None:
-                        last.seen = None
+                        unquiet(quiet, read, key)
                 queued.add(item)
                 self.due.queue.append(item)
             elif route is Route.ALL:
@@ -184,7 +182,7 @@ class Router:
             return
         quiet = self.quiet.of.get(ctl.name)
         if quiet is not None:
-            unquiet(quiet, key)
+            unquiet(quiet, self.quiet.read[ctl.name], key)
         self.due.enqueue(ctl.name, key)
 
     def _cluster_queues(self) -> list[Key]:
