@@ -294,14 +294,15 @@ def _wanted_checks(wl: Workload, cq: ClusterQueue) -> tuple[str, ...]:
 def _sync_unadmitted(wl: Workload, conds: Conds, ctx: Context, events: list[Effect],
                      fired: list[Transition], blocker: Callable[[], tuple[str, str] | None]) -> Workload:
     """``syncQuotaReservedFalseCondition`` for a workload without quota (its ``QuotaReserved=False``
-    reason recomputed, :func:`_pending_reason`; a workload without a queue name is in no queue
-    and left alone), then ``SyncAdmittedCondition`` with its event;
+    reason recomputed, :func:`_pending_reason`; one without a queue name is told that the
+    LocalQueue named "" does not exist, as upstream's lookup of it answers), then
+    ``SyncAdmittedCondition`` with its event;
     with quota and every check Ready that is the workload machine's ``admit``."""
     now = ctx.now
     config = ctx.config
     observability = config.gate(c.GATE_UNADMITTED_OBSERVABILITY)
     new = wl
-    if (wl.spec.queue_name or not wl.is_active) and not _true(conds, c.WORKLOAD_QUOTA_RESERVED):
+    if not _true(conds, c.WORKLOAD_QUOTA_RESERVED):
         wanted = _pending_reason(wl, conds, observability, blocker)
         if wanted is not None:
             new = ws.set_cond(new, c.WORKLOAD_QUOTA_RESERVED, c.FALSE, wanted[0],
