@@ -52,12 +52,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from decimal import ROUND_CEILING, Decimal
-from functools import lru_cache
 
 import attrs
 
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.frozen import FrozenMap
+from kueue_provreq.api.memo import memo
 from kueue_provreq.api.meta import find_condition
 from kueue_provreq.api.objects import Key, key_of
 from kueue_provreq.api.quantity import Quantity
@@ -67,7 +67,7 @@ from kueue_provreq.controllers import kep993, preemption, queues, workload_statu
 from kueue_provreq.controllers.activity import inactive_reason
 from kueue_provreq.controllers.context import Context
 from kueue_provreq.controllers.usage import FlavorResource, Usage, podset_requests
-from kueue_provreq.machines import Guard, Transition, WorkloadTrigger
+from kueue_provreq.machines import Guard, Transition, WorkloadTrigger, write_workload
 from kueue_provreq.machines.phases import held_back
 from kueue_provreq.world import NOTHING, Result, Txn, World, truncate
 
@@ -80,19 +80,19 @@ Oracle = Callable[[FlavorResource, Decimal], bool]
 _ZERO = Decimal(0)
 
 
-@lru_cache(maxsize=4096)
+@memo(4096)
 def _quantity(value: Decimal) -> Quantity:
     return Quantity.of(value)
 
 
-@lru_cache(maxsize=4096)
+@memo(4096)
 def _flavor_map(flavors: tuple[tuple[str, str], ...]) -> FrozenMap[str, str]:
     """A podset assignment's flavors (resource -> flavor), one instance per value: look-alike
     workloads then share one map instead of holding a copy each (about 180 bytes)."""
     return FrozenMap(dict(flavors))
 
 
-@lru_cache(maxsize=4096)
+@memo(4096)
 def _usage_map(usage: tuple[tuple[str, Decimal], ...]) -> FrozenMap[str, Quantity]:
     """A podset assignment's resource usage, shared like :func:`_flavor_map` (its quantities
     are :func:`_quantity`'s, shared already)."""
@@ -326,12 +326,14 @@ class _Cycle:
 
     def park(self, wl: Workload, reason: str, message: str) -> None:
         """``requeueAndUpdate`` for a workload not admitted: QuotaReserved=False with the
-        reason and a Warning event, written only when the condition changes."""
+        reason and a Warning event, written only when the condition changes.  A workload told
+        the same message already (by the workload controller's queue blocker, which with
+        UnadmittedWorkloadsObservability off names it ``Inadmissible``) keeps its reason: the two
+        writers would otherwise take turns (docs/differences.rst, "Who says a queue blocks")."""
         message = truncate(message, c.CONDITION_MESSAGE_LIMIT)
         held = wl.condition(c.WORKLOAD_QUOTA_RESERVED)
         if wl.status.admission is None and held is not None and \
-                (held.status, held.reason, held.message, held.observed_generation) == \
-                (c.FALSE, reason, message, wl.metadata.generation):
+                (held.status, held.message, held.observed_generation) == (c.FALSE, message, wl.metadata.generation):
             # Already parked so: only Admitted can still move (cheap check, every cycle).
             new = workload_status.sync_admitted_condition(wl, self.ctx.now, self.ctx.config)
         else:
@@ -345,19 +347,21 @@ class _Cycle:
         ``preemptions_pending`` (KEP-993 only): the quota is still held by workloads being
         preempted, so the reservation is not admitted in the same write."""
         now, name = self.ctx.now, cq.metadata.name
-        new = workload_status.set_quota_reservation(wl, Admission(name, pod_sets), now)
+        admission = Admission(name, pod_sets)
         used = frozenset(f for psa in pod_sets for f in psa.flavors.values())
         required = self.required.get((name, used))
         if required is None:
-            required = self.required[(name, used)] = workload_status.checks_for_workload(new, cq)
-        present = {s.name for s in new.status.admission_checks}
+            required = self.required[(name, used)] = workload_status.checks_for_workload(
+                wl.with_status(admission=admission), cq)
+        present = {s.name for s in wl.status.admission_checks}
         complete = all(check in present for check in required)
-        reserve = workload_status.fire(wl, WorkloadTrigger.RESERVE_QUOTA, {
-            Guard.ALL_CHECKS_READY: complete and workload_status.all_checks_ready(new),
-            Guard.PREEMPTIONS_PENDING: preemptions_pending})
-        if complete:
-            # Admitted=True when the machine says so; else Admitted=False with its reason
-            new = workload_status.sync_admitted_condition(new, now, self.ctx.config, preemptions_pending)
+        # Admitted synced in the same patch once every check is listed: True when the machine
+        # says so, else Admitted=False with its reason
+        new, reserve = write_workload(wl, WorkloadTrigger.RESERVE_QUOTA, {
+            Guard.ALL_CHECKS_READY: complete and workload_status.all_checks_ready(wl),
+            Guard.PREEMPTIONS_PENDING: preemptions_pending},
+            admission=admission, now=now, config=self.ctx.config, checks_complete=complete,
+            preemptions_pending=preemptions_pending)
         if not self.write(new, (reserve,)):
             return None
         requeued = find_condition(wl.status.conditions, c.WORKLOAD_REQUEUED)
@@ -506,13 +510,14 @@ class _Cycle:
             present = {s.name for s in wl.status.admission_checks}
             if not all(check in present for check in workload_status.checks_for_workload(wl, cq)):
                 continue  # the workload controller has not listed its flavors' checks yet
-            pending = kep993.preemptions_pending(wl, used, running, table.nominal)
-            new = workload_status.sync_admitted_condition(wl, now, config, pending)
-            if pending:
+            if kep993.preemptions_pending(wl, used, running, table.nominal):
+                # Admitted=False WaitingForPreemptedWorkloads: no phase moves
+                new = workload_status.sync_admitted_condition(wl, now, config, preemptions_pending=True)
                 if new is not wl:
                     self.write(new)
                 continue
-            if self.write(new, (workload_status.fire(wl, WorkloadTrigger.ADMIT),)):
+            new, admitting = write_workload(wl, WorkloadTrigger.ADMIT, now=now, config=config)
+            if self.write(new, (admitting,)):
                 reserved = wl.condition(c.WORKLOAD_QUOTA_RESERVED)
                 since = reserved.last_transition_time if reserved is not None and \
                     reserved.last_transition_time is not None else now
@@ -523,9 +528,9 @@ class _Cycle:
     def revoke(self, wl: Workload) -> None:
         """KEP-993's re-validation fails: the preemptions the reservation counted on can no
         longer happen, so it is taken back (``QuotaReserved=False`` ``WaitingForQuota``)."""
-        new = workload_status.unset_quota_reservation(wl, c.REASON_WAITING_FOR_QUOTA,
-                                                      c.MSG_KEP_993_RESERVATION_REVOKED, self.ctx.now, self.ctx.config)
-        fired = workload_status.fire(wl, WorkloadTrigger.REVOKE_RESERVATION, {Guard.BACKOFF: held_back(new)})
+        new, fired = write_workload(wl, WorkloadTrigger.REVOKE_RESERVATION, {Guard.BACKOFF: held_back(wl)},
+                                    reason=c.REASON_WAITING_FOR_QUOTA, message=c.MSG_KEP_993_RESERVATION_REVOKED,
+                                    now=self.ctx.now, config=self.ctx.config)
         if self.write(new, (fired,)):
             self.txn.event(c.EVENT_TYPE_WARNING, c.REASON_WAITING_FOR_QUOTA, c.MSG_KEP_993_RESERVATION_REVOKED, wl)
 
@@ -544,12 +549,9 @@ def schedule(world: World, ctx: Context, key: Key | None = None) -> Result:
         if not isinstance(wl, Workload) or not wl.spec.queue_name or not queues.is_admissible(wl, ctx.config):
             return NOTHING
         only = queues.cluster_queue_name(world, wl)
-        if only is None:
-            cycle.park(wl, c.REASON_MISCONFIGURED, c.MSG_LQ_NOT_FOUND.format(lq=wl.spec.queue_name))
-            return cycle.txn.result(error=cycle.error)
+        if only is None:  # no LocalQueue: the queue manager never holds it
+            return NOTHING
     found = queues.scan(world, ctx, only)
-    for wl, message in found.misrouted:
-        cycle.park(wl, c.REASON_MISCONFIGURED, message)
     wfpr = ctx.config.wait_for_pods_ready
     if wfpr is not None and wfpr.block_admission:
         cycle.not_ready = sum(1 for held in found.index.holding.values() for wl in held.values()
@@ -562,8 +564,8 @@ def schedule(world: World, ctx: Context, key: Key | None = None) -> Result:
         pending = found.ready.get(name, [])
         cq = world.get(c.CLUSTER_QUEUE, "", name)
         if not isinstance(cq, ClusterQueue):
-            for wl in pending:
-                cycle.park(wl, c.REASON_MISCONFIGURED, c.MSG_CQ_NOT_FOUND.format(cq=name))
+            # the queue manager holds no queue for a ClusterQueue that does not exist; the
+            # workload controller tells its workloads so (``getQueueBlocker``)
             continue
         if not cycle.walk(world, cq, pending, found):
             break
