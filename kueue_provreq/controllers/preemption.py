@@ -38,6 +38,10 @@ FlavorResource = tuple[str, str]
 Amounts = Mapping[FlavorResource, Decimal]
 _ZERO = Decimal(0)
 
+# ``PreemptionPossibility``, numbered as the flavor assigner ranks its modes (between no fit, 0,
+# and fit, 4): no candidates, targets in the queue, targets all in other queues of the cohort.
+NO_CANDIDATES, PREEMPT, RECLAIM = 1, 2, 3
+
 
 def priority(wl: Workload) -> int:
     """``priority.Priority`` (``spec.priority``, nil = 0); boosts are not modelled."""
@@ -134,10 +138,10 @@ class QueueView:
     config: Configuration
     now: Time
 
-    def oracle(self, preemptor: Workload) -> Callable[[FlavorResource, Decimal], bool]:
+    def oracle(self, preemptor: Workload) -> Callable[[FlavorResource, Decimal], int]:
         """The flavor assigner's question for ``preemptor``: could preemption free this much?"""
-        return lambda fr, amount: can_make_room(preemptor, self.holding, fr, amount, self.nominal, self.policy,
-                                                self.config, self.now)
+        return lambda fr, amount: PREEMPT if can_make_room(preemptor, self.holding, fr, amount, self.nominal,
+                                                           self.policy, self.config, self.now) else NO_CANDIDATES
 
     def targets(self, preemptor: Workload, needs: frozenset[FlavorResource], wants: Amounts) -> list[Workload]:
         """``GetTargets`` for the whole assignment."""

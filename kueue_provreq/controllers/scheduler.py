@@ -63,7 +63,7 @@ from kueue_provreq.api.objects import Key, key_of
 from kueue_provreq.api.quantity import Quantity
 from kueue_provreq.api.queues import ClusterQueue
 from kueue_provreq.api.workload import Admission, PodSet, PodSetAssignment, Workload
-from kueue_provreq.controllers import kep993, preemption, queues, workload_status
+from kueue_provreq.controllers import cohorts, kep993, preemption, queues, workload_status
 from kueue_provreq.controllers.activity import inactive_reason
 from kueue_provreq.controllers.context import Context
 from kueue_provreq.controllers.usage import FlavorResource, Usage, podset_requests
@@ -71,12 +71,18 @@ from kueue_provreq.machines import Guard, Transition, WorkloadTrigger
 from kueue_provreq.machines.phases import held_back
 from kueue_provreq.world import NOTHING, Result, Txn, World, truncate
 
-# Flavor assignment modes, ordered from worst to best as upstream's granular modes: no fit, short
-# of quota with no preemption candidates, short with candidates (preemption can make room), fit.
-_NO_FIT, _NO_CANDIDATES, _PREEMPT, _FIT = 0, 1, 2, 3
+# Flavor assignment modes, ordered from worst to best as upstream's preemption modes: no fit,
+# short of quota with no preemption candidates, short with candidates in the queue (preemption
+# can make room), short with candidates only in other queues of the cohort (reclaim), fit.
+_NO_FIT, _FIT = 0, 4
+_NO_CANDIDATES, _PREEMPT, _RECLAIM = preemption.NO_CANDIDATES, preemption.PREEMPT, preemption.RECLAIM
+_MODE_NAMES = {_NO_FIT: "NoFit", _NO_CANDIDATES: "Preempt", _PREEMPT: "Preempt", _RECLAIM: "Preempt", _FIT: "Fit"}
+_POSSIBILITY_NAMES = {_NO_CANDIDATES: "NoCandidates", _PREEMPT: "Preempt", _RECLAIM: "Reclaim"}
+_NO_BORROW_LEVEL = 1 << 30
 
-Oracle = Callable[[FlavorResource, Decimal], bool]
-"""``SimulatePreemption``: whether preemption could free this much of a flavor's resource."""
+Oracle = Callable[[FlavorResource, Decimal], int]
+"""``SimulatePreemption``: whether preemption could free this much of a flavor's resource
+(``_PREEMPT``, ``_RECLAIM`` when every target is in another queue, else ``_NO_CANDIDATES``)."""
 _ZERO = Decimal(0)
 
 
@@ -156,6 +162,33 @@ class QuotaTable:
 
 
 @attrs.frozen
+class Attempt:
+    """One flavor tried for one podset (``FlavorAssignmentAttempt``)."""
+
+    flavor: str
+    mode: int
+    borrow: int = 0
+    reasons: tuple[str, ...] = ()
+
+    def text(self) -> str:
+        mode = _MODE_NAMES[self.mode] if self.mode not in _POSSIBILITY_NAMES \
+            else f"preemptionMode={_POSSIBILITY_NAMES[self.mode]}"
+        borrow = f";borrow={self.borrow}" if self.borrow > 0 else ""
+        reasons = ";" + ";".join(self.reasons) if self.reasons else ""
+        return f"{self.flavor}({mode}{borrow}{reasons})"
+
+
+@attrs.frozen
+class Cohort:
+    """What the flavor assigner sees of a queue in a cohort: the cycle's tree, the queue's
+    node, and whether its policy lets it preempt while borrowing."""
+
+    tree: cohorts.Tree
+    node: cohorts.Node
+    preempt_while_borrowing: bool
+
+
+@attrs.frozen
 class Assignment:
     """The flavor assigner's answer: podset assignments when the workload fits, else the
     ``QuotaReserved=False`` reason and message; when it is short of quota (``WaitingForQuota``),
@@ -166,6 +199,20 @@ class Assignment:
     message: str = ""
     needs: frozenset[FlavorResource] = frozenset()
     """The flavors' resources short of quota (upstream's ``flavorResourcesNeedPreemption``)."""
+    attempts: tuple[tuple[str, tuple[Attempt, ...]], ...] = ()
+    """Per podset, the flavors tried (``FlavorAssignmentAttempts``), for the event."""
+    borrows: int = 0
+    """The borrowing level of the assignment (0: within the queue's nominal quota)."""
+
+    def considered(self) -> str:
+        """``FormatFlavorAssignmentAttemptsForEvents``: per podset, every flavor tried that did
+        not simply fit without borrowing."""
+        parts = []
+        for podset, attempts in self.attempts:
+            shown = [a.text() for a in attempts if a.mode != _FIT or a.borrow > 0]
+            if shown:
+                parts.append(f"{podset}: {', '.join(shown)}")
+        return " | ".join(parts)
 
     @property
     def wants(self) -> Usage:
@@ -178,43 +225,92 @@ class Assignment:
 
 
 def _try_flavor(flavor: str, resources: list[str], requests: Mapping[str, Decimal], own: Usage,
-                table: QuotaTable, used: Usage, oracle: Oracle | None) -> tuple[int, list[str]]:
-    """``fitsResourceQuota`` for each resource of one group in one flavor: above the nominal
-    quota never fits; above what is left needs preemption, which the ``oracle`` says could make
-    room or not (no oracle: it could not)."""
-    mode = _FIT
+                table: QuotaTable, used: Usage, oracle: Oracle | None,
+                cohort: Cohort | None) -> tuple[int, int, list[str], str, list[str]]:
+    """``fitsResourceQuota`` for each resource of one group in one flavor: the worst mode and
+    the largest borrowing level, the reasons, the reason it does not fit at all
+    (``ExceedsMaxQuota`` above the most the queue could hold, ``WaitingForQuota`` when it could
+    fit later) and the resources short of quota.  Outside a cohort the most the queue could
+    hold is its nominal quota; above what is left needs preemption, which the ``oracle`` says
+    could make room or not (no oracle: it could not).  In a cohort, the tree says what the
+    queue may take (borrowing included) and at which level it borrows; a flavor that would
+    borrow is tried for preemption only when the queue may reclaim below the root or preempt
+    while borrowing."""
+    mode, borrow = _FIT, 0
     reasons: list[str] = []
+    short: list[str] = []
     for name in resources:
-        want = requests[name] + own.get((flavor, name), _ZERO)
-        nominal = table.nominal.get((flavor, name), _ZERO)
-        if want > nominal:
+        fr = (flavor, name)
+        want = requests[name] + own.get(fr, _ZERO)
+        level = 0
+        if cohort is None:
+            nominal = table.nominal.get(fr, _ZERO)
+            capacity, available, may_try = nominal, max(_ZERO, nominal - used.get(fr, _ZERO)), True
+        else:
+            tree, node = cohort.tree, cohort.node
+            capacity, available = tree.potential(node, fr), tree.available(node, fr)
+            level, reclaim = tree.borrow_level(node, fr, want)
+            may_try = table.nominal.get(fr, _ZERO) >= want or reclaim or cohort.preempt_while_borrowing
+        if want > capacity:
             reasons.append(c.MSG_REQUEST_EXCEEDS_CAPACITY.format(
-                resource=name, flavor=flavor, request=format_amount(name, want),
-                capacity=format_amount(name, nominal)))
-            return _NO_FIT, reasons
-        available = max(_ZERO, nominal - used.get((flavor, name), _ZERO))
+                resource=name, flavor=flavor, assumed=format_amount(name, own.get(fr, _ZERO)),
+                request=format_amount(name, requests[name]), capacity=format_amount(name, capacity)))
+            return _NO_FIT, 0, reasons, c.REASON_EXCEEDS_MAX_QUOTA, short
+        borrow = max(borrow, level)
         if want > available:
             reasons.append(c.MSG_INSUFFICIENT_UNUSED_QUOTA.format(
                 resource=name, flavor=flavor, more=format_amount(name, want - available)))
-            candidates = oracle is not None and oracle((flavor, name), want)
-            mode = min(mode, _PREEMPT if candidates else _NO_CANDIDATES)
-    return mode, reasons
+            short.append(name)
+            if not may_try:
+                return _NO_FIT, borrow, reasons, c.REASON_WAITING_FOR_QUOTA, short
+            mode = min(mode, oracle(fr, want) if oracle is not None else _NO_CANDIDATES)
+    return mode, borrow, reasons, "", short
+
+
+def _preferred(a: tuple[int, int], b: tuple[int, int]) -> bool:
+    """``isPreferred`` (``BorrowingOverPreemption``): a fitting flavor is worse than none, one
+    without preemption candidates worse than any other; then the better mode, then the lower
+    borrowing level."""
+    if a[0] == _NO_FIT:
+        return False
+    if b[0] == _NO_FIT:
+        return True
+    if (a[0] == _NO_CANDIDATES) != (b[0] == _NO_CANDIDATES):
+        return a[0] != _NO_CANDIDATES
+    if a[0] != b[0]:
+        return a[0] > b[0]
+    return a[1] < b[1]
+
+
+def _try_next(mode: int, borrow: int, stop_at_preempt: bool, stop_at_borrow: bool) -> bool:
+    """``shouldTryNextFlavor``: go on past a flavor that does not fit, that needs preemption
+    (unless ``whenCanPreempt: MayStopSearch``) or borrowing (unless ``whenCanBorrow:
+    MayStopSearch``)."""
+    if mode in (_NO_FIT, _NO_CANDIDATES):
+        return True
+    if mode in (_PREEMPT, _RECLAIM) and not stop_at_preempt:
+        return True
+    return borrow > 0 and not stop_at_borrow
 
 
 def assign_flavors(wl: Workload, table: QuotaTable, used: Usage, counts: Sequence[int] | None = None,
-                   oracle: Oracle | None = None, stop_at_preempt: bool = False) -> Assignment:
-    """``FlavorAssigner.Assign`` without cohorts: podset by podset, each resource group takes
-    its first flavor where every requested resource of the group fits, else the best of those
-    tried (preemption with candidates, then without); earlier podsets' assignments count against
-    later ones.  ``counts`` (partial admission) replaces the podsets' counts; the ``oracle``
-    tells a flavor preemption can make room in from one it cannot; ``stop_at_preempt``
-    (``flavorFungibility.whenCanPreempt: MayStopSearch``) takes the first such flavor instead
-    of trying the next."""
+                   oracle: Oracle | None = None, stop_at_preempt: bool = False,
+                   cohort: Cohort | None = None, stop_at_borrow: bool = True) -> Assignment:
+    """``FlavorAssigner.Assign``: podset by podset, each resource group tries its flavors in
+    order and stops at the first one ``shouldTryNextFlavor`` does not go past (one that fits
+    without borrowing; one that fits by borrowing under ``whenCanBorrow: MayStopSearch``; one
+    preemption can make room in under ``whenCanPreempt: MayStopSearch``), else takes the best
+    of those tried (:func:`_preferred`); earlier podsets' assignments count against later ones.
+    ``counts`` (partial admission) replaces the podsets' counts; the ``oracle`` tells a flavor
+    preemption can make room in from one it cannot; ``cohort`` is the queue's place in its
+    cohort (None: the queue has only its nominal quota)."""
     own: Usage = {}
     assigned: list[PodSetAssignment] = []
     messages: list[str] = []
+    attempts: list[tuple[str, tuple[Attempt, ...]]] = []
     waiting = False
     needs: set[FlavorResource] = set()
+    borrows = 0
     counts_pods = "pods" in table.group_of
     for i, ps in enumerate(wl.spec.pod_sets):
         count = ps.count if counts is None else counts[i]
@@ -224,6 +320,7 @@ def assign_flavors(wl: Workload, table: QuotaTable, used: Usage, counts: Sequenc
         reasons: list[str] = []
         mode = _FIT
         failure: str | None = None
+        tried_here: dict[str, Attempt] = {}
         for name in names:
             if name in flavors:
                 continue
@@ -234,32 +331,37 @@ def assign_flavors(wl: Workload, table: QuotaTable, used: Usage, counts: Sequenc
             covered, group_flavors = table.groups[index]
             resources = [r for r in names if r in covered]
             best: str | None = None
-            best_mode = _NO_FIT
+            best_mode = (_NO_FIT, _NO_BORROW_LEVEL)
+            best_short: list[str] = []
             tried: list[str] = []
+            no_fit = c.REASON_EXCEEDS_MAX_QUOTA
             for flavor in group_flavors:
-                flavor_mode, why = _try_flavor(flavor, resources, requests, own, table, used, oracle)
-                if flavor_mode == _FIT:
-                    best, best_mode = flavor, _FIT
-                    tried.clear()
+                flavor_mode, level, why, why_not, short = _try_flavor(
+                    flavor, resources, requests, own, table, used, oracle, cohort)
+                _merge_attempt(tried_here, Attempt(flavor, flavor_mode, level, tuple(sorted(why))))
+                if flavor_mode == _NO_FIT and why_not == c.REASON_WAITING_FOR_QUOTA:
+                    no_fit = why_not
+                if not _try_next(flavor_mode, level, stop_at_preempt, stop_at_borrow):
+                    best, best_mode, best_short = flavor, (flavor_mode, level), short
+                    if flavor_mode != _FIT:
+                        tried.extend(why)
                     break
                 tried.extend(why)
-                if flavor_mode > best_mode:
-                    best, best_mode = flavor, flavor_mode
-                if flavor_mode == _PREEMPT and stop_at_preempt:
-                    break
+                if _preferred((flavor_mode, level), best_mode):
+                    best, best_mode, best_short = flavor, (flavor_mode, level), short
             if best is None:
-                reasons, failure = tried, c.REASON_EXCEEDS_MAX_QUOTA
+                reasons, failure = tried, no_fit
                 break
-            reasons.extend(tried)
-            mode = min(mode, best_mode)
+            reasons.extend(tried if best_mode[0] != _FIT else [])
+            mode = min(mode, best_mode[0])
+            borrows = max(borrows, best_mode[1])
             flavors.update({r: best for r in resources})
-            if best_mode != _FIT:
-                needs.update((best, r) for r in resources if requests[r] + own.get((best, r), _ZERO) >
-                             max(_ZERO, table.nominal.get((best, r), _ZERO) - used.get((best, r), _ZERO)))
+            needs.update((best, r) for r in best_short)
+        attempts.append((ps.name, tuple(tried_here[f] for f in sorted(tried_here))))
         if failure is not None or mode != _FIT:
             messages.append(c.MSG_ASSIGN_FLAVORS_FAILED.format(podset=ps.name, reasons=", ".join(sorted(reasons))))
         if failure is not None:
-            return Assignment(reason=failure, message="; ".join(messages))
+            return Assignment(reason=failure, message="; ".join(messages), attempts=tuple(attempts))
         waiting = waiting or mode != _FIT
         for name, flavor in flavors.items():
             own[(flavor, name)] = own.get((flavor, name), _ZERO) + requests[name]
@@ -267,8 +369,20 @@ def assign_flavors(wl: Workload, table: QuotaTable, used: Usage, counts: Sequenc
             name=ps.name, flavors=_flavor_map(tuple((r, flavors[r]) for r in sorted(flavors))),
             resource_usage=_usage_map(tuple((r, requests[r]) for r in names)), count=count))
     if waiting:
-        return Assignment(tuple(assigned), c.REASON_WAITING_FOR_QUOTA, "; ".join(messages), frozenset(needs))
-    return Assignment(pod_sets=tuple(assigned))
+        return Assignment(tuple(assigned), c.REASON_WAITING_FOR_QUOTA, "; ".join(messages), frozenset(needs),
+                          tuple(attempts), borrows)
+    return Assignment(pod_sets=tuple(assigned), attempts=tuple(attempts), borrows=borrows)
+
+
+def _merge_attempt(into: dict[str, Attempt], attempt: Attempt) -> None:
+    """``mergeFlavorAttempts``: a flavor tried for several resource groups of a podset shows
+    its worst mode, its largest borrowing level and all its reasons."""
+    have = into.get(attempt.flavor)
+    if have is None:
+        into[attempt.flavor] = attempt
+        return
+    into[attempt.flavor] = Attempt(attempt.flavor, min(have.mode, attempt.mode), max(have.borrow, attempt.borrow),
+                                   tuple(sorted(set(have.reasons) | set(attempt.reasons))))
 
 
 def can_be_partially_admitted(wl: Workload) -> bool:
@@ -276,7 +390,8 @@ def can_be_partially_admitted(wl: Workload) -> bool:
     return any(ps.min_count is not None and ps.count > ps.min_count for ps in wl.spec.pod_sets)
 
 
-def reduced_assignment(wl: Workload, table: QuotaTable, used: Usage) -> Assignment | None:
+def reduced_assignment(wl: Workload, table: QuotaTable, used: Usage, cohort: Cohort | None = None,
+                       stop_at_borrow: bool = True) -> Assignment | None:
     """``PodSetReducer.Search``: the podsets' counts walk down together from ``count`` to
     ``minCount``, step ``i`` of ``total`` taking ``delta * i // total`` off each podset (``delta``
     its count less its minCount, ``total`` the sum of the deltas); a binary search
@@ -291,7 +406,7 @@ def reduced_assignment(wl: Workload, table: QuotaTable, used: Usage) -> Assignme
     while low < high:
         step = (low + high) // 2
         counts = [ps.count - d * step // total for ps, d in zip(wl.spec.pod_sets, deltas, strict=True)]
-        found = assign_flavors(wl, table, used, counts)
+        found = assign_flavors(wl, table, used, counts, cohort=cohort, stop_at_borrow=stop_at_borrow)
         if found.reason is None:
             best = (step, found)
             high = step
@@ -340,7 +455,7 @@ class _Cycle:
             self.txn.event(c.EVENT_TYPE_WARNING, reason, message, wl)
 
     def admit(self, wl: Workload, cq: ClusterQueue, pod_sets: tuple[PodSetAssignment, ...],
-              preemptions_pending: bool = False) -> Workload | None:
+              preemptions_pending: bool = False, considered: str = "") -> Workload | None:
         """``admit`` / ``prepareWorkload`` and the events of ``recordWorkloadAdmissionMetrics``;
         ``preemptions_pending`` (KEP-993 only): the quota is still held by workloads being
         preempted, so the reservation is not admitted in the same write."""
@@ -363,19 +478,24 @@ class _Cycle:
         requeued = find_condition(wl.status.conditions, c.WORKLOAD_REQUEUED)
         queued_at = requeued.last_transition_time if requeued is not None else wl.metadata.creation_timestamp
         waited = now - (queued_at if queued_at is not None else now)
-        self.txn.event(c.EVENT_TYPE_NORMAL, c.EVENT_QUOTA_RESERVED, c.MSG_EVENT_QUOTA_RESERVED.format(cq=name, seconds=waited), new)
+        message = c.MSG_EVENT_QUOTA_RESERVED.format(cq=name, seconds=waited)
+        if considered:
+            message += c.MSG_FLAVORS_CONSIDERED.format(attempts=considered)
+        self.txn.event(c.EVENT_TYPE_NORMAL, c.EVENT_QUOTA_RESERVED, message, new)
         if new.is_admitted():
             self.txn.event(c.EVENT_TYPE_NORMAL, c.EVENT_ADMITTED, c.MSG_EVENT_ADMITTED.format(cq=name, seconds=0), new)
         return new
 
     def assign(self, wl: Workload, table: QuotaTable, used: Usage, view: preemption.QueueView | None,
-               stop_at_preempt: bool) -> tuple[Assignment, list[Workload]]:
+               stop_at_preempt: bool, cohort: Cohort | None = None,
+               stop_at_borrow: bool = True) -> tuple[Assignment, list[Workload]]:
         """``getInitialAssignments``: the whole workload when it fits, or when it fits by
         preempting (with the targets, ``view`` being what the preemptor sees of the queue);
         else (partial admission) the largest counts that fit; else the whole workload's reason.
         Partial admission that needs preemption is not modelled."""
         oracle = view.oracle(wl) if view is not None else None
-        whole = assign_flavors(wl, table, used, oracle=oracle, stop_at_preempt=stop_at_preempt)
+        whole = assign_flavors(wl, table, used, oracle=oracle, stop_at_preempt=stop_at_preempt, cohort=cohort,
+                               stop_at_borrow=stop_at_borrow)
         if whole.reason is None:
             return whole, []
         if view is not None and whole.needs:
@@ -384,27 +504,32 @@ class _Cycle:
                 return whole, targets
         if not self.ctx.config.gate(c.GATE_PARTIAL_ADMISSION) or not can_be_partially_admitted(wl):
             return whole, []
-        return reduced_assignment(wl, table, used) or whole, []
+        return reduced_assignment(wl, table, used, cohort, stop_at_borrow) or whole, []
 
-    def walk(self, world: World, cq: ClusterQueue, pending: list[Workload], scan: queues.Scan) -> bool:
+    def walk(self, world: World, cq: ClusterQueue, pending: list[Workload], scan: queues.Scan,
+             tree: cohorts.Tree | None = None) -> bool:
         """Try one ClusterQueue's pending workloads in order; False when blockAdmission
-        stops the whole scheduling loop."""
+        stops the whole scheduling loop.  ``tree``: the cycle's cohort tree, which what the
+        queue admits is added to (None when no queue is in a cohort)."""
         name = cq.metadata.name
         table = QuotaTable.of(cq)
+        node = cohorts.cq_node(name)
+        cohort = Cohort(tree, node, cq.spec.borrow_within_cohort.policy != c.PREEMPTION_POLICY_NEVER) \
+            if tree is not None and node in tree else None
         kep_993 = self.ctx.config.kep_993_preemption
         preempts = cq.spec.within_cluster_queue != c.PREEMPTION_POLICY_NEVER
         # who holds what, one by one, only where preemption or KEP-993 asks (the queue's total
         # is kept by the index)
         holding = [(wl, scan.index.held(key_of(wl))) for wl in scan.holding(world, name)] \
             if kep_993 or preempts else []
-        used = dict(scan.index.used.get(name, {}))
+        used = cohort.tree.usage[node] if cohort is not None else dict(scan.index.used.get(name, {}))
         running = list(holding)  # what may still run, for KEP-993's admission (this cycle's join)
         if kep_993:
             holding, used = self.kep_993_pass(world, cq, table, holding)
         if not pending:
             return True
         problem = inactive_reason(world, cq)
-        if problem is not None:
+        if problem is not None or (cq.spec.cohort_name and cohort is None):  # under a cohort cycle
             for wl in pending:
                 self.park(wl, c.REASON_SUSPENDED, c.MSG_CQ_INACTIVE.format(cq=name))
             return True
@@ -412,6 +537,7 @@ class _Cycle:
         wfpr = self.ctx.config.wait_for_pods_ready
         block = wfpr is not None and wfpr.block_admission
         stop_at_preempt = cq.spec.when_can_preempt == c.MAY_STOP_SEARCH
+        stop_at_borrow = cq.spec.when_can_borrow == c.MAY_STOP_SEARCH
         # Workloads asking for the same podsets get the same answer until the usage changes
         # (upstream's SchedulingEquivalenceHashing); this keeps long queues of look-alikes cheap.
         # Who may be preempted depends on the preemptor, so a queue that preempts asks each one.
@@ -422,7 +548,8 @@ class _Cycle:
             else:
                 view = preemption.QueueView(tuple(holding), table.nominal, cq.spec.within_cluster_queue,
                                             self.ctx.config, self.ctx.now) if preempts else None
-                found, targets = answers.get(wl.spec.pod_sets) or self.assign(wl, table, used, view, stop_at_preempt)
+                found, targets = answers.get(wl.spec.pod_sets) or self.assign(
+                    wl, table, used, view, stop_at_preempt, cohort, stop_at_borrow)
                 if not preempts:
                     answers[wl.spec.pod_sets] = (found, targets)
                 if targets and not kep_993:
@@ -434,20 +561,26 @@ class _Cycle:
                     self.park(wl, c.REASON_WAITING_FOR_PODS_READY, c.MSG_WAITING_FOR_PODS_READY)
                     return False
                 elif (new := self.admit(wl, cq, found.pod_sets, kep_993 and kep993.preemptions_pending(
-                        wl, found.wants, running, table.nominal))) is not None:
+                        wl, found.wants, running, table.nominal), found.considered())) is not None:
                     answers.clear()
                     wants = found.wants
                     if targets:
                         gone = {t.metadata.uid for t in targets}
                         for target, held in holding:
                             if target.metadata.uid in gone:
-                                _subtract(used, held)
+                                if cohort is not None:
+                                    cohort.tree.add_all(node, held, -1)
+                                else:
+                                    _subtract(used, held)
                         holding = [pair for pair in holding if pair[0].metadata.uid not in gone]
                     if kep_993 or preempts:
                         holding.append((new, wants))
                         running.append((new, wants))
-                    for fr, value in wants.items():
-                        used[fr] = used.get(fr, _ZERO) + value
+                    if cohort is not None:
+                        cohort.tree.add_all(node, wants)
+                    else:
+                        for fr, value in wants.items():
+                            used[fr] = used.get(fr, _ZERO) + value
                     self.not_ready += 1
                     continue
             if strict:
@@ -558,6 +691,9 @@ def schedule(world: World, ctx: Context, key: Key | None = None) -> Result:
     if ctx.config.kep_993_preemption:
         # KEP-993: a queue's reservations may have preemptions to issue with nothing pending
         names |= {name for name in found.index.holding if only is None or name == only}
+    tree = cohorts.Tree.build(world, found.index.used) if any(
+        isinstance(cq, ClusterQueue) and cq.spec.cohort_name
+        for cq in (world.get(*key) for key in world.keys(c.CLUSTER_QUEUE))) else None
     for name in sorted(names):
         pending = found.ready.get(name, [])
         cq = world.get(c.CLUSTER_QUEUE, "", name)
@@ -565,6 +701,6 @@ def schedule(world: World, ctx: Context, key: Key | None = None) -> Result:
             for wl in pending:
                 cycle.park(wl, c.REASON_MISCONFIGURED, c.MSG_CQ_NOT_FOUND.format(cq=name))
             continue
-        if not cycle.walk(world, cq, pending, found):
+        if not cycle.walk(world, cq, pending, found, tree):
             break
     return cycle.txn.result(error=cycle.error)
