@@ -431,6 +431,26 @@ class _Cycle:
     """``checks_for_workload`` depends only on the queue and the assigned flavors."""
     not_ready: int = 0
     """Workloads holding quota without PodsReady=True (blockAdmission only)."""
+    held: dict[str, list[tuple[Workload, preemption.Amounts]]] = attrs.Factory(dict)
+    """Per queue, who holds what (read once per cycle, then kept as the cycle admits)."""
+
+    def holding_of(self, world: World, scan: queues.Scan, name: str) -> list[tuple[Workload, preemption.Amounts]]:
+        found = self.held.get(name)
+        if found is None:
+            found = self.held[name] = [(wl, scan.index.held(key_of(wl))) for wl in scan.holding(world, name)]
+        return found
+
+    def view(self, world: World, scan: queues.Scan, cq: ClusterQueue, table: QuotaTable,
+             holding: list[tuple[Workload, preemption.Amounts]],
+             cohort: Cohort | None) -> preemption.QueueView | preemption.CohortView:
+        """What a preemptor of this queue sees: the queue alone, or its cohort."""
+        spec, name = cq.spec, cq.metadata.name
+        if cohort is None:
+            return preemption.QueueView(tuple(holding), table.nominal, spec.within_cluster_queue,
+                                        self.ctx.config, self.ctx.now, name)
+        return preemption.CohortView(cohort.tree, name, lambda other: self.holding_of(world, scan, other),
+                                     spec.within_cluster_queue, spec.reclaim_within_cohort, spec.borrow_within_cohort,
+                                     self.ctx.config, self.ctx.now)
 
     def write(self, wl: Workload, fired: tuple[Transition, ...] = ()) -> bool:
         failed = self.txn.update(wl, fired)
@@ -486,9 +506,9 @@ class _Cycle:
             self.txn.event(c.EVENT_TYPE_NORMAL, c.EVENT_ADMITTED, c.MSG_EVENT_ADMITTED.format(cq=name, seconds=0), new)
         return new
 
-    def assign(self, wl: Workload, table: QuotaTable, used: Usage, view: preemption.QueueView | None,
-               stop_at_preempt: bool, cohort: Cohort | None = None,
-               stop_at_borrow: bool = True) -> tuple[Assignment, list[Workload]]:
+    def assign(self, wl: Workload, table: QuotaTable, used: Usage,
+               view: preemption.QueueView | preemption.CohortView | None, stop_at_preempt: bool,
+               cohort: Cohort | None = None, stop_at_borrow: bool = True) -> tuple[Assignment, list[preemption.Target]]:
         """``getInitialAssignments``: the whole workload when it fits, or when it fits by
         preempting (with the targets, ``view`` being what the preemptor sees of the queue);
         else (partial admission) the largest counts that fit; else the whole workload's reason.
@@ -517,11 +537,11 @@ class _Cycle:
         cohort = Cohort(tree, node, cq.spec.borrow_within_cohort.policy != c.PREEMPTION_POLICY_NEVER) \
             if tree is not None and node in tree else None
         kep_993 = self.ctx.config.kep_993_preemption
-        preempts = cq.spec.within_cluster_queue != c.PREEMPTION_POLICY_NEVER
+        preempts = cq.spec.within_cluster_queue != c.PREEMPTION_POLICY_NEVER or (
+            cohort is not None and cq.spec.reclaim_within_cohort != c.PREEMPTION_POLICY_NEVER)
         # who holds what, one by one, only where preemption or KEP-993 asks (the queue's total
         # is kept by the index)
-        holding = [(wl, scan.index.held(key_of(wl))) for wl in scan.holding(world, name)] \
-            if kep_993 or preempts else []
+        holding = self.holding_of(world, scan, name) if kep_993 or preempts else []
         used = cohort.tree.usage[node] if cohort is not None else dict(scan.index.used.get(name, {}))
         running = list(holding)  # what may still run, for KEP-993's admission (this cycle's join)
         if kep_993:
@@ -541,19 +561,18 @@ class _Cycle:
         # Workloads asking for the same podsets get the same answer until the usage changes
         # (upstream's SchedulingEquivalenceHashing); this keeps long queues of look-alikes cheap.
         # Who may be preempted depends on the preemptor, so a queue that preempts asks each one.
-        answers: dict[tuple[PodSet, ...], tuple[Assignment, list[Workload]]] = {}
+        answers: dict[tuple[PodSet, ...], tuple[Assignment, list[preemption.Target]]] = {}
         for wl in pending:
             if queues.has_failed_checks(wl):
                 self.park(wl, c.REASON_PENDING_EVALUATION, c.MSG_FAILED_ADMISSION_CHECKS)
             else:
-                view = preemption.QueueView(tuple(holding), table.nominal, cq.spec.within_cluster_queue,
-                                            self.ctx.config, self.ctx.now) if preempts else None
+                view = self.view(world, scan, cq, table, holding, cohort) if preempts else None
                 found, targets = answers.get(wl.spec.pod_sets) or self.assign(
                     wl, table, used, view, stop_at_preempt, cohort, stop_at_borrow)
                 if not preempts:
                     answers[wl.spec.pod_sets] = (found, targets)
                 if targets and not kep_993:
-                    self.preempt(wl, cq, found, targets)
+                    self.preempt(wl, cq, found, targets, cohort.tree.path(node) if cohort is not None else None)
                     return True  # the preemptor stays at the head until its targets release their quota
                 if found.reason is not None and not targets:
                     self.park(wl, found.reason, found.message)
@@ -565,7 +584,7 @@ class _Cycle:
                     answers.clear()
                     wants = found.wants
                     if targets:
-                        gone = {t.metadata.uid for t in targets}
+                        gone = {t.workload.metadata.uid for t in targets}
                         for target, held in holding:
                             if target.metadata.uid in gone:
                                 if cohort is not None:
@@ -589,13 +608,14 @@ class _Cycle:
 
     # --- preemption within the queue (default semantics) ------------------------------------------
 
-    def preempt(self, wl: Workload, cq: ClusterQueue, found: Assignment, targets: list[Workload]) -> None:
+    def preempt(self, wl: Workload, cq: ClusterQueue, found: Assignment, targets: list[preemption.Target],
+                path: str | None) -> None:
         """``IssuePreemptions`` and the preemptor's ``requeueAndUpdate``: ``QuotaReserved=False``
         ``WaitingForPreemptedWorkloads``, its assignment's message and "Pending the preemption of
         N workload(s)".  Without a reservation, it waits at the head of its queue (BestEffortFIFO
         keeps such a preemptor sticky, StrictFIFO keeps any head) until the targets release their
         quota, and is then admitted."""
-        preempted, error = preemption.issue(self.txn, wl, targets, cq.metadata.name)
+        preempted, error = preemption.issue(self.txn, wl, targets, cq.metadata.name, path)
         self.error = self.error or error
         self.park(wl, c.REASON_WAITING_FOR_PREEMPTED_WORKLOADS,
                   found.message + c.MSG_PENDING_PREEMPTION.format(count=preempted))
@@ -613,7 +633,8 @@ class _Cycle:
         for uid, targets in plan.claims.items():
             preemptor = by_uid[uid]
             if kep993.policy_allows(world, preemptor, cq):
-                _, error = preemption.issue(self.txn, preemptor, targets, cq.metadata.name)
+                _, error = preemption.issue(self.txn, preemptor, preemption.within_queue(targets, cq.metadata.name),
+                                            cq.metadata.name)
                 self.error = self.error or error
         for wl in plan.invalid:
             if not wl.is_admitted() and not wl.is_evicted():
