@@ -40,11 +40,23 @@ issues the preemptions whose preemptor's checks now allow them, takes back reser
 preemptions can no longer happen, and admits the reservations whose checks are all Ready once
 they fit beside what may still run.
 
-Not modelled: cohorts and borrowing (so no reclaim within a cohort, no borrowing while
-preempting, no fair sharing), topology, node affinity and taints against flavors, namespace
-selectors, ``status.resourceRequests``, and the "Flavors considered" suffix of the
-``QuotaReserved`` event.  Upstream emits the Warning of a set-aside workload on every cycle; the
-model emits it only when the ``QuotaReserved`` condition changes, so that repeated cycles
+**Cohorts** (:mod:`~kueue_provreq.controllers.cohorts`): a queue in a cohort takes what the
+cycle's cohort tree says it may (its own quota, what the others lend, within borrowing and
+lending limits); each flavor is tried at a *borrowing level* (0: within the queue's nominal
+quota, else the height of the lowest cohort whose quota holds it), ``whenCanBorrow:
+MayStopSearch`` stops at the first flavor that fits by borrowing and ``TryNextFlavor`` goes on
+looking for one that fits with less, and the ``QuotaReserved`` event ends with "; Flavors
+considered: ..." (every flavor tried that did not simply fit without borrowing).  Preemption in
+a cohort (``reclaimWithinCohort``, ``borrowWithinCohort``) is
+:class:`~kueue_provreq.controllers.preemption.CohortView`'s.  A queue whose cohort has a cycle
+admits nothing ("ClusterQueue <cq> is inactive").  The queues are walked by name: when two of
+them compete for the same spare quota in one cycle, upstream orders their heads (not borrowing
+first, then priority, then queue time) and the model gives it to the first by name.
+
+Not modelled: fair sharing and ``flavorFungibility.preference``, KEP-993 reservations in a
+cohort, topology, node affinity and taints against flavors, namespace selectors and
+``status.resourceRequests``.  Upstream emits the Warning of a set-aside workload on every cycle;
+the model emits it only when the ``QuotaReserved`` condition changes, so that repeated cycles
 settle.
 """
 
