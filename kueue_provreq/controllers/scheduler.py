@@ -539,10 +539,12 @@ class _Cycle:
         return reduced_assignment(wl, table, used, cohort, stop_at_borrow) or whole, []
 
     def walk(self, world: World, cq: ClusterQueue, pending: list[Workload], scan: queues.Scan,
-             tree: cohorts.Tree | None = None) -> bool:
-        """Try one ClusterQueue's pending workloads in order; False when blockAdmission
-        stops the whole scheduling loop.  ``tree``: the cycle's cohort tree, which what the
-        queue admits is added to (None when no queue is in a cohort)."""
+             tree: cohorts.Tree | None = None, start: int = 0, defer: bool = False) -> tuple[bool, int | None]:
+        """Try one ClusterQueue's pending workloads in order, from ``start``; False when
+        blockAdmission stops the whole scheduling loop.  ``tree``: the cycle's cohort tree,
+        which what the queue admits is added to (None when no queue is in a cohort).
+        ``defer``: stop at the first workload that would borrow, and return its index (the
+        first pass of a cohort's queues, see :func:`schedule`)."""
         name = cq.metadata.name
         table = QuotaTable.of(cq)
         node = cohorts.cq_node(name)
@@ -559,12 +561,12 @@ class _Cycle:
         if kep_993:
             holding, used = self.kep_993_pass(world, cq, table, holding)
         if not pending:
-            return True
+            return True, None
         problem = inactive_reason(world, cq)
         if problem is not None or (cq.spec.cohort_name and cohort is None):  # under a cohort cycle
             for wl in pending:
                 self.park(wl, c.REASON_SUSPENDED, c.MSG_CQ_INACTIVE.format(cq=name))
-            return True
+            return True, None
         strict = cq.spec.queueing_strategy == c.STRICT_FIFO
         wfpr = self.ctx.config.wait_for_pods_ready
         block = wfpr is not None and wfpr.block_admission
@@ -574,7 +576,8 @@ class _Cycle:
         # (upstream's SchedulingEquivalenceHashing); this keeps long queues of look-alikes cheap.
         # Who may be preempted depends on the preemptor, so a queue that preempts asks each one.
         answers: dict[tuple[PodSet, ...], tuple[Assignment, list[preemption.Target]]] = {}
-        for wl in pending:
+        for index in range(start, len(pending)):
+            wl = pending[index]
             if queues.has_failed_checks(wl):
                 self.park(wl, c.REASON_PENDING_EVALUATION, c.MSG_FAILED_ADMISSION_CHECKS)
             else:
@@ -583,14 +586,16 @@ class _Cycle:
                     wl, table, used, view, stop_at_preempt, cohort, stop_at_borrow)
                 if not preempts:
                     answers[wl.spec.pod_sets] = (found, targets)
+                if defer and found.borrows > 0 and (found.reason is None or targets):
+                    return True, index  # borrowing waits for every queue's heads within their quota
                 if targets and not kep_993:
                     self.preempt(wl, cq, found, targets, cohort.tree.path(node) if cohort is not None else None)
-                    return True  # the preemptor stays at the head until its targets release their quota
+                    return True, None  # the preemptor stays at the head until its targets release their quota
                 if found.reason is not None and not targets:
                     self.park(wl, found.reason, found.message)
                 elif block and self.not_ready:
                     self.park(wl, c.REASON_WAITING_FOR_PODS_READY, c.MSG_WAITING_FOR_PODS_READY)
-                    return False
+                    return False, None
                 elif (new := self.admit(wl, cq, found.pod_sets, kep_993 and kep993.preemptions_pending(
                         wl, found.wants, running, table.nominal), found.considered())) is not None:
                     answers.clear()
@@ -616,7 +621,7 @@ class _Cycle:
                     continue
             if strict:
                 break
-        return True
+        return True, None
 
     # --- preemption within the queue (default semantics) ------------------------------------------
 
@@ -727,6 +732,20 @@ def schedule(world: World, ctx: Context, key: Key | None = None) -> Result:
     tree = cohorts.Tree.build(world, found.index.used) if any(
         isinstance(cq, ClusterQueue) and cq.spec.cohort_name
         for cq in (world.get(*key) for key in world.keys(c.CLUSTER_QUEUE))) else None
+    # Upstream takes each queue's head per cycle and tries the heads that need no borrowing
+    # first: in a cohort, every queue's workloads within its own quota go before any borrowing.
+    deferred: dict[str, int] = {}
+    first_pass = tree is not None and not ctx.config.kep_993_preemption
+    if first_pass:
+        assert tree is not None
+        for name in sorted(names):
+            cq = world.get(c.CLUSTER_QUEUE, "", name)
+            if isinstance(cq, ClusterQueue) and cohorts.cq_node(name) in tree:
+                go_on, at = cycle.walk(world, cq, found.ready.get(name, []), found, tree, defer=True)
+                if not go_on:
+                    return cycle.txn.result(error=cycle.error)
+                if at is not None:
+                    deferred[name] = at
     for name in sorted(names):
         pending = found.ready.get(name, [])
         cq = world.get(c.CLUSTER_QUEUE, "", name)
@@ -734,6 +753,12 @@ def schedule(world: World, ctx: Context, key: Key | None = None) -> Result:
             for wl in pending:
                 cycle.park(wl, c.REASON_MISCONFIGURED, c.MSG_CQ_NOT_FOUND.format(cq=name))
             continue
-        if not cycle.walk(world, cq, pending, found, tree):
+        if first_pass and tree is not None and cohorts.cq_node(name) in tree:
+            if name not in deferred:
+                continue
+            go_on, _ = cycle.walk(world, cq, pending, found, tree, start=deferred[name])
+        else:
+            go_on, _ = cycle.walk(world, cq, pending, found, tree)
+        if not go_on:
             break
     return cycle.txn.result(error=cycle.error)

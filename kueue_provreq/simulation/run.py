@@ -30,6 +30,7 @@ from kueue_provreq.api.frozen import FrozenMap
 from kueue_provreq.api.meta import Time
 from kueue_provreq.api.objects import JobObject, Key, key_of
 from kueue_provreq.api.provisioning import ProvisioningRequest
+from kueue_provreq.api.queues import LocalQueue
 from kueue_provreq.api.workload import Workload
 from kueue_provreq.controllers import job as jobs
 from kueue_provreq.machines import WorkloadPhase as P
@@ -71,6 +72,8 @@ class WorkloadRecord:
     evictions: int
     outcome: str
     """``Finished``, ``Admitted`` (still running at the end), ``Deactivated`` or ``Pending``."""
+    cluster_queue: str = ""
+    """Its LocalQueue's ClusterQueue when it arrived (empty: none)."""
 
 
 @attrs.frozen
@@ -127,11 +130,14 @@ class Summary:
     """Per resource, the quota held by workloads whose admission checks were not all Ready,
     integrated over time: what a slow or failing autoscaler costs everyone else."""
     simulated_seconds: int
+    cluster_queues: FrozenMap[str, QueueSummary] = FrozenMap()
+    """The same figures per ClusterQueue (a workload's: its LocalQueue's when it arrived), for
+    runs where several queues share quota through a cohort."""
 
     def to_json(self) -> dict[str, Any]:
         lat = self.admission_latency
         req = self.requests
-        return {
+        out = {
             "simulation": self.simulation, "seed": self.seed, "workloads": self.workloads,
             "admitted": self.admitted, "deactivated": self.deactivated, "pending": self.pending,
             "finished": self.finished,
@@ -143,6 +149,30 @@ class Summary:
             "reservedWaitingQuotaSeconds": {k: _number(v) for k, v in sorted(self.reserved_waiting_quota_seconds.items())},
             "simulatedSeconds": self.simulated_seconds,
         }
+        if self.cluster_queues:
+            out["clusterQueues"] = {name: q.to_json() for name, q in sorted(self.cluster_queues.items())}
+        return out
+
+
+@attrs.frozen
+class QueueSummary:
+    """One ClusterQueue's share of the :class:`Summary`."""
+
+    workloads: int
+    finished: int
+    admitted: int
+    pending: int
+    deactivated: int
+    admission_latency: Percentiles
+    reserved_waiting_quota_seconds: FrozenMap[str, Decimal]
+
+    def to_json(self) -> dict[str, Any]:
+        lat = self.admission_latency
+        return {"workloads": self.workloads, "finished": self.finished, "admitted": self.admitted,
+                "pending": self.pending, "deactivated": self.deactivated,
+                "admissionLatencySeconds": {"p50": lat.p50, "p90": lat.p90, "p99": lat.p99, "max": lat.max},
+                "reservedWaitingQuotaSeconds": {k: _number(v) for k, v in
+                                                sorted(self.reserved_waiting_quota_seconds.items())}}
 
 
 def _number(value: Decimal) -> int | float:
@@ -188,6 +218,7 @@ class _Life:
     evictions: int = 0
     admissions: int = 0
     outcome: str = Outcome.PENDING.value
+    cluster_queue: str = ""
 
 
 
@@ -202,9 +233,12 @@ class _Metrics(Watch):
         self.lives: dict[Key, _Life] = {}
         self.templates: dict[Key, str] = {}
         self.phase_counts: dict[str, int] = {}
-        self.quota: dict[Key, tuple[str, dict[str, Decimal]]] = {}
+        self.quota: dict[Key, tuple[str, dict[str, Decimal], str]] = {}
         self.totals: dict[str, dict[str, Decimal]] = {WAITING: {}, ADMITTED: {}}
         self.waiting_seconds: dict[str, Decimal] = {}
+        self.queue_waiting: dict[str, dict[str, Decimal]] = {}
+        """Per ClusterQueue, the quota its waiting workloads hold now."""
+        self.queue_waiting_seconds: dict[str, dict[str, Decimal]] = {}
         self.request_conditions: dict[Key, set[str]] = {}
         self.requests = {"created": 0, c.PR_PROVISIONED: 0, c.PR_FAILED: 0, c.PR_BOOKING_EXPIRED: 0,
                          c.CA_REASON_CAPACITY_BOOKING_CONSUMED: 0, c.PR_CAPACITY_REVOKED: 0}
@@ -230,6 +264,11 @@ class _Metrics(Watch):
         for resource, amount in self.totals[WAITING].items():
             if amount:
                 self.waiting_seconds[resource] = self.waiting_seconds.get(resource, Decimal(0)) + amount * dt
+        for cq, held in self.queue_waiting.items():
+            seconds = self.queue_waiting_seconds.setdefault(cq, {})
+            for resource, amount in held.items():
+                if amount:
+                    seconds[resource] = seconds.get(resource, Decimal(0)) + amount * dt
         self._sample()
         self.t = Time(now)
 
@@ -257,7 +296,9 @@ class _Metrics(Watch):
 
     def on_workload_created(self, actor: str, wl: Workload) -> None:
         key = key_of(wl)
-        self.lives[key] = _Life(self.templates.pop(key, ""), self.loop.now - self.start)
+        lq = self.loop.world.get(c.LOCAL_QUEUE, wl.metadata.namespace, wl.spec.queue_name)
+        cq = lq.spec.cluster_queue if isinstance(lq, LocalQueue) else ""
+        self.lives[key] = _Life(self.templates.pop(key, ""), self.loop.now - self.start, cluster_queue=cq)
         self._phase_count(self.phases[key], 1)
         if self.histories is not None:
             self.histories[key] = [(self.loop.now - self.start, self.phases[key])]
@@ -317,14 +358,17 @@ class _Metrics(Watch):
             for psa in status.admission.pod_set_assignments:
                 for resource, q in psa.resource_usage.items():
                     usage[resource] = usage.get(resource, Decimal(0)) + q.value
-            self.quota[key] = (category, usage)
+            self.quota[key] = (category, usage, status.admission.cluster_queue)
             self._hold(self.quota[key], 1)
 
-    def _hold(self, held: tuple[str, dict[str, Decimal]], sign: int) -> None:
-        category, usage = held
+    def _hold(self, held: tuple[str, dict[str, Decimal], str], sign: int) -> None:
+        category, usage, cq = held
         totals = self.totals[category]
+        queue = self.queue_waiting.setdefault(cq, {}) if category == WAITING else None
         for resource, amount in usage.items():
             totals[resource] = totals.get(resource, Decimal(0)) + sign * amount
+            if queue is not None:
+                queue[resource] = queue.get(resource, Decimal(0)) + sign * amount
         self.category_counts[category] = self.category_counts.get(category, 0) + sign
 
     def on_workload_deleted(self, actor: str, key: Key) -> None:
@@ -497,11 +541,29 @@ def simulate(sim: Simulation, *, verify: bool = False, progress: Callable[[int],
     return _report(sim, metrics, end)
 
 
+def _per_queue(records: list[WorkloadRecord], m: _Metrics) -> FrozenMap[str, QueueSummary]:
+    """The figures per ClusterQueue, when the workloads went to more than one."""
+    names = sorted({r.cluster_queue for r in records})
+    if len(names) < 2:
+        return FrozenMap()
+    out = {}
+    for name in names:
+        mine = [r for r in records if r.cluster_queue == name]
+        outcomes = [r.outcome for r in mine]
+        out[name] = QueueSummary(
+            len(mine), outcomes.count(Outcome.FINISHED), outcomes.count(Outcome.ADMITTED),
+            outcomes.count(Outcome.PENDING), outcomes.count(Outcome.DEACTIVATED),
+            Percentiles.of([r.admitted - r.created for r in mine if r.admitted is not None]),
+            FrozenMap({k: v for k, v in m.queue_waiting_seconds.get(name, {}).items() if v}))
+    return FrozenMap(out)
+
+
 def _report(sim: Simulation, m: _Metrics, end: int) -> Report:
     records = []
     for (_, ns, name), life in m.lives.items():
         records.append(WorkloadRecord(ns, name, life.template, life.created, life.quota_reserved, life.admitted,
-                                      life.finished, life.deactivated, life.attempts, life.evictions, life.outcome))
+                                      life.finished, life.deactivated, life.attempts, life.evictions, life.outcome,
+                                      life.cluster_queue))
     outcomes = [r.outcome for r in records]
     latencies = [r.admitted - r.created for r in records if r.admitted is not None]
     req = m.requests
@@ -513,7 +575,7 @@ def _report(sim: Simulation, m: _Metrics, end: int) -> Report:
                                req[c.CA_REASON_CAPACITY_BOOKING_CONSUMED], req[c.PR_CAPACITY_REVOKED]),
         evictions=FrozenMap(m.evictions),
         reserved_waiting_quota_seconds=FrozenMap({k: v for k, v in m.waiting_seconds.items()}),
-        simulated_seconds=end - sim.start)
+        simulated_seconds=end - sim.start, cluster_queues=_per_queue(records, m))
     resources = sorted(set().union(*(s[4].keys() | s[5].keys() for s in m.samples))) if m.samples else []
     samples = m.samples
     series = Series(
@@ -525,4 +587,4 @@ def _report(sim: Simulation, m: _Metrics, end: int) -> Report:
     return Report(sim, summary, tuple(records), series, histories)
 
 
-__all__ = ["Percentiles", "Report", "RequestCounts", "Series", "Summary", "WorkloadRecord", "simulate"]
+__all__ = ["Percentiles", "QueueSummary", "Report", "RequestCounts", "Series", "Summary", "WorkloadRecord", "simulate"]
