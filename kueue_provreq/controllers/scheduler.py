@@ -49,9 +49,12 @@ looking for one that fits with less, and the ``QuotaReserved`` event ends with "
 considered: ..." (every flavor tried that did not simply fit without borrowing).  Preemption in
 a cohort (``reclaimWithinCohort``, ``borrowWithinCohort``) is
 :class:`~kueue_provreq.controllers.preemption.CohortView`'s.  A queue whose cohort has a cycle
-admits nothing ("ClusterQueue <cq> is inactive").  The queues are walked by name: when two of
-them compete for the same spare quota in one cycle, upstream orders their heads (not borrowing
-first, then priority, then queue time) and the model gives it to the first by name.
+admits nothing ("ClusterQueue <cq> is inactive").  Upstream takes one head per queue per cycle
+and tries first the heads that need no borrowing, then by priority and queue time; the model
+walks a cohort's queues twice per cycle: first each queue up to its first workload that would
+borrow, then the rest, queue by queue by name.  So borrowing never goes before a workload
+within its queue's quota; between two queues borrowing the same spare quota in one cycle, the
+first by name gets it (upstream: the higher priority, then the older).
 
 Not modelled: fair sharing and ``flavorFungibility.preference``, KEP-993 reservations in a
 cohort, topology, node affinity and taints against flavors, namespace selectors and
