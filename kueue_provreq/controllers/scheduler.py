@@ -353,7 +353,8 @@ def assign_flavors(wl: Workload, table: QuotaTable, used: Usage, counts: Sequenc
             for flavor in group_flavors:
                 flavor_mode, level, why, why_not, short = _try_flavor(
                     flavor, resources, requests, own, table, used, oracle, cohort)
-                _merge_attempt(tried_here, Attempt(flavor, flavor_mode, level, tuple(sorted(why))))
+                if flavor_mode != _FIT or level > 0:  # a plain fit is never shown, merged or not
+                    _merge_attempt(tried_here, Attempt(flavor, flavor_mode, level, tuple(sorted(why))))
                 if flavor_mode == _NO_FIT and why_not == c.REASON_WAITING_FOR_QUOTA:
                     no_fit = why_not
                 if not _try_next(flavor_mode, level, stop_at_preempt, stop_at_borrow):
@@ -372,7 +373,8 @@ def assign_flavors(wl: Workload, table: QuotaTable, used: Usage, counts: Sequenc
             borrows = max(borrows, best_mode[1])
             flavors.update({r: best for r in resources})
             needs.update((best, r) for r in best_short)
-        attempts.append((ps.name, tuple(tried_here[f] for f in sorted(tried_here))))
+        if tried_here:
+            attempts.append((ps.name, tuple(tried_here[f] for f in sorted(tried_here))))
         if failure is not None or mode != _FIT:
             messages.append(c.MSG_ASSIGN_FLAVORS_FAILED.format(podset=ps.name, reasons=", ".join(sorted(reasons))))
         if failure is not None:
