@@ -626,7 +626,7 @@ def misconfiguration() -> list[Obj]:
 # --- writing ---------------------------------------------------------------------------------------
 
 _KIND_ORDER = ["ResourceFlavor", "AdmissionCheck", "ProvisioningRequestConfig", "ClusterQueue", "LocalQueue",
-               "Job", "JobSet", "PyTorchJob", "Workload", "ProvisioningRequest", "PodTemplate"]
+               "Job", "JobSet", "PyTorchJob", "Workload", "ProvisioningRequest", "PodTemplate", "Cohort"]
 _RESOURCES = {  # kind -> (api prefix, plural, namespaced)
     "ResourceFlavor": ("/apis/kueue.x-k8s.io/v1beta2", "resourceflavors", False),
     "AdmissionCheck": ("/apis/kueue.x-k8s.io/v1beta2", "admissionchecks", False),
@@ -639,6 +639,7 @@ _RESOURCES = {  # kind -> (api prefix, plural, namespaced)
     "Workload": ("/apis/kueue.x-k8s.io/v1beta2", "workloads", True),
     "ProvisioningRequest": ("/apis/autoscaling.x-k8s.io/v1", "provisioningrequests", True),
     "PodTemplate": ("/api/v1", "podtemplates", True),
+    "Cohort": ("/apis/kueue.x-k8s.io/v1beta2", "cohorts", False),
 }
 _SELECTORS = {"Job": "kueue.x-k8s.io/queue-name", "JobSet": "kueue.x-k8s.io/queue-name",
               "PyTorchJob": "kueue.x-k8s.io/queue-name", "PodTemplate": "kueue.x-k8s.io/managed=true"}
