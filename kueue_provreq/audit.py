@@ -32,6 +32,9 @@ from kueue_provreq.api.provisioning import ProvisioningRequestConfig
 from kueue_provreq.api.queues import AdmissionCheck, ClusterQueue
 from kueue_provreq.api.workload import AdmissionCheckState, PodSetAssignment, Workload
 from kueue_provreq.controllers import activity, provisioning
+from kueue_provreq.controllers.context import Context
+from kueue_provreq.engine import Manager
+from kueue_provreq.machines import Actor
 from kueue_provreq.machines.phases import provisioning_request_phase
 from kueue_provreq.machines.requests import attempt_over
 from kueue_provreq.manifests.codec import format_duration, format_time
@@ -426,11 +429,22 @@ def _quota_held(wl: Workload, now: Time, limits: Thresholds) -> Iterator[Finding
 # --- the whole audit ----------------------------------------------------------------------------------
 
 
+def settle_status(world: World, ctx: Context) -> Manager:
+    """The queues' and checks' own status, as Kueue's controllers settle it once they run: fresh
+    manifests carry none, and a queue "inactive" only until its check's controller has started
+    is not news to anyone.  ``audit`` and ``explain`` both judge activity from it, so they never
+    disagree on whether a queue or a check is active."""
+    manager = Manager(world)
+    manager.settle(ctx, (Actor.ADMISSION_CHECK, Actor.CLUSTER_QUEUE))
+    return manager
+
+
 def audit(objects: Iterable[KubeObject], now: Time, limits: Thresholds = Thresholds(),
           unread: frozenset[str] = frozenset(), config: Configuration = Configuration()) -> Report:
     """Every finding for ``objects`` at ``now``, errors first, then by object and rule.
     ``unread`` names the kinds the snapshot could not read; ``config`` is Kueue's."""
     world = World(objects)
+    settle_status(world, Context(now=now, config=config))  # activity as explain judges it
     found = [*workload_invariants(world, now, config), *ownership(world, unread),
              *misconfiguration(world, now), *stuck(world, now, limits)]
     found.sort(key=lambda f: (f.severity != ERROR, f.object, f.rule, f.message))

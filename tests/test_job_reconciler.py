@@ -147,7 +147,7 @@ def test_a_stale_owner_reference_makes_the_job_its_own() -> None:
 
 def test_an_owner_that_cannot_be_read_is_a_reconcile_error() -> None:
     verdict = reconciler.management(World([child()]), child(), Configuration())
-    assert verdict.error == 'jobsets.jobset.x-k8s.io "js" not found'
+    assert verdict.error == 'JobSet.jobset.x-k8s.io "js" not found'
     result = reconciler.reconcile(World([child()]), (c.JOB, NS, "js-workers-0"), Context(now=T0))
     assert result.error == verdict.error and not result.effects
 
@@ -223,7 +223,7 @@ def test_a_conflict_between_a_flavor_and_a_check_is_a_reconcile_error() -> None:
 
 def test_a_missing_flavor_is_a_reconcile_error() -> None:
     j, wl, _ = admitted()
-    assert reconcile_job(j, wl)[2] == 'resourceflavors.kueue.x-k8s.io "on-demand" not found'
+    assert reconcile_job(j, wl)[2] == 'ResourceFlavor.kueue.x-k8s.io "on-demand" not found'
 
 
 def test_a_stopped_job_gets_its_template_back() -> None:

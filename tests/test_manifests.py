@@ -33,6 +33,7 @@ from kueue_provreq.api.queues import (
 from kueue_provreq.api.workload import PodSet, Workload, WorkloadSpec
 from kueue_provreq.manifests import (
     ManifestError,
+    check_object,
     decode,
     dump_object,
     encode,
@@ -431,9 +432,12 @@ def test_generate_name_stands_in_for_name() -> None:
     assert job.metadata.extra["generateName"] == "sample-"
 
 
-def test_cluster_scoped_objects_have_no_namespace() -> None:
-    e = error_of({"apiVersion": V1B2, "kind": "ResourceFlavor", "metadata": {"name": "f", "namespace": "x"}})
-    assert e.path == "metadata.namespace"
+def test_a_cluster_scoped_objects_namespace_is_cleared_with_a_warning_as_the_api_server_does() -> None:
+    checked = check_object({"apiVersion": V1B2, "kind": "ResourceFlavor", "metadata": {"name": "f", "namespace": "x"}})
+    assert checked.errors == () and checked.obj is not None and checked.obj.metadata.namespace == ""
+    (warning,) = checked.warnings
+    assert warning.path == "metadata.namespace" and "cluster-scoped: the API server ignores its namespace 'x'" in str(
+        warning)
 
 
 def test_workload_with_status_round_trips() -> None:
@@ -574,7 +578,7 @@ def test_load_file(tmp_path: Path) -> None:
                     "template: {spec: {containers: [{name: c, image: x}]}}\n")
     (doc,) = load_file(path)
     assert isinstance(load_object(doc), PodTemplate)
-    with pytest.raises(ManifestError, match="missing.yaml: cannot read"):
+    with pytest.raises(ManifestError, match="missing.yaml: no such file or directory"):
         load_file(tmp_path / "missing.yaml")
 
 

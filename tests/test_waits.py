@@ -16,7 +16,7 @@ from kueue_provreq.api.queues import (
     ResourceGroup,
     ResourceQuota,
 )
-from kueue_provreq.api.workload import Workload
+from kueue_provreq.api.workload import Workload, WorkloadSpec
 from kueue_provreq.controllers.context import Context
 from kueue_provreq.waits import waits
 from kueue_provreq.world import World
@@ -31,7 +31,15 @@ KEP_993 = Configuration(semantics=frozenset({SEMANTICS_KEP_993_PREEMPTION}))
 
 def waits_of(wl: Workload, config: Configuration = Configuration()) -> tuple[str, ...]:
     (wait,) = waits(World([CQ, LQ, wl]), Context(T0, config))
-    return wait.waits_for
+    return tuple(record.text for record in wait.waits_for)
+
+
+def test_what_a_workload_waits_for_is_a_record_in_json() -> None:
+    """-o json|yaml: kind, object, reason, since and the next step, not free text."""
+    wl = Workload(ObjectMeta(name="wl", namespace="ns", uid="wl"), WorkloadSpec(queue_name="nowhere"))
+    (wait,) = waits(World([CQ, LQ, wl]), Context(T0))
+    assert wait.to_json()["waitsFor"] == [{"kind": "LocalQueue", "object": "ns/nowhere", "reason": "does not exist",
+                                           "since": None, "next": None}]
 
 
 def test_a_gated_workload_waits_for_its_gates() -> None:

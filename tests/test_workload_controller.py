@@ -33,6 +33,7 @@ from kueue_provreq.controllers import workload as controller
 from kueue_provreq.controllers import workload_status as ws
 from kueue_provreq.controllers.context import Context
 from kueue_provreq.engine import Manager, Recorder
+from kueue_provreq.machines.status import set_quota_reservation
 from kueue_provreq.world import (
     NOTHING,
     Effect,
@@ -629,7 +630,7 @@ def test_flow_pods_ready_timeouts_up_to_deactivation_and_reactivation() -> None:
 
 
 def _readmit(wl: Workload, now: int) -> Workload:
-    wl = ws.set_quota_reservation(wl, ADMISSION, Time(now))
+    wl = set_quota_reservation(wl, ADMISSION, Time(now))
     return ws.sync_admitted_condition(wl, Time(now), Configuration())
 
 

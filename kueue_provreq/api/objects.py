@@ -66,3 +66,12 @@ def already_exists(kind: str, name: str) -> str:
 
 def not_found(kind: str, name: str) -> str:
     return f'{RESOURCE_NAMES[kind]} "{name}" not found'
+
+
+def not_in_cache(kind: str, name: str) -> str:
+    """A controller's read of a missing object: controller-runtime's cache reader answers with
+    the kind where the API server names the resource (``NewNotFound(GroupResource{Group,
+    Resource: Kind})``, pkg/cache/internal/cache_reader.go), so Kueue's controllers report
+    ``ProvisioningRequestConfig.kueue.x-k8s.io "prc" not found``."""
+    group = RESOURCE_NAMES[kind].partition(".")[2]
+    return f'{kind}.{group} "{name}" not found' if group else f'{kind} "{name}" not found'

@@ -86,6 +86,9 @@ def semantics_label(switches: frozenset[str]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    options.at_least("--depth", args.depth, 0)
+    options.at_least("--max-states", args.max_states, 1)
+    options.at_least("--quota", args.quota, 0)
     opts = Options(workloads=args.workloads, checks=args.checks, depth=args.depth,
                    backoff_limit=args.backoff_limit, keep_quota=args.keep_quota, semantics=args.semantics,
                    granularity=args.granularity, symmetry=not args.no_symmetry, max_states=args.max_states,

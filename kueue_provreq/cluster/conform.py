@@ -64,7 +64,6 @@ from kueue_provreq.api.workload import Admission, Workload
 from kueue_provreq.cluster.client import ApiError, Client, ClusterError
 from kueue_provreq.cluster.resources import RESOURCES, Resource
 from kueue_provreq.cluster.testbed.controlplane import Testbed, restart_kueue
-from kueue_provreq.controllers.workload_status import set_quota_reservation, unset_quota_reservation
 from kueue_provreq.driver import (
     NEED_FAULTS,
     NEED_RECONCILE,
@@ -74,6 +73,7 @@ from kueue_provreq.driver import (
     Reconciled,
     StepFailed,
 )
+from kueue_provreq.machines.status import set_quota_reservation, unset_quota_reservation
 from kueue_provreq.manifests import dump_object, load_object
 from kueue_provreq.manifests.codec import format_time, parse_time
 from kueue_provreq.manifests.objects import IGNORE
@@ -104,6 +104,8 @@ WATCHED = (c.RESOURCE_FLAVOR, c.ADMISSION_CHECK, c.PROVISIONING_REQUEST_CONFIG, 
 _MODEL_UID = "00000000-0000-4000-8000-{:012x}"
 _TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)")
 _SERVER_META = ("resourceVersion", "managedFields", "selfLink")
+#: The waits Kueue's Admitted and QuotaReserved events give in real seconds.
+_WAIT = re.compile(r"(wait time since (?:reservation|queued) was )(\d+)s")
 
 
 def new_suffix(rng: random.Random) -> str:
@@ -535,11 +537,26 @@ class ClusterDriver:
         seen = self._event_counts.get(name, 0)
         self._event_counts[name] = max(seen, count)
         about = event.get("involvedObject") or {}
-        record = {"type": event.get("type"), "reason": event.get("reason"), "message": event.get("message"),
+        message = _WAIT.sub(lambda m: self._scenario_wait(m, event), str(event.get("message") or ""))
+        record = {"type": event.get("type"), "reason": event.get("reason"), "message": message,
                   "object": {"kind": about.get("kind"), "namespace": about.get("namespace") or "",
                              "name": about.get("name")}}
         for _ in range(max(0, count - seen)):
             self._events.append(record)
+
+    def _scenario_wait(self, m: re.Match[str], event: Mapping[str, Any]) -> str:
+        """A wait Kueue measured on the real clock (``wait time since reservation was 22s``),
+        read on the scenario's clock: from the event's time back to the reservation (the time
+        less the wait, rounded, as Kueue rounds from a condition kept in whole seconds), each
+        mapped to the scenario's clock."""
+        stamp = str(event.get("eventTime") or event.get("lastTimestamp") or "")
+        if not _TIMESTAMP.fullmatch(stamp) or not self.epochs:
+            return m.group(0)
+        fraction = re.search(r"\.(\d+)", stamp)
+        at = parse_time(stamp) + (float("0." + fraction.group(1)) if fraction else 0.0)
+        since = round(at - int(m.group(2)))
+        wait = self._to_scenario(math.floor(at), None) - self._to_scenario(since, None)
+        return f"{m.group(1)}{max(0.0, wait):.0f}s"
 
     def settle(self, controllers: tuple[str, ...] | None) -> None:
         deadline = time.monotonic() + SETTLE_LIMIT
@@ -570,8 +587,11 @@ class ClusterDriver:
         ns = doc["metadata"].get("namespace", "") if res.namespaced else ""
         current = self._get_raw(res, ns, doc["metadata"]["name"])
         if current is None:
-            created = self._create(obj, obj.metadata.uid or None)
-            del created
+            if isinstance(obj, Workload) and not any(r.kind in _JOB_KINDS for r in obj.metadata.owner_references):
+                # the format's implicit job integration holds for a Workload created by a step too
+                self._create_owned_workload(obj, obj.metadata.uid or None)
+            else:
+                self._create(obj, obj.metadata.uid or None)
             return
         doc["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
         try:

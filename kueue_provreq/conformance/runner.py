@@ -10,6 +10,7 @@ says before the scenario starts, and the scenario is skipped with that reason.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -54,6 +55,7 @@ from kueue_provreq.engine import ALL_CONTROLLERS, SettleError
 from kueue_provreq.errors import KueueProvreqError
 from kueue_provreq.machines import IllegalTransition
 from kueue_provreq.manifests import ManifestError, ManifestErrors, format_duration, load_yaml_documents
+from kueue_provreq.manifests.yamlio import path_problem, read_text
 
 __all__ = ["NoSuchPath", "Observer", "Outcome", "Run", "StepFailed", "collect", "conform", "load_scenarios",
            "needs_of", "quota_step", "scenarios_in", "user_changes"]
@@ -295,7 +297,11 @@ def collect(paths: Iterable[str | Path]) -> list[Path]:
         elif p.is_file():
             files.append(p)
         else:
-            raise NoSuchPath(f"{p}: no such file or directory")
+            try:
+                os.stat(p)
+            except OSError as e:  # said as the file system has it: missing, a loop, through a file
+                raise NoSuchPath(f"{p}: {path_problem(e)}") from None
+            raise NoSuchPath(f"{p}: not a regular file or folder")
     return list(dict.fromkeys(files))
 
 
@@ -305,8 +311,8 @@ def load_scenarios(path: Path, text: str | None = None) -> list[Scenario | Outco
     has no name)."""
     source = str(path)
     try:
-        documents = load_yaml_documents(path.read_text(encoding="utf-8") if text is None else text, source)
-    except (ManifestError, OSError, UnicodeDecodeError) as e:
+        documents = load_yaml_documents(read_text(path) if text is None else text, source)
+    except ManifestError as e:
         return [Outcome(source, source, f"cannot read scenario: {e}")]
     if not documents:
         return [Outcome(source, source, "the file holds no scenario")]

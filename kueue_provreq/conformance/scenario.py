@@ -332,7 +332,20 @@ class _Schema:
                                "cached": Bool(), "name": Str()}, required=("verb", "kind", "error"))),
             "objects": Arr(self.manifests),
             "steps": Arr(self.steps),
-        }, required=("name", "steps"))
+        }, required=("name", "steps"), rules=(_clock_within_rfc3339,))
+
+
+def _clock_within_rfc3339(value: Mapping[str, Any], path: str, out: Problems) -> None:
+    """The clock stays within RFC 3339's years through every ``advance``, so that every time
+    the run writes can be read back."""
+    clock = codec.parse_time(value.get("clock") or DEFAULT_CLOCK)
+    for i, step in enumerate(value["steps"]):
+        if isinstance(step, Mapping) and step.get("advance") is not None:
+            clock += int(duration_seconds(step["advance"]))
+            if clock > codec.MAX_TIME:
+                out.error(f"the clock passes {codec.format_time(codec.MAX_TIME)}, the last time RFC 3339 "
+                          "can write", join(path, f"steps[{i}].advance"))
+                return
 
 
 # --- reading ------------------------------------------------------------------------------------

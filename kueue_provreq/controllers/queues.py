@@ -32,7 +32,7 @@ from kueue_provreq.api import constants as c
 from kueue_provreq.api.config import Configuration
 from kueue_provreq.api.frozen import FrozenMap
 from kueue_provreq.api.meta import Time, find_condition, is_false, is_true
-from kueue_provreq.api.objects import Key, key_of
+from kueue_provreq.api.objects import Key, KubeObject, key_of
 from kueue_provreq.api.queues import ClusterQueue, LocalQueue
 from kueue_provreq.api.workload import Workload
 from kueue_provreq.controllers import workload_status
@@ -128,10 +128,11 @@ class QueueIndex:
         counts, as (place before, place after): the driver routes them to the ClusterQueue
         reconciler (:meth:`recounted`) and clears the list."""
         for wl in world.objects(c.WORKLOAD):
-            self.changed(key_of(wl), None, wl)  # type: ignore[arg-type]
+            self.changed(key_of(wl), None, wl)
 
-    def changed(self, key: Key, before: Workload | None, after: Workload | None) -> None:
+    def changed(self, key: Key, before: KubeObject | None, after: KubeObject | None) -> None:
         """A Workload changed (``World.observe``: it is told of Workloads only)."""
+        assert (before is None or type(before) is Workload) and (after is None or type(after) is Workload)
         was = None if before is None else _place(before)
         now = None if after is None else _place(after)
         if was is not None and was == now:  # the common case: it stays where it is
@@ -285,19 +286,19 @@ _ZERO = Decimal(0)
 
 
 def index(world: World) -> QueueIndex:
-    """The world's queue index, built on first use and kept up to date from then on."""
-    found = world.indexes.get("queues")
-    if found is None:
-        found = world.indexes["queues"] = QueueIndex(world)
-        world.observe(c.WORKLOAD, found.changed)  # type: ignore[arg-type]
-    assert isinstance(found, QueueIndex)
+    """The world's queue index (``World.hooks``), built by the engine that drives the world, or
+    on first use without one, and kept up to date from then on."""
+    found = world.hooks.queue_index
+    if not isinstance(found, QueueIndex):
+        found = world.hooks.queue_index = QueueIndex(world)
+        world.observe(c.WORKLOAD, found.changed)
     return found
 
 
 def check_index(world: World) -> str | None:
     """None when the world's queue index (if it has one) equals one built afresh, else what
     differs."""
-    found = world.indexes.get("queues")
+    found = world.hooks.queue_index
     if isinstance(found, QueueIndex) and not found.same_as(QueueIndex(world)):
         return "the queue index no longer matches the workloads"
     return None

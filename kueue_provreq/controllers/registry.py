@@ -14,13 +14,14 @@ import attrs
 
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.config import Configuration
-from kueue_provreq.api.objects import JOB_KINDS, Key
+from kueue_provreq.api.objects import JOB_KINDS, Key, KubeObject, key_of
 from kueue_provreq.api.workload import Workload
 from kueue_provreq.controllers import (
     admissioncheck,
     clusterqueue,
     job,
     provisioning,
+    watches,
     workload,
 )
 from kueue_provreq.controllers.context import Context
@@ -53,6 +54,59 @@ class Route(enum.Enum):
     QUEUES = "queues"
     """The ClusterQueues whose status counts it (a Workload's, as it was and as it is), when
     the change moves their counts (``queues.recounted``)."""
+
+
+RouteTargets = Callable[[World, Key, KubeObject | None, KubeObject | None], list[Key]]
+"""The keys a change routes to: (world, changed key, object before, object after)."""
+
+
+def _owners(world: World, key: Key, before: KubeObject | None, after: KubeObject | None) -> list[Key]:
+    """``Route.OWNER``: the Workload that controls the object (as it is, or was before its
+    deletion): a request's controller, or a template's through the request that owns it (or
+    the Workload itself, before the hand-over)."""
+    obj = after if after is not None else before
+    if obj is None:
+        return []
+    ns = key[1]
+    out = []
+    for ref in obj.metadata.owner_references:
+        if ref.kind == c.PROVISIONING_REQUEST:
+            owner = world.get(c.PROVISIONING_REQUEST, ns, ref.name)
+            ctrl = owner.metadata.controller_ref() if owner is not None else None
+        else:
+            ctrl = ref if ref.controller else None
+        if ctrl is not None and ctrl.kind == c.WORKLOAD:
+            out.append((c.WORKLOAD, ns, ctrl.name))
+    return out
+
+
+def _owned(world: World, key: Key, before: KubeObject | None, after: KubeObject | None) -> list[Key]:
+    """``Route.OWNED``: the Workloads a job (existing or deleted) owns by name."""
+    return [key_of(wl) for wl in world.owned_by_name(c.WORKLOAD, key[1], key[2])]
+
+
+def _jobs_named(key: Key, obj: KubeObject | None) -> list[Key]:
+    if obj is None:
+        return []
+    return [(ref.kind, key[1], ref.name) for ref in obj.metadata.owner_references if ref.kind in JOB_KINDS]
+
+
+def _owning_jobs(world: World, key: Key, before: KubeObject | None, after: KubeObject | None) -> list[Key]:
+    """``Route.OWNING_JOB``: the jobs a Workload names as owners, as it was and as it is (those
+    whose Workload it is: ``job.workload_of``)."""
+    refs_before = before.metadata.owner_references if before is not None else ()
+    refs_after = after.metadata.owner_references if after is not None else ()
+    if not refs_before and not refs_after:
+        return []
+    if refs_before is refs_after:
+        return _jobs_named(key, before)
+    return list(dict.fromkeys([*_jobs_named(key, before), *_jobs_named(key, after)]))
+
+
+#: The routes that name other objects than the changed one, implemented beside their
+#: declarations (``SELF``, ``ALL`` and ``QUEUES`` ask the engine's own state).
+ROUTE_TARGETS: dict[Route, RouteTargets] = {
+    Route.OWNER: _owners, Route.OWNED: _owned, Route.OWNING_JOB: _owning_jobs}
 
 
 @attrs.frozen
@@ -106,17 +160,17 @@ _JOBS_OWNED = tuple(Watch(kind, Route.OWNED, unless_written_by=Actor.JOB) for ki
 
 CONTROLLERS: tuple[Controller, ...] = (
     Controller(Actor.WORKLOAD, (c.WORKLOAD,), workload.reconcile, (
-        Watch(c.WORKLOAD, Route.SELF), *_JOBS_OWNED, *_CONFIGURATION), reads=workload.reads, idle=workload.idle),
+        Watch(c.WORKLOAD, Route.SELF), *_JOBS_OWNED, *_CONFIGURATION), reads=watches.workload_reads, idle=watches.idle),
     Controller(Actor.PROVISIONING, (c.WORKLOAD,), provisioning.reconcile, (
         Watch(c.WORKLOAD, Route.SELF), Watch(c.PROVISIONING_REQUEST, Route.OWNER),
         Watch(c.POD_TEMPLATE, Route.OWNER, unless_written_by=Actor.PROVISIONING),
         *_JOBS_OWNED, *_CONFIGURATION),
-        reads=provisioning.reads, idle=provisioning.idle, owns=(c.PROVISIONING_REQUEST, c.POD_TEMPLATE)),
+        reads=watches.provisioning_reads, idle=watches.provisioning_idle, owns=(c.PROVISIONING_REQUEST, c.POD_TEMPLATE)),
     # The job reconciler: its Workloads (eviction, PodsReady) and every job (creation, start, stop).
     Controller(Actor.JOB, (c.WORKLOAD, *JOB_KINDS), job.reconcile, (
         Watch(c.WORKLOAD, Route.SELF), Watch(c.WORKLOAD, Route.OWNING_JOB),
         *(Watch(kind, Route.SELF) for kind in JOB_KINDS), *_JOBS_OWNED, *_CONFIGURATION),
-        reads=job.reads, view=job.view, idle=job.idle, owns=(c.WORKLOAD,)),
+        reads=watches.job_reads, view=watches.job_view, idle=watches.idle, owns=(c.WORKLOAD,)),
     Controller(Actor.ADMISSION_CHECK, (c.ADMISSION_CHECK,), admissioncheck.reconcile, _CONFIGURATION,
                every_settle=True),
     Controller(Actor.CLUSTER_QUEUE, (c.CLUSTER_QUEUE,), clusterqueue.reconcile, (

@@ -67,12 +67,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from decimal import ROUND_CEILING, Decimal
-from functools import lru_cache
 
 import attrs
 
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.frozen import FrozenMap
+from kueue_provreq.api.memo import memo
 from kueue_provreq.api.meta import find_condition
 from kueue_provreq.api.objects import Key, key_of
 from kueue_provreq.api.quantity import Quantity
@@ -82,7 +82,7 @@ from kueue_provreq.controllers import cohorts, kep993, preemption, queues, workl
 from kueue_provreq.controllers.activity import inactive_reason
 from kueue_provreq.controllers.context import Context
 from kueue_provreq.controllers.usage import FlavorResource, Usage, podset_requests
-from kueue_provreq.machines import Guard, Transition, WorkloadTrigger
+from kueue_provreq.machines import Guard, Transition, WorkloadTrigger, write_workload
 from kueue_provreq.machines.phases import held_back
 from kueue_provreq.world import NOTHING, Result, Txn, World, truncate
 
@@ -101,19 +101,19 @@ Oracle = Callable[[FlavorResource, Decimal], int]
 _ZERO = Decimal(0)
 
 
-@lru_cache(maxsize=4096)
+@memo(4096)
 def _quantity(value: Decimal) -> Quantity:
     return Quantity.of(value)
 
 
-@lru_cache(maxsize=4096)
+@memo(4096)
 def _flavor_map(flavors: tuple[tuple[str, str], ...]) -> FrozenMap[str, str]:
     """A podset assignment's flavors (resource -> flavor), one instance per value: look-alike
     workloads then share one map instead of holding a copy each (about 180 bytes)."""
     return FrozenMap(dict(flavors))
 
 
-@lru_cache(maxsize=4096)
+@memo(4096)
 def _usage_map(usage: tuple[tuple[str, Decimal], ...]) -> FrozenMap[str, Quantity]:
     """A podset assignment's resource usage, shared like :func:`_flavor_map` (its quantities
     are :func:`_quantity`'s, shared already)."""
@@ -497,19 +497,21 @@ class _Cycle:
         ``preemptions_pending`` (KEP-993 only): the quota is still held by workloads being
         preempted, so the reservation is not admitted in the same write."""
         now, name = self.ctx.now, cq.metadata.name
-        new = workload_status.set_quota_reservation(wl, Admission(name, pod_sets), now)
+        admission = Admission(name, pod_sets)
         used = frozenset(f for psa in pod_sets for f in psa.flavors.values())
         required = self.required.get((name, used))
         if required is None:
-            required = self.required[(name, used)] = workload_status.checks_for_workload(new, cq)
-        present = {s.name for s in new.status.admission_checks}
+            required = self.required[(name, used)] = workload_status.checks_for_workload(
+                wl.with_status(admission=admission), cq)
+        present = {s.name for s in wl.status.admission_checks}
         complete = all(check in present for check in required)
-        reserve = workload_status.fire(wl, WorkloadTrigger.RESERVE_QUOTA, {
-            Guard.ALL_CHECKS_READY: complete and workload_status.all_checks_ready(new),
-            Guard.PREEMPTIONS_PENDING: preemptions_pending})
-        if complete:
-            # Admitted=True when the machine says so; else Admitted=False with its reason
-            new = workload_status.sync_admitted_condition(new, now, self.ctx.config, preemptions_pending)
+        # Admitted synced in the same patch once every check is listed: True when the machine
+        # says so, else Admitted=False with its reason
+        new, reserve = write_workload(wl, WorkloadTrigger.RESERVE_QUOTA, {
+            Guard.ALL_CHECKS_READY: complete and workload_status.all_checks_ready(wl),
+            Guard.PREEMPTIONS_PENDING: preemptions_pending},
+            admission=admission, now=now, config=self.ctx.config, checks_complete=complete,
+            preemptions_pending=preemptions_pending)
         if not self.write(new, (reserve,)):
             return None
         requeued = find_condition(wl.status.conditions, c.WORKLOAD_REQUEUED)
@@ -682,13 +684,14 @@ class _Cycle:
             present = {s.name for s in wl.status.admission_checks}
             if not all(check in present for check in workload_status.checks_for_workload(wl, cq)):
                 continue  # the workload controller has not listed its flavors' checks yet
-            pending = kep993.preemptions_pending(wl, used, running, table.nominal)
-            new = workload_status.sync_admitted_condition(wl, now, config, pending)
-            if pending:
+            if kep993.preemptions_pending(wl, used, running, table.nominal):
+                # Admitted=False WaitingForPreemptedWorkloads: no phase moves
+                new = workload_status.sync_admitted_condition(wl, now, config, preemptions_pending=True)
                 if new is not wl:
                     self.write(new)
                 continue
-            if self.write(new, (workload_status.fire(wl, WorkloadTrigger.ADMIT),)):
+            new, admitting = write_workload(wl, WorkloadTrigger.ADMIT, now=now, config=config)
+            if self.write(new, (admitting,)):
                 reserved = wl.condition(c.WORKLOAD_QUOTA_RESERVED)
                 since = reserved.last_transition_time if reserved is not None and \
                     reserved.last_transition_time is not None else now
@@ -699,9 +702,9 @@ class _Cycle:
     def revoke(self, wl: Workload) -> None:
         """KEP-993's re-validation fails: the preemptions the reservation counted on can no
         longer happen, so it is taken back (``QuotaReserved=False`` ``WaitingForQuota``)."""
-        new = workload_status.unset_quota_reservation(wl, c.REASON_WAITING_FOR_QUOTA,
-                                                      c.MSG_KEP_993_RESERVATION_REVOKED, self.ctx.now, self.ctx.config)
-        fired = workload_status.fire(wl, WorkloadTrigger.REVOKE_RESERVATION, {Guard.BACKOFF: held_back(new)})
+        new, fired = write_workload(wl, WorkloadTrigger.REVOKE_RESERVATION, {Guard.BACKOFF: held_back(wl)},
+                                    reason=c.REASON_WAITING_FOR_QUOTA, message=c.MSG_KEP_993_RESERVATION_REVOKED,
+                                    now=self.ctx.now, config=self.ctx.config)
         if self.write(new, (fired,)):
             self.txn.event(c.EVENT_TYPE_WARNING, c.REASON_WAITING_FOR_QUOTA, c.MSG_KEP_993_RESERVATION_REVOKED, wl)
 

@@ -48,18 +48,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from kueue_provreq.api import constants as c
-from kueue_provreq.api.config import Configuration, WaitForPodsReady
-from kueue_provreq.api.evolve import evolve
+from kueue_provreq.api.config import WaitForPodsReady
 from kueue_provreq.api.meta import Condition, Time
 from kueue_provreq.api.objects import Key
-from kueue_provreq.api.queues import ClusterQueue, ClusterQueueSpec
+from kueue_provreq.api.queues import ClusterQueue
 from kueue_provreq.api.workload import Workload
 from kueue_provreq.controllers import workload_status as ws
 from kueue_provreq.controllers.backoff import NS, wait_time_ns
 from kueue_provreq.controllers.context import Context
-from kueue_provreq.controllers.parts import CHECK_DETAILS, CONDITIONS, EVERYTHING, EXTRA, Parts, parts
 from kueue_provreq.controllers.queues import cluster_queue_for
-from kueue_provreq.machines import Guard, Transition, WorkloadTrigger
+from kueue_provreq.machines import Guard, Transition, WorkloadTrigger, write_workload
 from kueue_provreq.world import NOTHING, Effect, Event, Result, Txn, World, truncate
 
 Conds = Mapping[str, Condition]
@@ -92,9 +90,8 @@ def reconcile(world: World, key: Key, ctx: Context) -> Result:
         # that wake-up itself
         held = wl.is_active and not _true(conds, c.WORKLOAD_DEACTIVATION_TARGET) and \
             not (ctx.config.pre_kep_3258 and _true(conds, c.WORKLOAD_QUOTA_RESERVED))
-        return _write(txn, ws.set_requeue_state(wl, until, increment=False),
-                      (ws.fire(wl, WorkloadTrigger.DELAY),),
-                      requeue_after=until - now if held else None, settled=held)
+        new, delaying = write_workload(wl, WorkloadTrigger.DELAY, until=until)
+        return _write(txn, new, (delaying,), requeue_after=until - now if held else None, settled=held)
 
     early = _active_branch(txn, wl, conds, ctx.config.pre_kep_3258) if wl.is_active \
         else _inactive_branch(txn, wl, conds, ctx.config.pre_14309)
@@ -138,34 +135,6 @@ def reconcile(world: World, key: Key, ctx: Context) -> Result:
     return _write(txn, new, tuple(fired), events, requeue_after, settled)
 
 
-_DECIDING = parts(EVERYTHING - CONDITIONS - {CHECK_DETAILS, EXTRA}, c.WORKLOAD_FINISHED,
-                  c.WORKLOAD_QUOTA_RESERVED, c.WORKLOAD_ADMITTED, c.WORKLOAD_EVICTED, c.WORKLOAD_REQUEUED,
-                  c.WORKLOAD_DEACTIVATION_TARGET)
-_FINISHED = parts(c.WORKLOAD_FINISHED)
-_FAILED_CHECK_STATES = (c.CHECK_RETRY, c.CHECK_REJECTED)
-
-
-def reads(world: World, wl: Workload, config: Configuration) -> Parts:
-    """What a reconcile reads of its Workload (its watch predicate): nearly everything, but
-    of the checks only names and states unless one is Retry or Rejected (whose times and
-    messages it reads), ``PodsReady`` only for the PodsReady timeout of an admitted workload,
-    and nothing of the fields it does not model."""
-    conds = wl.status.conditions_by_type
-    if _true(conds, c.WORKLOAD_FINISHED):
-        return _FINISHED
-    out = _DECIDING
-    if any(s.state in _FAILED_CHECK_STATES for s in wl.status.admission_checks):
-        out = out | {CHECK_DETAILS}
-    if config.wait_for_pods_ready is not None and _true(conds, c.WORKLOAD_ADMITTED):
-        out = out | {c.WORKLOAD_PODS_READY}
-    return out
-
-
-def idle(wl: Workload, config: Configuration) -> bool:
-    """A finished Workload is left alone."""
-    return wl.status.is_true(c.WORKLOAD_FINISHED)
-
-
 # --- step 2: delayed Retry checks (KEP-3258) -------------------------------------------
 
 
@@ -197,12 +166,7 @@ def _active_branch(txn: Txn, wl: Workload, conds: Conds, pre_kep_3258: bool = Fa
     the backoff gate held back only workloads without quota."""
     now = txn.now
     if _true(conds, c.WORKLOAD_DEACTIVATION_TARGET):
-        meta = wl.metadata
-        # a spec write: the API server bumps the generation
-        return _write(txn, evolve(
-            wl, spec=evolve(wl.spec, active=False),
-            metadata=evolve(meta, generation=(meta.generation or 0) + 1)),
-            (ws.fire(wl, WorkloadTrigger.DEACTIVATE),))
+        return _write(txn, *write_workload(wl, WorkloadTrigger.DEACTIVATE))
 
     rs = wl.status.requeue_state
     if rs is not None and rs.requeue_at is not None and \
@@ -215,25 +179,22 @@ def _active_branch(txn: Txn, wl: Workload, conds: Conds, pre_kep_3258: bool = Fa
             # unless Requeued=False still holds it
             requeued = conds.get(c.WORKLOAD_REQUEUED)
             held = requeued is not None and requeued.status == c.FALSE
-            return _write(txn, wl.with_status(requeue_state=evolve(rs, requeue_at=None)),
-                          (ws.fire(wl, WorkloadTrigger.REQUEUE, {Guard.BACKOFF: held}),))
+            return _write(txn, *write_workload(wl, WorkloadTrigger.REQUEUE, {Guard.BACKOFF: held}, now=now,
+                                               clear_requeue_at=True))
 
     requeued = conds.get(c.WORKLOAD_REQUEUED)
     if requeued is None or requeued.status != c.FALSE:
         return None
     if requeued.reason.startswith(c.REASON_DEACTIVATED):
         held = rs is not None and rs.requeue_at is not None
-        return _write(txn, ws.set_cond(wl, c.WORKLOAD_REQUEUED, c.TRUE, c.REASON_REACTIVATED,
-                                       c.MSG_REACTIVATED, now),
-                      (ws.fire(wl, WorkloadTrigger.REQUEUE, {Guard.BACKOFF: held}),))
+        return _write(txn, *write_workload(wl, WorkloadTrigger.REQUEUE, {Guard.BACKOFF: held}, now=now,
+                                           clear_requeue_at=False, reason=c.REASON_REACTIVATED,
+                                           message=c.MSG_REACTIVATED))
     if requeued.reason in _BACKOFF_REASONS:
         # the gate above returned while requeueAt lay ahead, so it is unset or past here
-        new = wl
-        if rs is not None and rs.requeue_at is not None:
-            new = new.with_status(requeue_state=evolve(rs, requeue_at=None))
-        return _write(txn, ws.set_cond(new, c.WORKLOAD_REQUEUED, c.TRUE, c.REASON_BACKOFF_FINISHED,
-                                       c.MSG_BACKOFF_FINISHED, now),
-                      (ws.fire(wl, WorkloadTrigger.REQUEUE, {Guard.BACKOFF: False}),))
+        return _write(txn, *write_workload(wl, WorkloadTrigger.REQUEUE, {Guard.BACKOFF: False}, now=now,
+                                           clear_requeue_at=True, reason=c.REASON_BACKOFF_FINISHED,
+                                           message=c.MSG_BACKOFF_FINISHED))
     return None
 
 
@@ -299,24 +260,12 @@ def _sync_admission_gate(txn: Txn, wl: Workload, conds: Conds, ctx: Context) -> 
 
 
 
-_WANTED_CHECKS: dict[tuple[ClusterQueueSpec, frozenset[str] | None], tuple[str, ...]] = {}
-"""Memo of ``AdmissionChecksForWorkload`` by (queue spec, assigned flavors): the answer depends
-on nothing else, and every pass of every workload asks it.  Bounded; cleared when full."""
-_WANTED_CHECKS_LIMIT = 4096
-
-
 def _wanted_checks(wl: Workload, cq: ClusterQueue) -> tuple[str, ...]:
-    """``AdmissionChecksForWorkload``, sorted, through the memo."""
+    """``AdmissionChecksForWorkload``, sorted."""
     admission = wl.status.admission
     used = None if admission is None else frozenset(
         f for psa in admission.pod_set_assignments for f in psa.flavors.values())
-    memo_key = (cq.spec, used)
-    wanted = _WANTED_CHECKS.get(memo_key)
-    if wanted is None:
-        if len(_WANTED_CHECKS) >= _WANTED_CHECKS_LIMIT:
-            _WANTED_CHECKS.clear()
-        wanted = _WANTED_CHECKS[memo_key] = tuple(ws.checks_for_workload(wl, cq))
-    return wanted
+    return ws.checks_for_flavors(cq.spec, used)
 
 
 # --- step 5 ---------------------------------------------------------------------------
@@ -337,8 +286,10 @@ def _sync_unadmitted(wl: Workload, conds: Conds, ctx: Context, events: list[Effe
     elif _admitted_false_is_current(wl, conds, observability):
         return wl
     if _true(conds, c.WORKLOAD_QUOTA_RESERVED) and ws.all_checks_ready(wl):
-        fired.append(ws.fire(wl, WorkloadTrigger.ADMIT))
-    new = ws.sync_admitted_condition(new, now, config)
+        new, admitting = write_workload(new, WorkloadTrigger.ADMIT, now=now, config=config)
+        fired.append(admitting)
+    else:
+        new = ws.sync_admitted_condition(new, now, config)  # Admitted=False: no phase moves
     if new.is_admitted() and new.status.admission is not None:
         reserved = _ltt(conds.get(c.WORKLOAD_QUOTA_RESERVED))
         events.append(_event(new, c.EVENT_TYPE_NORMAL, c.EVENT_ADMITTED, c.MSG_EVENT_ADMITTED.format(
@@ -473,12 +424,12 @@ def _ltt(cond: Condition | None) -> Time:
     return cond.last_transition_time
 
 
-def _write(txn: Txn, wl: Workload, fired: ws.Fired = (), events: list[Effect] | None = None,
+def _write(txn: Txn, wl: Workload, fired: ws.Fired | Transition = (), events: list[Effect] | None = None,
            requeue_after: float | None = None, settled: bool = False) -> Result:
     """One workload write, carrying the fires that decided it; the events it reports follow it
     only if it succeeds.  Unless ``settled``, the pass ended early at the write (as upstream
     returns after each patch), and its own write wakes it again."""
-    err = txn.update(wl, fired)
+    err = txn.update(wl, (fired,) if isinstance(fired, Transition) else fired)
     if err is not None:
         return txn.result(error=err)
     if events:

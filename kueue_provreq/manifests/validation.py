@@ -803,9 +803,18 @@ def validate_metadata(kind: str, metadata: Mapping[str, Any], out: Problems) -> 
         if kind == c.JOB and len(name) > 63:
             out.error("must be no more than 63 characters (a Job's name is a label value of its pods)",
                       "metadata.name")
-    elif isinstance(generate, str) and generate:
-        # the server appends 5 characters; the prefix must make a valid name with them
-        SUBDOMAIN.check(generate[:-1] + "a" if generate.endswith("-") else generate, "metadata.generateName", out)
+    if isinstance(generate, str) and generate:
+        # checked beside a name too, as the server does; it appends 5 characters, so a prefix
+        # ending in '-' is checked as if they followed (``NameIsDNSSubdomain(name, prefix=true)``)
+        masked = generate[:-1] + "a" if generate.endswith("-") else generate
+        probe = Problems()
+        SUBDOMAIN.check(masked, "metadata.generateName", probe)
+        for e in probe.errors:  # said of the prefix as given
+            out.error(e.reason.replace(describe(masked), describe(generate)), e.path)
+    finalizers = metadata.get("finalizers")
+    for i, finalizer in enumerate(finalizers if isinstance(finalizers, list) else ()):
+        if isinstance(finalizer, str):
+            n.check_qualified_key(finalizer, f"metadata.finalizers[{i}]", out)
     namespace = metadata.get("namespace")
     if isinstance(namespace, str) and namespace:
         LABEL.check(namespace, "metadata.namespace", out)
@@ -852,6 +861,9 @@ def validate(kind: str, api_version: str, body: Mapping[str, Any], out: Problems
     against the schemas with KEP-993's extension (:func:`schema_of`)."""
     metadata = body.get("metadata")
     validate_metadata(kind, metadata if isinstance(metadata, Mapping) else {}, out)
+    if kind == c.JOB and not isinstance(body.get("spec"), Mapping):
+        # batch validation of a Job with no spec: its (empty) pod template has no containers
+        out.error("required value", "spec.template.spec.containers")
     mark = len(out.errors)
     schema_of(kind, api_version, kep_993).check(body, "", out)
     if kind == c.JOB and len(out.errors) == mark:

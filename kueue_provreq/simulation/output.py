@@ -11,6 +11,7 @@ import io
 import json
 from pathlib import Path
 
+from kueue_provreq.extras import SIM, require
 from kueue_provreq.manifests.codec import format_duration
 from kueue_provreq.simulation.run import Report
 
@@ -39,6 +40,8 @@ def _blank(value: int | None) -> str | int:
 
 def write(report: Report, out: Path, plots: bool = True) -> list[Path]:
     """``summary.json``, ``workloads.csv`` and (``plots``) the PNG plots, in ``out``."""
+    if plots:
+        require(SIM, "matplotlib", "plots")  # before any file is written
     out.mkdir(parents=True, exist_ok=True)
     written = [out / "summary.json", out / "workloads.csv"]
     written[0].write_text(summary_json(report), encoding="utf-8")

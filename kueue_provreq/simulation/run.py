@@ -13,7 +13,10 @@ deactivated, and owns no request any more, leaves the cluster (as an object rete
 would delete it): it matters to nobody after that, and the scheduler need not walk it again.
 The run ends when nothing is left to happen, or ``horizon`` after the last arrival.
 
-Metrics are read off the applied effects (:class:`~kueue_provreq.simulation.watch.Watch`).
+The processes that play the cluster (:mod:`~kueue_provreq.simulation.drive`: Cluster
+Autoscaler, the jobs' pods, the retention policy) and the metrics each subscribe to the loop;
+the metrics only read what the loop reports (:mod:`~kueue_provreq.simulation.watch`).  A new
+metric is one more thing :class:`_Metrics` keeps and one more field of the report.
 """
 
 from __future__ import annotations
@@ -34,13 +37,13 @@ from kueue_provreq.api.queues import LocalQueue
 from kueue_provreq.api.workload import Workload
 from kueue_provreq.controllers import job as jobs
 from kueue_provreq.machines import WorkloadPhase as P
-from kueue_provreq.simulation.drive import AutoscalerDriver, JobDriver
+from kueue_provreq.simulation.drive import AutoscalerDriver, JobDriver, Retention
 from kueue_provreq.simulation.fleet import Draws, FleetModel
 from kueue_provreq.simulation.loop import Loop
 from kueue_provreq.simulation.outcomes import Outcome, outcome_of
 from kueue_provreq.simulation.spec import POISSON, Simulation
-from kueue_provreq.simulation.watch import Watch
-from kueue_provreq.world import Create, Delete, World
+from kueue_provreq.simulation.watch import Subscriber
+from kueue_provreq.world import Create, Effect, World
 from kueue_provreq.world_builder import build_world
 
 GANTT_LIMIT = 50
@@ -216,22 +219,19 @@ class _Life:
     deactivated: int | None = None
     attempts: int = 0
     evictions: int = 0
-    admissions: int = 0
     outcome: str = Outcome.PENDING.value
     cluster_queue: str = ""
 
 
+class _Metrics(Subscriber):
+    """Everything the report needs, updated effect by effect; it only reads."""
 
-
-class _Metrics(Watch):
-    """Everything the report needs, updated effect by effect."""
-
-    def __init__(self, loop: Loop, sim: Simulation) -> None:
-        super().__init__()
+    def __init__(self, loop: Loop, sim: Simulation, templates: dict[Key, str],
+                 progress: Callable[[int], None] | None) -> None:
         self.loop = loop
         self.start = sim.start
         self.lives: dict[Key, _Life] = {}
-        self.templates: dict[Key, str] = {}
+        self.templates = templates
         self.phase_counts: dict[str, int] = {}
         self.quota: dict[Key, tuple[str, dict[str, Decimal], str]] = {}
         self.totals: dict[str, dict[str, Decimal]] = {WAITING: {}, ADMITTED: {}}
@@ -248,15 +248,13 @@ class _Metrics(Watch):
         self.spacing = 0
         self.category_counts: dict[str, int] = {}
         self.done = 0
-        self.autoscaler: AutoscalerDriver | None = None
-        self.jobs: JobDriver | None = None
-        self.on_done: Callable[[int], None] | None = None
+        self.on_done = progress
         self.histories: dict[Key, list[tuple[int, str]]] | None = {} if sim.count <= GANTT_LIMIT else None
+        loop.subscribe(self)
 
-    def __call__(self, actor: str, effect: Any) -> None:
+    def on_effect(self, actor: str, effect: Effect) -> None:
         if self.loop.now != self.t:
             self._advance(self.loop.now)
-        super().__call__(actor, effect)
 
     # --- time -------------------------------------------------------------------------
     def _advance(self, now: int) -> None:
@@ -296,12 +294,13 @@ class _Metrics(Watch):
 
     def on_workload_created(self, actor: str, wl: Workload) -> None:
         key = key_of(wl)
+        phase = self.loop.watch.phases[key]
         lq = self.loop.world.get(c.LOCAL_QUEUE, wl.metadata.namespace, wl.spec.queue_name)
         cq = lq.spec.cluster_queue if isinstance(lq, LocalQueue) else ""
-        self.lives[key] = _Life(self.templates.pop(key, ""), self.loop.now - self.start, cluster_queue=cq)
-        self._phase_count(self.phases[key], 1)
+        self.lives[key] = _Life(self.templates.get(key, ""), self.loop.now - self.start, cluster_queue=cq)
+        self._phase_count(phase, 1)
         if self.histories is not None:
-            self.histories[key] = [(self.loop.now - self.start, self.phases[key])]
+            self.histories[key] = [(self.loop.now - self.start, phase)]
 
     def on_phase(self, actor: str, wl: Workload, before: str, after: str) -> None:
         key = key_of(wl)
@@ -313,14 +312,8 @@ class _Metrics(Watch):
             self.histories[key].append((now, after))
         if after in (P.QUOTA_RESERVED, P.ADMITTED) and before in (P.PENDING, P.BACKOFF) and life.quota_reserved is None:
             life.quota_reserved = now
-        if after == P.ADMITTED:
-            life.admissions += 1
-            if life.admitted is None:
-                life.admitted = now
-            if self.jobs is not None:
-                self.jobs.admitted(wl)
-        elif before == P.ADMITTED and self.jobs is not None:
-            self.jobs.stopped(key)
+        if after == P.ADMITTED and life.admitted is None:
+            life.admitted = now
         if after == P.EVICTED:
             life.evictions += 1
             evicted = wl.condition(c.WORKLOAD_EVICTED)
@@ -334,7 +327,6 @@ class _Metrics(Watch):
             self.done += 1
             if self.on_done is not None:
                 self.on_done(self.done)
-            self.loop.after_settle(lambda: self._remove(key))
         life.outcome = outcome_of(after)
 
     def on_workload_updated(self, actor: str, wl: Workload) -> None:
@@ -371,18 +363,11 @@ class _Metrics(Watch):
                 queue[resource] = queue.get(resource, Decimal(0)) + sign * amount
         self.category_counts[category] = self.category_counts.get(category, 0) + sign
 
-    def on_workload_deleted(self, actor: str, key: Key) -> None:
+    def on_workload_deleted(self, actor: str, key: Key, phase: str) -> None:
+        self._phase_count(phase, -1)
         held = self.quota.pop(key, None)
         if held is not None:
             self._hold(held, -1)
-
-    def _remove(self, key: Key) -> None:
-        world = self.loop.world
-        wl = world.get(*key)
-        if not isinstance(wl, Workload) or world.owned_by_name(c.PROVISIONING_REQUEST, key[1], key[2]):
-            return
-        self._phase_count(self.phases.get(key), -1)
-        self.loop.write("retention", Delete(*key))
 
     # --- requests ---------------------------------------------------------------------
     def on_request_created(self, actor: str, pr: ProvisioningRequest) -> None:
@@ -393,8 +378,6 @@ class _Metrics(Watch):
             life = self.lives.get((c.WORKLOAD, pr.metadata.namespace, ref.name))
             if life is not None:
                 life.attempts += 1
-        if self.autoscaler is not None:
-            self.autoscaler.created(pr)
 
     def on_request_updated(self, actor: str, pr: ProvisioningRequest) -> None:
         seen = self.request_conditions.setdefault(key_of(pr), set())
@@ -406,8 +389,6 @@ class _Metrics(Watch):
 
     def on_request_deleted(self, actor: str, key: Key) -> None:
         self.request_conditions.pop(key, None)
-        if self.autoscaler is not None:
-            self.autoscaler.deleted(key)
 
 
 def _arrival_times(sim: Simulation, draws: Draws) -> Iterator[int]:
@@ -430,10 +411,11 @@ def _arrival_times(sim: Simulation, draws: Draws) -> Iterator[int]:
 class _Arrivals:
     """Creates the i-th workload when its time comes, and schedules the next one."""
 
-    def __init__(self, sim: Simulation, loop: Loop, metrics: _Metrics, draws: Draws) -> None:
+    def __init__(self, sim: Simulation, loop: Loop, draws: Draws) -> None:
         self.sim = sim
         self.loop = loop
-        self.metrics = metrics
+        self.templates: dict[Key, str] = {}
+        """Each arrival's template (``""``: a trace's own Workload)."""
         self.times = list(_arrival_times(sim, draws))
         self.choices = draws.rng("templates") if not sim.trace else None
         self.weights = [t.weight for t in sim.templates]
@@ -474,7 +456,7 @@ class _Arrivals:
         wl = attrs.evolve(wl, metadata=attrs.evolve(meta, namespace=meta.namespace or c.DEFAULT_NAMESPACE,
                                                     uid=world.next_uid(), generation=1,
                                                     creation_timestamp=self.loop.now))
-        self.metrics.templates[key_of(wl)] = name
+        self.templates[key_of(wl)] = name
         self._next()
         self.loop.write("arrival", Create(wl))
 
@@ -499,41 +481,21 @@ def simulate(sim: Simulation, *, verify: bool = False, progress: Callable[[int],
     (finished or deactivated) each time one is."""
     draws = Draws(sim.seed)
     world: World = build_world(sim.setup, sim.start)
-    metrics: _Metrics | None = None
+    loop = Loop(world, sim.config, sim.start, verify=verify)
+    arrivals = _Arrivals(sim, loop, draws)
+    metrics = _Metrics(loop, sim, arrivals.templates, progress)
 
-    def listener(actor: str, effect: Any) -> None:
-        assert metrics is not None
-        metrics(actor, effect)
-
-    loop = Loop(world, sim.config, sim.start, listener, verify=verify)
-    metrics = _Metrics(loop, sim)
-    metrics.on_done = progress
-    fleet = FleetModel(sim, world, draws)
-    running: set[Key] = set()
-
-    def pods_scheduled(pr: ProvisioningRequest) -> bool:
-        ref = pr.metadata.controller_ref()
-        return ref is not None and (c.WORKLOAD, pr.metadata.namespace, ref.name) in running
-
-    autoscaler = AutoscalerDriver(loop, fleet, pods_scheduled)
-    lives = metrics.lives
-
-    def durations(wl: Workload) -> tuple[int, int | None]:
-        key = key_of(wl)
-        life = lives[key]
-        model = sim.template(life.template).jobs if life.template else sim.jobs
-        ready = model.pods_ready_time.draw(draws.rng("ready", key[1], key[2], life.admissions))
-        run = model.running_time.draw(draws.rng("run", key[1], key[2]))
+    def durations(wl: Workload, admission: int) -> tuple[int, int | None]:
+        _, ns, name = key_of(wl)
+        template = arrivals.templates.get((c.WORKLOAD, ns, name), "")
+        model = sim.template(template).jobs if template else sim.jobs
+        ready = model.pods_ready_time.draw(draws.rng("ready", ns, name, admission))
+        run = model.running_time.draw(draws.rng("run", ns, name))
         return ready, run
 
-    def pods_ready(wl: Workload) -> None:
-        for pr in world.owned_by_name(c.PROVISIONING_REQUEST, wl.metadata.namespace, wl.metadata.name):
-            autoscaler.poke(key_of(pr))
-
-    jobs = JobDriver(loop, durations, pods_ready)
-    running = jobs.running
-    metrics.autoscaler, metrics.jobs = autoscaler, jobs
-    arrivals = _Arrivals(sim, loop, metrics, draws)
+    jobs = JobDriver(loop, durations)
+    AutoscalerDriver(loop, FleetModel(sim, world, draws), jobs)
+    Retention(loop)
     arrivals.start()
     until = sim.start + arrivals.last + sim.horizon
     end = until if loop.run(until) else loop.now
