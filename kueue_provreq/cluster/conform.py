@@ -283,6 +283,9 @@ class ClusterDriver:
         if needs.tied_creations:
             return ("two Workloads give the same creationTimestamp, so their queue order rests on their uids, "
                     "which a real API server draws at random")
+        if needs.cohort_cycle:
+            return ("a cohort cycle: Kueue v0.19.2 keeps a ClusterQueue added under one half-built (no namespace "
+                    "selector, Active=False) and crashes at the next Namespace update (docs/differences.rst)")
         if needs.multikueue:
             return ("a MultiKueue admission check: the real MultiKueue controller keeps it inactive without a "
                     "MultiKueueConfig and worker clusters, which the model does not model")

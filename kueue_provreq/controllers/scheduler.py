@@ -52,9 +52,11 @@ a cohort (``reclaimWithinCohort``, ``borrowWithinCohort``) is
 admits nothing ("ClusterQueue <cq> is inactive").  Upstream takes one head per queue per cycle
 and tries first the heads that need no borrowing, then by priority and queue time; the model
 walks a cohort's queues twice per cycle: first each queue up to its first workload that would
-borrow, then the rest, queue by queue by name.  So borrowing never goes before a workload
-within its queue's quota; between two queues borrowing the same spare quota in one cycle, the
-first by name gets it (upstream: the higher priority, then the older).
+borrow, then the rest one workload at a time across the queues, always the queues' next
+workload with the highest priority, then the earliest in queue order.  So borrowing never goes
+before a workload within its queue's quota, and the spare quota goes to the higher priority;
+upstream also prefers, among borrowing heads, the one borrowing from the lower cohort level,
+which the model does not.
 
 Not modelled: fair sharing and ``flavorFungibility.preference``, KEP-993 reservations in a
 cohort, topology, node affinity and taints against flavors, namespace selectors and
@@ -65,7 +67,7 @@ settle.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from decimal import ROUND_CEILING, Decimal
 
 import attrs
@@ -547,11 +549,58 @@ class _Cycle:
 
     def walk(self, world: World, cq: ClusterQueue, pending: list[Workload], scan: queues.Scan,
              tree: cohorts.Tree | None = None, start: int = 0, defer: bool = False) -> tuple[bool, int | None]:
-        """Try one ClusterQueue's pending workloads in order, from ``start``; False when
-        blockAdmission stops the whole scheduling loop.  ``tree``: the cycle's cohort tree,
-        which what the queue admits is added to (None when no queue is in a cohort).
-        ``defer``: stop at the first workload that would borrow, and return its index (the
-        first pass of a cohort's queues, see :func:`schedule`)."""
+        """Try one ClusterQueue's pending workloads in order (:meth:`walker` to the end)."""
+        steps = self.walker(world, cq, pending, scan, tree, start, defer)
+        try:
+            while True:
+                next(steps)
+        except StopIteration as done:
+            result: tuple[bool, int | None] = done.value
+            return result
+
+    def interleave(self, world: World, walks: list[tuple[ClusterQueue, list[Workload], int]], scan: queues.Scan,
+                   tree: cohorts.Tree) -> bool:
+        """The second pass over a cohort's queues: one workload at a time, always the head (of
+        the queues' next workloads) with the highest priority, then the earliest in queue order,
+        as upstream orders the heads it tries in a cycle; False when blockAdmission stops the
+        whole scheduling loop."""
+        heads: dict[str, tuple[int, Iterator[int], list[Workload]]] = {}
+
+        def advance(name: str, steps: Iterator[int], pending: list[Workload]) -> bool:
+            try:
+                heads[name] = (next(steps), steps, pending)
+            except StopIteration as done:
+                heads.pop(name, None)
+                go_on: bool = done.value[0]
+                return go_on
+            return True
+
+        for cq, pending, start in walks:
+            name = cq.metadata.name
+            if not advance(name, self.walker(world, cq, pending, scan, tree, start), pending):
+                return False
+        config = self.ctx.config
+
+        def order(name: str) -> tuple[int, int, str]:
+            index, _, pending = heads[name]
+            wl = pending[index]
+            return -preemption.priority(wl), workload_status.queue_order_timestamp(wl, config), name
+
+        while heads:
+            name = min(heads, key=order)
+            _, steps, pending = heads[name]
+            if not advance(name, steps, pending):
+                return False
+        return True
+
+    def walker(self, world: World, cq: ClusterQueue, pending: list[Workload], scan: queues.Scan,
+               tree: cohorts.Tree | None = None, start: int = 0,
+               defer: bool = False) -> Generator[int, None, tuple[bool, int | None]]:
+        """Try one ClusterQueue's pending workloads in order, from ``start``, yielding the index
+        of each before trying it; returns False when blockAdmission stops the whole scheduling
+        loop.  ``tree``: the cycle's cohort tree, which what the queue admits is added to (None
+        when no queue is in a cohort).  ``defer``: stop at the first workload that would borrow,
+        and return its index (the first pass of a cohort's queues, see :func:`schedule`)."""
         name = cq.metadata.name
         table = QuotaTable.of(cq)
         node = cohorts.cq_node(name)
@@ -584,6 +633,7 @@ class _Cycle:
         # Who may be preempted depends on the preemptor, so a queue that preempts asks each one.
         answers: dict[tuple[PodSet, ...], tuple[Assignment, list[preemption.Target]]] = {}
         for index in range(start, len(pending)):
+            yield index
             wl = pending[index]
             if queues.has_failed_checks(wl):
                 self.park(wl, c.REASON_PENDING_EVALUATION, c.MSG_FAILED_ADMISSION_CHECKS)
@@ -754,6 +804,7 @@ def schedule(world: World, ctx: Context, key: Key | None = None) -> Result:
                     return cycle.txn.result(error=cycle.error)
                 if at is not None:
                     deferred[name] = at
+    second: list[tuple[ClusterQueue, list[Workload], int]] = []
     for name in sorted(names):
         pending = found.ready.get(name, [])
         cq = world.get(c.CLUSTER_QUEUE, "", name)
@@ -762,11 +813,12 @@ def schedule(world: World, ctx: Context, key: Key | None = None) -> Result:
                 cycle.park(wl, c.REASON_MISCONFIGURED, c.MSG_CQ_NOT_FOUND.format(cq=name))
             continue
         if first_pass and tree is not None and cohorts.cq_node(name) in tree:
-            if name not in deferred:
-                continue
-            go_on, _ = cycle.walk(world, cq, pending, found, tree, start=deferred[name])
-        else:
-            go_on, _ = cycle.walk(world, cq, pending, found, tree)
+            if name in deferred:
+                second.append((cq, pending, deferred[name]))
+            continue
+        go_on, _ = cycle.walk(world, cq, pending, found, tree)
         if not go_on:
-            break
+            return cycle.txn.result(error=cycle.error)
+    if second and tree is not None:
+        cycle.interleave(world, second, found, tree)
     return cycle.txn.result(error=cycle.error)
