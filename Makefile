@@ -33,7 +33,7 @@ demo: $(DEMO_STAMP)
 	@printf '\n== 2/3  Created at 09:00, still suspended at 09:07: why is it waiting?\n\n'
 	@printf '$$ kueue-provreq explain -f examples/demo/cluster/dump.yaml --at 2024-01-01T09:07:00Z\n'
 	@$(DEMO) explain -f examples/demo/cluster/dump.yaml --at 2024-01-01T09:07:00Z
-	@printf '\n== 3/3  From 09:00: what if Cluster Autoscaler finds no capacity twice, then provisions in 2 minutes?\n\n'
+	@printf '\n== 3/3  From 09:00: what if Cluster Autoscaler fails it twice (Failed=True), then provisions in 2 minutes?\n\n'
 	@printf '$$ kueue-provreq forecast -f examples/demo/cluster/dump.yaml --at 2024-01-01T09:00:00Z --autoscaler fail@1m,fail@1m,provision@2m\n'
 	@$(DEMO) forecast -f examples/demo/cluster/dump.yaml --at 2024-01-01T09:00:00Z --autoscaler fail@1m,fail@1m,provision@2m
 	@printf '\nMore: README.md (every command), docs/ (make docs), make test (the whole suite).\n'

@@ -10,10 +10,14 @@ drift of the machine; the ratio B/A is taken pair by pair and its median quoted.
 - simulate (``--simulate N``): ``bench_sim``'s simulation of its bundled example with N
   arrivals, its whole time.
 
-Times are CPU seconds of the measuring process (the machine is shared).
+Times are CPU seconds of the measuring process (the machine is shared).  On a machine so shared
+that they still drift by more than the difference sought, ``--instructions`` counts instructions
+instead (valgrind's cachegrind, deterministic with a fixed hash seed): each checkout settles
+``--size`` and three times as many workloads, and the difference, the cost of the extra
+workloads without the interpreter's start, is compared.
 
 Usage: python benchmarks/bench_ab.py BASE_CHECKOUT [NEW_CHECKOUT (default: this one)]
-       [--size 10000] [--pairs 5] [--verify | --simulate N]
+       [--size 10000] [--pairs 5] [--verify | --simulate N] [--instructions]
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parents[1]
@@ -45,6 +50,17 @@ print(secs, reconciles)
 """
 
 
+def instructions(checkout: Path, code: str) -> int:
+    """The instructions (cachegrind's ``Ir``) the process running ``code`` executes."""
+    env = dict(os.environ, PYTHONPATH=f"{checkout}{os.pathsep}{checkout / 'benchmarks'}", PYTHONHASHSEED="0")
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "cachegrind.out"
+        subprocess.run(["valgrind", "--tool=cachegrind", "--cache-sim=no", f"--cachegrind-out-file={out}",
+                        sys.executable, "-c", code], env=env, cwd=checkout, check=True, capture_output=True)
+        summary = next(line for line in out.read_text().splitlines() if line.startswith("summary:"))
+    return int(summary.split()[1])
+
+
 def measure(checkout: Path, code: str) -> tuple[float, int]:
     env = dict(os.environ, PYTHONPATH=f"{checkout}{os.pathsep}{checkout / 'benchmarks'}")
     out = subprocess.run([sys.executable, "-c", code], env=env, cwd=checkout,
@@ -61,7 +77,15 @@ def main(argv: list[str] | None = None) -> int:
     what = p.add_mutually_exclusive_group()
     what.add_argument("--verify", action="store_true", help="settle in verify mode")
     what.add_argument("--simulate", type=int, metavar="N", help="simulate N arrivals instead of settling")
+    p.add_argument("--instructions", action="store_true", help="count instructions (valgrind) instead of seconds")
     args = p.parse_args(argv)
+    if args.instructions:
+        small, large = (_SETTLE.format(n=n, verify=args.verify) for n in (args.size, 3 * args.size))
+        cost = {tree: instructions(tree, large) - instructions(tree, small) for tree in (args.base, args.new)}
+        print(f"settle {2 * args.size} more workloads ({'verify' if args.verify else 'fast'} mode): base "
+              f"{cost[args.base] / 1e9:.3f}G instructions, new {cost[args.new] / 1e9:.3f}G;"
+              f" ratio new/base {cost[args.new] / cost[args.base]:.3f}   (target <= 1.05)")
+        return 0
     if args.simulate:
         code, title = _SIMULATE.format(n=args.simulate), f"simulate {args.simulate} workloads"
     else:

@@ -124,11 +124,10 @@ def retrying_classes(script: Script, configs: Iterable[ProvisioningRequestConfig
     for prc in configs:
         spec = prc.spec
         if _no_capacity_answer(spec.provisioning_class_name, spec.parameters) == Answer.NOT_FOUND:
-            out.append(f"ProvisioningRequestConfig {prc.metadata.name} ({spec.provisioning_class_name}"
-                       f"{'' if spec.provisioning_class_name != c.CLASS_CHECK_CAPACITY else ', no noRetry'}): "
-                       "Cluster Autoscaler answers a try without capacity with Provisioned=False and tries "
-                       "again itself; the script's fail (Failed=True) is what check-capacity answers with "
-                       'parameters.noRetry: "true"')
+            without = ' without noRetry: "true"' if spec.provisioning_class_name == c.CLASS_CHECK_CAPACITY else ""
+            out.append(f"ProvisioningRequestConfig {prc.metadata.name} ({spec.provisioning_class_name}{without}): "
+                       "Cluster Autoscaler would answer a try without capacity with Provisioned=False and try "
+                       "again itself, not with the Failed=True of fail@")
     return out
 
 

@@ -31,13 +31,13 @@ from kueue_provreq.api import constants as c
 from kueue_provreq.api import naming
 from kueue_provreq.api.config import Configuration
 from kueue_provreq.api.job import Job, JobSet, PyTorchJob
-from kueue_provreq.api.meta import Conditions, Time, TimeLike, is_true
+from kueue_provreq.api.meta import Conditions, Time, TimeLike, find_condition, is_true
 from kueue_provreq.api.objects import JOB_KINDS, JobObject, KubeObject
 from kueue_provreq.api.provisioning import (
     ProvisioningRequest,
     ProvisioningRequestConfig,
 )
-from kueue_provreq.api.queues import AdmissionCheck
+from kueue_provreq.api.queues import AdmissionCheck, LocalQueue
 from kueue_provreq.api.workload import AdmissionCheckState, Workload
 from kueue_provreq.audit import Finding as AuditFinding
 from kueue_provreq.audit import audit, settle_status
@@ -283,6 +283,9 @@ def _workload_finding(world: World, wl: Workload, now: Time, config: Configurati
         if cq is None:
             return Finding(subject, phase, f"LocalQueue {wl.metadata.namespace}/{wl.spec.queue_name} "
                                            "does not exist")
+        held = _local_queue_held(world, wl)
+        if held is not None:
+            return Finding(subject, phase, held)
         if world.get(c.CLUSTER_QUEUE, "", cq) is None:
             return Finding(subject, phase, f"ClusterQueue {cq} (of LocalQueue {wl.spec.queue_name}) "
                                            "does not exist")
@@ -305,6 +308,23 @@ def _workload_finding(world: World, wl: Workload, now: Time, config: Configurati
     if found is not None:
         return Finding(subject, phase, f"{found.type}={found.status} ({found.reason}: {found.message})")
     return Finding(subject, phase, "")
+
+
+def _local_queue_held(world: World, wl: Workload) -> str | None:
+    """Why the workload's LocalQueue holds it back, if it does: stopped or being deleted, with
+    what its status says (the LocalQueue controller's ``Active`` condition and counts)."""
+    lq = world.get(c.LOCAL_QUEUE, wl.metadata.namespace, wl.spec.queue_name)
+    if not isinstance(lq, LocalQueue) or not (lq.spec.stopped or lq.metadata.terminating):
+        return None
+    name = f"LocalQueue {wl.metadata.namespace}/{wl.spec.queue_name}"
+    why = f"is stopped (stopPolicy {lq.spec.stop_policy})" if lq.spec.stopped else "is being deleted"
+    active = find_condition(lq.status.conditions, c.LQ_ACTIVE)
+    said = f"; its status says Active={active.status} ({active.reason}: {active.message})" \
+        if active is not None else ""
+    counts = lq.status
+    held = f", {counts.reserving_workloads} of its workloads hold quota ({counts.admitted_workloads} admitted)" \
+        if counts.reserving_workloads is not None and counts.admitted_workloads is not None else ""
+    return f"{name} {why}: not queued until it runs again{said}{held}"
 
 
 def _config(world: World, check: str) -> tuple[AdmissionCheck | None, ProvisioningRequestConfig | None]:

@@ -19,7 +19,7 @@ from kueue_provreq.api import constants as c
 from kueue_provreq.api import naming
 from kueue_provreq.api.meta import Condition, Time
 from kueue_provreq.api.provisioning import ProvisioningRequest, ProvisioningRequestConfig
-from kueue_provreq.api.queues import AdmissionCheck, ClusterQueue
+from kueue_provreq.api.queues import AdmissionCheck, ClusterQueue, LocalQueue
 from kueue_provreq.api.workload import AdmissionCheckState, Workload
 from kueue_provreq.controllers import activity, queues, workload_status
 from kueue_provreq.controllers.backoff import nominal_delay_seconds
@@ -226,6 +226,11 @@ def _queued(world: World, wl: Workload, ctx: Context, found: queues.Scan,
     if cq_name is None:
         return [_said(c.LOCAL_QUEUE, f"{ns}/{wl.spec.queue_name}", "does not exist",
                       f"LocalQueue {ns}/{wl.spec.queue_name}, which does not exist")], []
+    lq = world.get(c.LOCAL_QUEUE, ns, wl.spec.queue_name)
+    if isinstance(lq, LocalQueue) and lq.spec.stopped:
+        return [_said(c.LOCAL_QUEUE, f"{ns}/{wl.spec.queue_name}", f"stopPolicy {lq.spec.stop_policy}",
+                      f"LocalQueue {ns}/{wl.spec.queue_name} to run again (stopPolicy {lq.spec.stop_policy})")], \
+            ["queued once its stopPolicy is None"]
     cq = world.get(c.CLUSTER_QUEUE, "", cq_name)
     if not isinstance(cq, ClusterQueue):
         return [_said(c.CLUSTER_QUEUE, cq_name, "does not exist", f"ClusterQueue {cq_name}, which does not exist")], []

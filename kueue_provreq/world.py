@@ -314,6 +314,9 @@ class World:
             old = self._objects.get(key)
             if old is None:
                 raise ValueError(not_found(key[0], key[2]))
+            if obj.metadata.terminating and not obj.metadata.finalizers:
+                # the API server removes a terminating object once its last finalizer is gone
+                return self._delete_cascading(key)
             if old.metadata.owner_references == obj.metadata.owner_references:
                 # the indexes hold keys, not objects: only the two maps of objects change
                 self._objects[key] = obj
@@ -547,6 +550,12 @@ class Txn:
         obj = self._visible(key)
         if obj is None:
             return not_found(kind, name)
+        marked = marked_for_deletion(obj, self.now)
+        if marked is not None:
+            if marked is not obj:
+                self._overlay[key] = marked
+                self.effects.append(Update(marked))
+            return None
         self._overlay[key] = None
         self._cascade(obj)
         self.effects.append(Delete(kind, namespace, name))
@@ -567,6 +576,18 @@ class Txn:
         return Result(tuple(self.effects), requeue_after, error, settled and error is None)
 
 
+def marked_for_deletion(obj: KubeObject, now: Time) -> KubeObject | None:
+    """What a delete does to an object with finalizers: the API server only sets its
+    ``deletionTimestamp`` (once; a second delete changes nothing) and keeps it until its
+    finalizers are removed.  None for an object without finalizers: a delete removes it."""
+    meta = obj.metadata
+    if not meta.finalizers:
+        return None
+    if meta.terminating:
+        return obj
+    return evolve(obj, metadata=evolve(meta, deletion_timestamp=now))
+
+
 def truncate(message: str, limit: int) -> str:
     """Kueue's ``api.TruncateEventMessage`` / ``TruncateConditionMessage`` (byte limits)."""
     if len(message) * 4 <= limit:  # no UTF-8 character takes more than 4 bytes
@@ -578,4 +599,4 @@ def truncate(message: str, limit: int) -> str:
 
 
 __all__ = ["Create", "Delete", "EMPTY", "Effect", "Event", "Fault", "Hooks", "Index", "MetricInc", "NOTHING",
-           "Result", "Txn", "Update", "World", "truncate"]
+           "Result", "Txn", "Update", "World", "marked_for_deletion", "truncate"]

@@ -106,3 +106,14 @@ def test_a_simulation_file_is_read_as_the_file_system_has_it(make: Any, says: st
     make(path)
     assert cli.main(["simulate", str(path)]) == 2
     assert capsys.readouterr().err == f"kueue-provreq: error: {path}: {says}\n"
+
+
+@pytest.mark.parametrize(("name", "status", "says"), [
+    ("utf16-bom.yaml", 0, ""),
+    ("not-utf8.yaml", 2, "kueue-provreq: error: <stdin>: not UTF-8 text (byte 56)\n"),
+])
+def test_standard_input_is_read_as_a_file_is(name: str, status: int, says: str) -> None:
+    """``-f -``: the bytes, so that a byte-order mark counts, as kubectl reads them."""
+    done = subprocess.run([sys.executable, "-m", "kueue_provreq", "validate", "-f", "-"],
+                          input=(CORPUS / name).read_bytes(), capture_output=True, timeout=60)
+    assert done.returncode == status and done.stderr.decode() == says

@@ -27,8 +27,10 @@ from kueue_provreq.api.quantity import Quantity
 from kueue_provreq.api.queues import (
     AdmissionCheck,
     ClusterQueue,
+    FlavorUsage,
     LocalQueue,
     ResourceFlavor,
+    ResourceUsage,
 )
 from kueue_provreq.api.workload import PodSet, Workload, WorkloadSpec
 from kueue_provreq.manifests import (
@@ -342,9 +344,12 @@ def test_v1beta1_admission_check_drops_retry_delay_and_local_queue_renames_usage
     assert isinstance(ac, AdmissionCheck) and ac.spec.extra == {}
     lq = load_object({"apiVersion": V1B1, "kind": "LocalQueue", "metadata": {"name": "q", "namespace": "n"},
                       "spec": {"clusterQueue": "cq"},
-                      "status": {"flavorUsage": [], "flavors": []}})
-    assert isinstance(lq, LocalQueue) and lq.status == {"flavorsUsage": ()}
-    assert dump_object(lq, V1B1)["status"] == {"flavorUsage": []}
+                      "status": {"flavorUsage": [{"name": "f", "resources": [{"name": "cpu", "total": "1"}]}],
+                                 "flavors": []}})
+    assert isinstance(lq, LocalQueue)
+    assert lq.status.flavors_usage == (FlavorUsage("f", (ResourceUsage("cpu", Quantity.parse("1")),)),)
+    assert dump_object(lq, V1B1)["status"] == {"flavorUsage": [{"name": "f", "resources": [{"name": "cpu",
+                                                                                              "total": "1"}]}]}
 
 
 # --- defaults and required values -------------------------------------------------------

@@ -62,3 +62,11 @@ def test_under_kep_993_it_waits_for_the_scheduler_and_says_why() -> None:
     wl = ready_reservation(cond(c.WORKLOAD_ADMITTED, c.FALSE, c.REASON_WAITING_FOR_PREEMPTED_WORKLOADS, message))
     assert waits_of(wl, KEP_993) == ("the scheduler to set Admitted once the workload fits beside what may "
                                      f"still run (KEP-993): {message}",)
+
+
+def test_a_workload_of_a_stopped_local_queue_waits_for_it_to_run_again() -> None:
+    stopped = LocalQueue(ObjectMeta(name="lq", namespace="ns", uid="lq"),
+                         LocalQueueSpec("cq", stop_policy=c.STOP_POLICY_HOLD))
+    (wait,) = waits(World([CQ, stopped, workload()]), Context(T0))
+    assert [r.text for r in wait.waits_for] == ["LocalQueue ns/lq to run again (stopPolicy Hold)"]
+    assert wait.next == ("queued once its stopPolicy is None",)

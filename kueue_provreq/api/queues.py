@@ -11,6 +11,9 @@ from kueue_provreq.api.frozen import EMPTY, FrozenMap
 from kueue_provreq.api.meta import Conditions, Json, ObjectMeta
 from kueue_provreq.api.quantity import Quantity
 
+STOPPING_POLICIES = frozenset({c.STOP_POLICY_HOLD, c.STOP_POLICY_HOLD_AND_DRAIN})
+"""The ``stopPolicy`` values that stop a queue (``None`` and absent let it run)."""
+
 
 @attrs.frozen
 class ResourceQuota:
@@ -92,6 +95,11 @@ class ClusterQueueSpec:
     flavor_fungibility: FlavorFungibility | None = None
     """None: the API's defaults (``whenCanPreempt: TryNextFlavor``)."""
     extra: FrozenMap[str, Json] = EMPTY
+
+    @property
+    def stopped(self) -> bool:
+        """``stopPolicy`` is ``Hold`` or ``HoldAndDrain``."""
+        return self.stop_policy in STOPPING_POLICIES
 
     @property
     def within_cluster_queue(self) -> str:
@@ -203,7 +211,29 @@ class Cohort:
 @attrs.frozen
 class LocalQueueSpec:
     cluster_queue: str = ""
+    stop_policy: str | None = None
     extra: FrozenMap[str, Json] = EMPTY
+
+    @property
+    def stopped(self) -> bool:
+        """``stopPolicy`` is ``Hold`` or ``HoldAndDrain``."""
+        return self.stop_policy in STOPPING_POLICIES
+
+
+@attrs.frozen
+class LocalQueueStatus:
+    """What Kueue's LocalQueue controller writes: the ``Active`` condition, the workload counts
+    and the quota its workloads hold, per flavor (the shape of a ClusterQueue's, never
+    ``borrowed``)."""
+
+    conditions: Conditions = ()
+    pending_workloads: int | None = None
+    reserving_workloads: int | None = None
+    admitted_workloads: int | None = None
+    flavors_reservation: tuple[FlavorUsage, ...] = ()
+    flavors_usage: tuple[FlavorUsage, ...] = ()
+    extra: FrozenMap[str, Json] = EMPTY
+    """``fairSharing`` and the rest: kept, not written (fair sharing is not modelled)."""
 
 
 @attrs.frozen(cache_hash=True)
@@ -214,7 +244,7 @@ class LocalQueue:
 
     metadata: ObjectMeta
     spec: LocalQueueSpec = LocalQueueSpec()
-    status: FrozenMap[str, Json] = EMPTY
+    status: LocalQueueStatus = LocalQueueStatus()
     extra: FrozenMap[str, Json] = EMPTY
 
 

@@ -26,8 +26,8 @@ def register(subparsers: argparse._SubParsersAction[options.Parser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from kueue_provreq.simulation import forecast
     from kueue_provreq.autoscaler import retrying_classes
+    from kueue_provreq.simulation import forecast
 
     script = options.script(args.autoscaler)
     until = options.duration("--until", args.until)

@@ -24,6 +24,7 @@ from kueue_provreq.extras import SIM, require
 from kueue_provreq.manifests import ManifestError, load_configuration_file
 from kueue_provreq.manifests.codec import parse_duration, parse_time
 from kueue_provreq.manifests.objects import IGNORE, STRICT, VALIDATION_LEVELS
+from kueue_provreq.manifests.yamlio import read_stream
 
 if TYPE_CHECKING:
     from kueue_provreq.autoscaler import Script
@@ -242,5 +243,5 @@ def configuration_file(path: str | None) -> Configuration | None:
     if path is None:
         return None
     if path == "-":
-        return load_configuration_file("<stdin>", sys.stdin.read())
+        return load_configuration_file("<stdin>", read_stream(sys.stdin))
     return load_configuration_file(path)

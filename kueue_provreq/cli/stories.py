@@ -24,6 +24,10 @@ from kueue_provreq.conformance.stories import story
 
 #: A story's advances add up to far less; the limit only keeps a runaway story from waiting long.
 MAX_ADVANCE = 600.0
+#: A settle's quiet on the cluster: twice the driver's default, since stories run side by side on
+#: machines shared with other work, and a settle that ends before Kueue answered is a false
+#: disagreement (the stories' backoffs are longer than a settle with it, see MIN_BACKOFF).
+QUIET = 3.0
 
 
 def register(subparsers: argparse._SubParsersAction[options.Parser]) -> None:
@@ -46,6 +50,9 @@ def register(subparsers: argparse._SubParsersAction[options.Parser]) -> None:
     real.add_argument("--context", metavar="NAME", help="the kubeconfig context (default: its current one)")
     real.add_argument("--parallel", type=int, default=4, metavar="N",
                       help="stories run side by side on the cluster, each in namespaces of its own (default 4)")
+    real.add_argument("--quiet", type=float, default=QUIET, metavar="SECONDS",
+                      help=f"a settle ends after this long without a change (default {QUIET:g}; more on a "
+                           "loaded machine, where Kueue answers slowly)")
 
 
 @attrs.frozen
@@ -115,7 +122,7 @@ def on_cluster(args: argparse.Namespace, scenarios: Sequence[Scenario]) -> list[
         try:
             with ThreadPoolExecutor(args.parallel) as pool:
                 return list(pool.map(lambda s: _timed(lambda: Run(
-                    s, driver=ClusterDriver(session, max_advance=MAX_ADVANCE), debug=args.debug).run()), scenarios))
+                    s, driver=ClusterDriver(session, max_advance=MAX_ADVANCE, quiet=args.quiet), debug=args.debug).run()), scenarios))
         finally:
             session.close()
 

@@ -37,6 +37,7 @@ def run(args: argparse.Namespace) -> int:
     from kueue_provreq.simulation import grid, load_document, parse_setting, sweep
     from kueue_provreq.simulation.progress import progress_bar
     from kueue_provreq.simulation.spec import MAX_WORKLOADS
+    from kueue_provreq.simulation.sweep import check_scheduler
 
     options.at_least("-j", args.jobs, 1)
     options.between("--workloads", args.workloads, 1, MAX_WORKLOADS)
@@ -46,6 +47,7 @@ def run(args: argparse.Namespace) -> int:
         target = folder.check("--out", args.out, args.force)
     if args.dask is not None:
         require(SIM, "dask.distributed", "--dask")
+        check_scheduler(args.dask)  # before any work
     config = options.configuration_file(args.config)
     document = load_document(args.simulation)
     settings = [parse_setting(text) for text in args.settings]

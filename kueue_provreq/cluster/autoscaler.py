@@ -86,7 +86,7 @@ class StandIn:
             assert isinstance(obj, ProvisioningRequest)
             decoded = self._decoded[key] = (raw, obj)
         pr = decoded[1]
-        if pr.metadata.extra.get("deletionTimestamp"):
+        if pr.metadata.terminating:
             return None
         if pr.spec.provisioning_class_name not in c.CA_CLASSES:
             if key not in self.ignored:

@@ -34,7 +34,8 @@ from kueue_provreq.machines import WORKLOAD_MACHINE, Guard, IllegalTransition, T
 from kueue_provreq.machines.phases import REALISERS, held_back, workload_phase, write_workload
 from kueue_provreq.manifests import dump_object, load_object
 from kueue_provreq.manifests.patch import patch_document
-from kueue_provreq.world import Create, Effect, Event, MetricInc, Update, World
+from kueue_provreq.manifests.validation import update_refusal
+from kueue_provreq.world import Create, Effect, Event, MetricInc, Update, World, marked_for_deletion
 from kueue_provreq.world import Delete as DeleteEffect
 
 
@@ -124,8 +125,16 @@ class ModelDriver:
             meta, uid=meta.uid or old.metadata.uid, generation=generation,
             creation_timestamp=meta.creation_timestamp if meta.creation_timestamp is not None
             else old.metadata.creation_timestamp))
+        self._refuse_update(old, new)
         if new != old:
             self._write("apply", Update(new, user_changes(old, new)))
+
+    @staticmethod
+    def _refuse_update(old: KubeObject, new: KubeObject) -> None:
+        """What the API server refuses of an update (the CRDs' transition rules)."""
+        refusal = update_refusal(old.KIND, old.metadata.name, dump_object(old), dump_object(new))
+        if refusal is not None:
+            raise StepFailed(refusal)
 
     def patch(self, kind: str, namespace: str, name: str, api_version: str | None,
               merge: Mapping[str, Any]) -> None:
@@ -137,12 +146,17 @@ class ModelDriver:
         meta = merge.get("metadata")
         if not (isinstance(meta, Mapping) and meta.get("generation") is not None):
             new = attrs.evolve(new, metadata=attrs.evolve(new.metadata, generation=next_generation(old, new)))
+        self._refuse_update(old, new)
         if new != old:
             self._write("patch", Update(new, user_changes(old, new)))
 
     def delete(self, kind: str, namespace: str, name: str) -> None:
-        self._get(kind, namespace, name)
-        self._write("delete", DeleteEffect(kind, namespace, name))
+        obj = self._get(kind, namespace, name)
+        marked = marked_for_deletion(obj, self._now)
+        if marked is None:
+            self._write("delete", DeleteEffect(kind, namespace, name))
+        elif marked is not obj:
+            self._write("delete", Update(marked))
 
     def autoscaler(self, namespace: str | None, request: str, condition: Condition,
                    details: Mapping[str, str] | None) -> None:

@@ -18,6 +18,7 @@ from typing import Any
 import attrs
 
 from kueue_provreq.api import constants as c
+from kueue_provreq.api import naming
 from kueue_provreq.api.meta import Condition
 from kueue_provreq.api.objects import JOB_KINDS, KINDS
 from kueue_provreq.api.queues import AdmissionCheck, Cohort
@@ -31,17 +32,21 @@ from kueue_provreq.conformance.scenario import (
     Autoscaler,
     Delete,
     Expect,
+    Name,
     Patch,
     Reconcile,
+    Refused,
     Scenario,
     ScenarioError,
     SetQuotaReservation,
     Settle,
     Step,
+    object_name,
     parse_scenario,
     scenario_name,
     step_number,
 )
+from kueue_provreq.controllers.integrations import INTEGRATIONS
 from kueue_provreq.driver import (
     NEED_FAULTS,
     NEED_RECONCILE,
@@ -54,7 +59,7 @@ from kueue_provreq.driver import (
 from kueue_provreq.engine import ALL_CONTROLLERS, SettleError
 from kueue_provreq.errors import KueueProvreqError
 from kueue_provreq.machines import IllegalTransition
-from kueue_provreq.manifests import ManifestError, ManifestErrors, format_duration, load_yaml_documents
+from kueue_provreq.manifests import ManifestError, ManifestErrors, format_duration, load_object, load_yaml_documents
 from kueue_provreq.manifests.yamlio import path_problem, read_text
 
 __all__ = ["NoSuchPath", "Observer", "Outcome", "Run", "StepFailed", "collect", "conform", "load_scenarios",
@@ -209,11 +214,45 @@ class Run:
             case Apply():
                 d.apply(step.obj, step.has_status, step.has_generation)
             case Delete():
-                d.delete(step.kind, step.namespace, step.name)
+                d.delete(step.kind, step.namespace, self._name(step.name))
             case Patch():
-                d.patch(step.kind, step.namespace, step.name, step.api_version, step.merge)
+                d.patch(step.kind, step.namespace, self._name(step.name), step.api_version, step.merge)
+            case Refused():
+                self._refused(step)
             case Expect():
                 self._expect(step)
+
+    def _refused(self, step: Refused) -> None:
+        """The write must fail with the message; an ``apply`` whose manifest the API server
+        would refuse on create is refused by the manifest checks (as ``validate`` refuses it)."""
+        d = self.driver
+        try:
+            if step.apply is not None:
+                obj = load_object(step.apply, semantics=self.scenario.config.semantics)
+                meta = step.apply.get("metadata")
+                d.apply(obj, "status" in step.apply, isinstance(meta, Mapping) and meta.get("generation") is not None)
+                what = "apply"
+            else:
+                assert step.patch is not None
+                p = step.patch
+                d.patch(p.kind, p.namespace, self._name(p.name), p.api_version, p.merge)
+                what = "patch"
+        except (StepFailed, ManifestError) as e:
+            if step.message not in str(e):
+                raise StepFailed(f"expected a refusal containing {step.message!r}, got {str(e)!r}") from None
+            return
+        raise StepFailed(f"expected the {what} to be refused ({step.message!r}), it was accepted")
+
+    def _name(self, name: Name) -> str:
+        """A name as the step runs: a job's Workload (``$workloadOf``) is named as Kueue's job
+        integration names it, from the job's uid as the world holds it now."""
+        if isinstance(name, str):
+            return name
+        job = self.driver.read(name.kind, name.namespace, name.name, None)
+        if job is None:
+            raise StepFailed(f"$workloadOf: {name.kind} {name.namespace}/{name.name} not found")
+        uid = str((job.get("metadata") or {}).get("uid") or "")
+        return naming.workload_name_for_owner(name.kind, INTEGRATIONS[name.kind].group, name.name, uid)
 
     def _reconcile(self, step: Reconcile) -> None:
         result = self.driver.reconcile(step.controller, step.key)
@@ -236,16 +275,20 @@ class Run:
         events = self.driver.take_events()
         for i, expected in enumerate(step.objects):
             kind, meta = expected["kind"], expected["metadata"]
+            name = self._name(object_name(meta["name"]))
+            if name != meta["name"]:
+                expected = {**expected, "metadata": {**meta, "name": name}}
             scoped = KINDS[kind].NAMESPACED
             ns = (meta.get("namespace") or DEFAULT_NAMESPACE) if scoped else ""
-            ref = f"{kind} {ns}/{meta['name']}" if scoped else f"{kind} {meta['name']}"
-            doc = self.driver.read(kind, ns, meta["name"], expected.get("apiVersion"))
+            ref = f"{kind} {ns}/{name}" if scoped else f"{kind} {name}"
+            doc = self.driver.read(kind, ns, name, expected.get("apiVersion"))
             if doc is None:
                 raise StepFailed(f"objects[{i}]: {ref} not found")
             diff = self.matcher.match(expected, doc)
             if diff is not None:
                 raise StepFailed(f"objects[{i}]: {ref}: {diff}")
-        for i, (kind, ns, name) in enumerate(step.absent):
+        for i, (kind, ns, written) in enumerate(step.absent):
+            name = self._name(written)
             if self.driver.read(kind, ns, name, None) is not None:
                 raise StepFailed(f"absent[{i}]: {kind} {f'{ns}/' if ns else ''}{name} exists")
         for kind, n in step.count.items():

@@ -49,8 +49,9 @@ ANSWERS = (RequestTrigger.PROVISION, RequestTrigger.FAIL, RequestTrigger.EXPIRE_
 CONDITIONS = (c.WORKLOAD_QUOTA_RESERVED, c.WORKLOAD_ADMITTED, c.WORKLOAD_EVICTED, c.WORKLOAD_REQUEUED,
               c.WORKLOAD_FINISHED, c.WORKLOAD_PREEMPTED, c.WORKLOAD_DEACTIVATION_TARGET)
 #: The shortest backoff: longer than a settle after the answer that starts it takes on a real
-#: cluster (1.5 s of quiet after Kueue's last write), with a margin.
-MIN_BACKOFF = 5
+#: cluster (a few seconds of quiet after Kueue's last write, which comes late on a loaded
+#: machine), with a margin.
+MIN_BACKOFF = 10
 #: Deadlines further away are never reached: the PodsReady timeout (30 minutes) of an admitted
 #: workload, whose pods never start without a job controller.
 HORIZON = 120
@@ -82,7 +83,7 @@ def _world(rng: random.Random) -> tuple[list[dict[str, Any]], list[dict[str, Any
     objects: list[dict[str, Any]] = [
         {"apiVersion": KUEUE, "kind": c.RESOURCE_FLAVOR, "metadata": {"name": f}} for f in flavors]
     for check in checks:
-        base = rng.randint(MIN_BACKOFF, MIN_BACKOFF + 3)
+        base = rng.randint(MIN_BACKOFF, MIN_BACKOFF + 4)
         objects.append({"apiVersion": KUEUE, "kind": c.ADMISSION_CHECK, "metadata": {"name": check},
                         "spec": {"controllerName": c.PROVISIONING_REQUEST_CONTROLLER_NAME,
                                  "parameters": {"apiGroup": c.KUEUE_GROUP, "kind": c.PROVISIONING_REQUEST_CONFIG,
@@ -92,7 +93,7 @@ def _world(rng: random.Random) -> tuple[list[dict[str, Any]], list[dict[str, Any
                         "spec": {"provisioningClassName": c.CLASS_CHECK_CAPACITY,
                                  "retryStrategy": {"backoffLimitCount": rng.randint(0, 2),
                                                    "backoffBaseSeconds": base,
-                                                   "backoffMaxSeconds": base + rng.randint(0, base)}}})
+                                                   "backoffMaxSeconds": base + rng.randint(0, 10)}}})
     objects.append({"apiVersion": KUEUE, "kind": c.CLUSTER_QUEUE, "metadata": {"name": "cq"}, "spec": {
         "namespaceSelector": {},
         "queueingStrategy": rng.choice((c.STRICT_FIFO, c.BEST_EFFORT_FIFO)),

@@ -24,8 +24,10 @@ from kueue_provreq.conformance.scenario import (
     Autoscaler,
     Delete,
     Expect,
+    Name,
     Patch,
     Reconcile,
+    Refused,
     Scenario,
     SetQuotaReservation,
     Settle,
@@ -142,15 +144,25 @@ def summarize(step: Step) -> str:
         case Apply():
             return f"apply {step.obj.KIND} {_name(key_of(step.obj))}"
         case Delete():
-            return f"delete {step.kind} {_name((step.kind, step.namespace, step.name))}"
+            return f"delete {step.kind} {_name((step.kind, step.namespace, _written(step.name)))}"
         case Patch():
-            return f"patch {step.kind} {_name((step.kind, step.namespace, step.name))}"
+            return f"patch {step.kind} {_name((step.kind, step.namespace, _written(step.name)))}"
+        case Refused():
+            if step.patch is not None:
+                return f"patch {step.patch.kind} {_name((step.patch.kind, step.patch.namespace, _written(step.patch.name)))}" \
+                    " (to be refused)"
+            return f"apply {(step.apply or {}).get('kind')} (to be refused)"
         case Expect():
             return "expect"
 
 
 def _name(key: Key) -> str:
     return f"{key[1]}/{key[2]}" if key[1] else key[2]
+
+
+def _written(name: Name) -> str:
+    """A step's name as written (a job's Workload by its job)."""
+    return name if isinstance(name, str) else f"(the Workload of {name.kind} {name.namespace}/{name.name})"
 
 
 # --- renderers ----------------------------------------------------------------------------

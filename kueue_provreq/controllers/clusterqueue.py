@@ -7,8 +7,14 @@ into ``status.conditions`` together with ``pendingWorkloads`` (queue manager; ev
 workload of an inactive queue counts as inadmissible), ``reservingWorkloads`` and
 ``admittedWorkloads``, and ``flavorsReservation`` (every workload holding quota) and
 ``flavorsUsage`` (the admitted ones) from the cache.  The scheduler reads the same activity, so
-the condition and the scheduler's "inactive" never disagree.  Topology reasons and terminating
-queues are not modelled.
+the condition and the scheduler's "inactive" never disagree.  Topology reasons are not
+modelled.
+
+A ClusterQueue being deleted (``deletionTimestamp`` set, held by Kueue's
+``kueue.x-k8s.io/resource-in-use`` finalizer) is ``Terminating``; the reconcile removes the
+finalizer once no workload holds quota in it (``Cache.ClusterQueueEmpty``), and the API
+server then removes the queue.  Kueue's webhook adds that finalizer to every ClusterQueue on
+create; the model does not: a world object carries the finalizers it is given.
 """
 
 from __future__ import annotations
@@ -64,6 +70,12 @@ def reconcile(world: World, key: Key, ctx: Context) -> Result:
     cq = txn.get(*key)
     if not isinstance(cq, ClusterQueue):
         return NOTHING
+    name = cq.metadata.name
+    index = queues.index(world)
+    meta = cq.metadata
+    if meta.terminating and c.FINALIZER_RESOURCE_IN_USE in meta.finalizers and not index.holding.get(name):
+        released = tuple(f for f in meta.finalizers if f != c.FINALIZER_RESOURCE_IN_USE)
+        return txn.result(error=txn.update(evolve(cq, metadata=evolve(meta, finalizers=released))))
     problem = inactive_reason(world, cq)
     gen = cq.metadata.generation
     if problem is None:
@@ -71,8 +83,6 @@ def reconcile(world: World, key: Key, ctx: Context) -> Result:
     else:
         cond = Condition(c.CQ_ACTIVE, c.FALSE, problem[0], problem[1], None, gen)
     conditions, _ = set_condition(cq.status.conditions, cond, ctx.now)
-    name = cq.metadata.name
-    index = queues.index(world)
     empty: Usage = {}
     status = evolve(cq.status, conditions=conditions, pending_workloads=index.pending_total(world, name, ctx.config),
                     reserving_workloads=len(index.holding.get(name, ())),

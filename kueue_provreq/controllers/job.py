@@ -88,7 +88,7 @@ from kueue_provreq.controllers import workload_status as ws
 from kueue_provreq.controllers.context import Context
 from kueue_provreq.controllers.integrations import INTEGRATIONS, Integration, JobIntegration, integration_of
 from kueue_provreq.machines import Guard, WorkloadTrigger, write_workload
-from kueue_provreq.world import NOTHING, Result, Txn, World
+from kueue_provreq.world import NOTHING, Result, Txn, World, truncate
 
 _REQUEUED_AT_ONCE = (c.REASON_PREEMPTED, c.REASON_NODE_FAILURES)
 """Eviction reasons after which the workload goes straight back to the queue (``Requeued=True``)."""
@@ -293,11 +293,19 @@ def _create_workload(txn: Txn, integration: Integration[Any], job: JobObject, co
 
 
 def _start(txn: Txn, integration: Integration[Any], job: JobObject, wl: Workload) -> str | None:
-    """``startJob``; returns the error, if any."""
+    """``startJob``; returns the error, if any.  What can never be put in the job's pod
+    templates (``podset.IsPermanent``: podSetUpdates that conflict with each other, with the
+    flavors' node labels or with the job's own) finishes the Workload instead
+    (``Finished=True`` ``FailedToStart``, the error as message; ``workloadfinish.Finish``) and
+    leaves the job suspended; a missing flavor is an error to retry."""
     assert wl.status.admission is not None
     try:
         started = integration.started(job, podsets.from_status(txn, wl))
-    except (podsets.BadPodSetsInfo, LookupError) as e:
+    except podsets.BadPodSetsInfo as e:
+        finished, finishing = write_workload(wl, WorkloadTrigger.FINISH, reason=c.REASON_FAILED_TO_START,
+                                             message=truncate(str(e), c.CONDITION_MESSAGE_LIMIT), now=txn.now)
+        return txn.update(finished, (finishing,))
+    except LookupError as e:
         return str(e)
     err = txn.update(started)
     if err is None:

@@ -362,12 +362,16 @@ def pod_set_updates(wl: Workload, pr: ProvisioningRequest,
                               node_selector=node_selector) for p in pr.spec.pod_sets)
 
 
+@memo(4096)
 def _check_transition(state: str, trigger: CheckTrigger, check: str, within_backoff_limit: bool = False,
                       keep_quota: bool = False, newer_attempt: bool = False) -> Transition:
-    """``ADMISSION_CHECK_MACHINE.transition`` with the guards of ``request_failed``."""
+    """The check machine's answer with the guards of ``request_failed`` (``MachineTable.fire``,
+    recorded as ``MachineTable.transition`` records it), memoised by plain values: this is the
+    reconcile's hot path, and the table's own memo is keyed by the guards' mapping."""
     guards = {Guard.WITHIN_BACKOFF_LIMIT: within_backoff_limit, Guard.KEEP_QUOTA: keep_quota,
               Guard.NEWER_ATTEMPT: newer_attempt} if trigger == CheckTrigger.REQUEST_FAILED else None
-    return ADMISSION_CHECK_MACHINE.transition(state, trigger, guards, item=check)
+    return Transition.of(ADMISSION_CHECK_MACHINE, state, trigger, ADMISSION_CHECK_MACHINE.fire(state, trigger, guards),
+                         check)
 
 
 Decision = tuple[AdmissionCheckState, Transition]

@@ -7,8 +7,8 @@ one cycle over every queue, run after the keyed reconciles at each pass of a set
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Callable, Hashable
+from enum import StrEnum
 
 import attrs
 
@@ -20,6 +20,7 @@ from kueue_provreq.controllers import (
     admissioncheck,
     clusterqueue,
     job,
+    localqueue,
     provisioning,
     watches,
     workload,
@@ -37,7 +38,7 @@ the controller's watches route to it."""
 Idle = Callable[[Workload, Configuration], bool]
 
 
-class Route(enum.Enum):
+class Route(StrEnum):
     """How a change to a watched object maps to the keys a controller reconciles."""
 
     SELF = "self"
@@ -52,8 +53,9 @@ class Route(enum.Enum):
     ALL = "all"
     """Every object the controller reconciles (configuration everyone reads)."""
     QUEUES = "queues"
-    """The ClusterQueues whose status counts it (a Workload's, as it was and as it is), when
-    the change moves their counts (``queues.recounted``)."""
+    """The ClusterQueues (for a ClusterQueue controller) or LocalQueues (for a LocalQueue one)
+    whose status counts it (a Workload's, as it was and as it is), when the change moves their
+    counts (``queues.recounted``)."""
 
 
 RouteTargets = Callable[[World, Key, KubeObject | None, KubeObject | None], list[Key]]
@@ -121,7 +123,7 @@ class Watch:
 #: except a queue's or a check's own status, which its controller writes.
 _CONFIGURATION = (
     Watch(c.CLUSTER_QUEUE, Route.ALL, unless_written_by=Actor.CLUSTER_QUEUE),
-    Watch(c.LOCAL_QUEUE, Route.ALL),
+    Watch(c.LOCAL_QUEUE, Route.ALL, unless_written_by=Actor.LOCAL_QUEUE),
     Watch(c.RESOURCE_FLAVOR, Route.ALL),
     Watch(c.ADMISSION_CHECK, Route.ALL, unless_written_by=Actor.ADMISSION_CHECK),
     Watch(c.PROVISIONING_REQUEST_CONFIG, Route.ALL),
@@ -159,8 +161,12 @@ class Controller:
 _JOBS_OWNED = tuple(Watch(kind, Route.OWNED, unless_written_by=Actor.JOB) for kind in JOB_KINDS)
 
 CONTROLLERS: tuple[Controller, ...] = (
+    # (an AdmissionCheck's Active condition decides whether its ClusterQueue blocks a pending
+    # workload: the workload controller sees the check controller's writes too)
     Controller(Actor.WORKLOAD, (c.WORKLOAD,), workload.reconcile, (
-        Watch(c.WORKLOAD, Route.SELF), *_JOBS_OWNED, *_CONFIGURATION), reads=watches.workload_reads, idle=watches.idle),
+        Watch(c.WORKLOAD, Route.SELF), *_JOBS_OWNED, Watch(c.ADMISSION_CHECK, Route.ALL),
+        *(w for w in _CONFIGURATION if w.kind != c.ADMISSION_CHECK)), reads=watches.workload_reads,
+        idle=watches.idle),
     Controller(Actor.PROVISIONING, (c.WORKLOAD,), provisioning.reconcile, (
         Watch(c.WORKLOAD, Route.SELF), Watch(c.PROVISIONING_REQUEST, Route.OWNER),
         Watch(c.POD_TEMPLATE, Route.OWNER, unless_written_by=Actor.PROVISIONING),
@@ -174,6 +180,10 @@ CONTROLLERS: tuple[Controller, ...] = (
     Controller(Actor.ADMISSION_CHECK, (c.ADMISSION_CHECK,), admissioncheck.reconcile, _CONFIGURATION,
                every_settle=True),
     Controller(Actor.CLUSTER_QUEUE, (c.CLUSTER_QUEUE,), clusterqueue.reconcile, (
+        Watch(c.WORKLOAD, Route.QUEUES), Watch(c.ADMISSION_CHECK, Route.ALL),
+        *(w for w in _CONFIGURATION if w.kind != c.ADMISSION_CHECK)),
+        every_settle=True),
+    Controller(Actor.LOCAL_QUEUE, (c.LOCAL_QUEUE,), localqueue.reconcile, (
         Watch(c.WORKLOAD, Route.QUEUES), Watch(c.ADMISSION_CHECK, Route.ALL),
         *(w for w in _CONFIGURATION if w.kind != c.ADMISSION_CHECK)),
         every_settle=True),

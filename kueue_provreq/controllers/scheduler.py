@@ -480,12 +480,14 @@ class _Cycle:
 
     def park(self, wl: Workload, reason: str, message: str) -> None:
         """``requeueAndUpdate`` for a workload not admitted: QuotaReserved=False with the
-        reason and a Warning event, written only when the condition changes."""
+        reason and a Warning event, written only when the condition changes.  A workload told
+        the same message already (by the workload controller's queue blocker, which with
+        UnadmittedWorkloadsObservability off names it ``Inadmissible``) keeps its reason: the two
+        writers would otherwise take turns (docs/differences.rst, "Who says a queue blocks")."""
         message = truncate(message, c.CONDITION_MESSAGE_LIMIT)
         held = wl.condition(c.WORKLOAD_QUOTA_RESERVED)
         if wl.status.admission is None and held is not None and \
-                (held.status, held.reason, held.message, held.observed_generation) == \
-                (c.FALSE, reason, message, wl.metadata.generation):
+                (held.status, held.message, held.observed_generation) == (c.FALSE, message, wl.metadata.generation):
             # Already parked so: only Admitted can still move (cheap check, every cycle).
             new = workload_status.sync_admitted_condition(wl, self.ctx.now, self.ctx.config)
         else:
@@ -773,12 +775,9 @@ def schedule(world: World, ctx: Context, key: Key | None = None) -> Result:
         if not isinstance(wl, Workload) or not wl.spec.queue_name or not queues.is_admissible(wl, ctx.config):
             return NOTHING
         only = queues.cluster_queue_name(world, wl)
-        if only is None:
-            cycle.park(wl, c.REASON_MISCONFIGURED, c.MSG_LQ_NOT_FOUND.format(lq=wl.spec.queue_name))
-            return cycle.txn.result(error=cycle.error)
+        if only is None:  # no LocalQueue: the queue manager never holds it
+            return NOTHING
     found = queues.scan(world, ctx, only)
-    for wl, message in found.misrouted:
-        cycle.park(wl, c.REASON_MISCONFIGURED, message)
     wfpr = ctx.config.wait_for_pods_ready
     if wfpr is not None and wfpr.block_admission:
         cycle.not_ready = sum(1 for held in found.index.holding.values() for wl in held.values()
@@ -809,8 +808,8 @@ def schedule(world: World, ctx: Context, key: Key | None = None) -> Result:
         pending = found.ready.get(name, [])
         cq = world.get(c.CLUSTER_QUEUE, "", name)
         if not isinstance(cq, ClusterQueue):
-            for wl in pending:
-                cycle.park(wl, c.REASON_MISCONFIGURED, c.MSG_CQ_NOT_FOUND.format(cq=name))
+            # the queue manager holds no queue for a ClusterQueue that does not exist; the
+            # workload controller tells its workloads so (``getQueueBlocker``)
             continue
         if first_pass and tree is not None and cohorts.cq_node(name) in tree:
             if name in deferred:

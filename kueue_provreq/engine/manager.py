@@ -21,7 +21,7 @@ from kueue_provreq.api.workload import Workload
 from kueue_provreq.controllers import registry, scheduler
 from kueue_provreq.controllers.context import Context
 from kueue_provreq.engine.due import Due, Item
-from kueue_provreq.engine.quiet import QuietBook, QuietPass, unquiet
+from kueue_provreq.engine.quiet import QuietBook, unquiet
 from kueue_provreq.engine.routing import Router, Witness
 from kueue_provreq.errors import KueueProvreqError
 from kueue_provreq.machines import Actor
@@ -111,12 +111,12 @@ class Manager:
                 self.due.wake_up(ctx.now + (result.requeue_after or 0.0), controller, key)
             quiet = self.quiet.of.get(controller)
             if quiet is not None:
-                unquiet(quiet, key)
+                unquiet(quiet, self.quiet.read[controller], key)
                 if result.error is None:
                     if not result.effects:
                         wl = world.get(*key)
                         if isinstance(wl, Workload):
-                            quiet[key] = QuietPass(wl)
+                            quiet[key] = wl
                     else:
                         settled = result.settled
             else:
@@ -133,7 +133,7 @@ class Manager:
             quiet = self.quiet.of.get(controller)
             wl = world.get(*key)
             if quiet is not None and isinstance(wl, Workload) and (controller, key) not in self.due.queued:
-                quiet[key] = QuietPass(wl)
+                quiet[key] = wl
         return result, list(changes)
 
     def _apply(self, controller: str, key: Key, effects: tuple[Effect, ...]) -> dict[Key, KubeObject | None]:

@@ -4,8 +4,9 @@ write wakes them.
 A controller that declares what it reads of a Workload (``registry.Controller.reads``, and its
 finer ``view``) is woken by a write only when the write changes a part of it (:mod:`~kueue_provreq
 .controllers.parts`) that its last quiet pass read.  One representation: per controller and
-Workload, a :class:`QuietPass`, the Workload as that pass saw it, with what it read of it asked
-of the registry when the first write comes (most quiet passes meet none).
+Workload, the Workload as that quiet pass saw it (None once the pass no longer stands as
+quiet).  What the pass read of it is the registry's answer for that Workload, asked when the
+first write comes (most quiet passes meet none) and kept beside it while it is the one seen.
 """
 
 from __future__ import annotations
@@ -19,63 +20,56 @@ from kueue_provreq.controllers import registry
 from kueue_provreq.controllers.parts import Parts
 from kueue_provreq.world import World
 
-_UNSEEN: Hashable = object()
-"""A view not computed yet."""
+Quiet = dict[Key, Workload | None]
+"""One controller's quiet passes: Workload key -> the Workload its last pass left with nothing to
+do, or None.  An entry is voided, not removed, until the Workload goes: a Workload's quiet state
+comes and goes at every write, and removed and added again the entry would keep the key the write
+came with, a new 64-byte tuple each time."""
 
-
-class QuietPass:
-    """A reconcile of a Workload that left it nothing to do: the Workload it saw, and, once a
-    write asks, the parts it read of it and the controller's view of them."""
-
-    __slots__ = ("seen", "read", "view")
-
-    def __init__(self, seen: Workload) -> None:
-        self.seen = seen
-        self.read: Parts | None = None
-        self.view: Hashable = _UNSEEN
-
-    def still_quiet(self, ctl: registry.Controller, world: World, wl: Workload, diff: Parts,
-                    config: Configuration) -> bool:
-        """Whether a write that changed ``diff`` of the Workload (now ``wl``) leaves this pass
-        quiet: it changed no part the pass read, or nothing of what the controller decides from
-        (its ``view``)."""
-        read = self.read
-        if read is None:
-            assert ctl.reads is not None
-            read = self.read = ctl.reads(world, self.seen, config)
-        if diff.isdisjoint(read):
-            return True
-        view = ctl.view
-        if view is None:
-            return False
-        if self.view is _UNSEEN:
-            self.view = view(self.seen)
-        return bool(view(wl) == self.view)
-
-
-Quiet = dict[Key, QuietPass | None]
-"""One controller's quiet passes by Workload key (None: its last pass no longer stands as quiet).
-An entry is voided, not removed, until the Workload goes: a Workload's quiet state comes and
-goes at every write, and removed and added again the entry would keep the key the write came
-with, a new 64-byte tuple each time."""
+Read = tuple[Workload, Parts, Hashable]
+"""What a quiet pass read of the Workload it saw: that Workload, the parts, and the
+controller's view of them (None without a view); kept while that pass stands."""
 
 
 class QuietBook:
-    """The quiet passes of every controller with a watch predicate, and the configuration they
-    were made under (another one voids them)."""
+    """The quiet passes of every controller with a watch predicate, what the registry answered
+    each read, and the configuration they were made under (another one voids them)."""
 
-    __slots__ = ("of", "config")
+    __slots__ = ("of", "read", "config")
 
     def __init__(self, controllers: Iterable[registry.Controller]) -> None:
         self.of: dict[str, Quiet] = {ctl.name: {} for ctl in controllers if ctl.reads is not None}
+        self.read: dict[str, dict[Key, Read]] = {name: {} for name in self.of}
         self.config: Configuration | None = None
 
     def clear(self) -> None:
         for quiet in self.of.values():
             quiet.clear()
+        for read in self.read.values():
+            read.clear()
+
+    def forget(self, name: str, key: Key) -> None:
+        """The Workload is gone: what was kept of it would be kept forever."""
+        self.of[name].pop(key, None)
+        self.read[name].pop(key, None)
+
+    def still_quiet(self, ctl: registry.Controller, world: World, key: Key, seen: Workload, wl: Workload,
+                    diff: Parts, config: Configuration) -> bool:
+        """Whether a write that changed ``diff`` of the Workload (now ``wl``) leaves the quiet
+        pass that saw ``seen`` quiet: it changed no part that pass read, or nothing of what the
+        controller decides from (its ``view``)."""
+        kept = self.read[ctl.name]
+        read = kept.get(key)
+        if read is None or read[0] is not seen:
+            assert ctl.reads is not None
+            read = kept[key] = (seen, ctl.reads(world, seen, config), None if ctl.view is None else ctl.view(seen))
+        if diff.isdisjoint(read[1]):
+            return True
+        return ctl.view is not None and ctl.view(wl) == read[2]
 
 
-def unquiet(quiet: Quiet, key: Key) -> None:
-    """``key``'s pass no longer stands as quiet."""
+def unquiet(quiet: Quiet, read: dict[Key, Read], key: Key) -> None:
+    """``key``'s pass no longer stands as quiet (and what it read is no longer kept)."""
     if quiet.get(key) is not None:
         quiet[key] = None
+        read.pop(key, None)

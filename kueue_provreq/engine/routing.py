@@ -15,7 +15,7 @@ from kueue_provreq.controllers import queues, registry
 from kueue_provreq.controllers.parts import Parts, changed_parts
 from kueue_provreq.controllers.registry import ROUTE_TARGETS, Route, Watch
 from kueue_provreq.engine.due import Due, Item
-from kueue_provreq.engine.quiet import QuietBook, QuietPass, unquiet
+from kueue_provreq.engine.quiet import QuietBook, unquiet
 from kueue_provreq.machines import Actor
 from kueue_provreq.world import World
 
@@ -40,7 +40,7 @@ class Router:
             for w in ctl.watches:
                 self.watchers.setdefault(w.kind, []).append((ctl, w))
         workload_watches = self.watchers.get(c.WORKLOAD, ())
-        self._workload_routes = [(ctl, w.route, w.unless_written_by, quiet.of.get(ctl.name))
+        self._workload_routes = [(ctl, w.route, w.unless_written_by, quiet.of.get(ctl.name), quiet.read.get(ctl.name))
                                  for ctl, w in workload_watches if w.route is not Route.QUEUES]
         #: who recounts a ClusterQueue when the queue index says a Workload change moved its counts
         self._recounters = [ctl.name for ctl, w in workload_watches if w.route is Route.QUEUES]
@@ -62,8 +62,8 @@ class Router:
         to do (``registry.Controller.idle``)."""
         keys = self._cluster_queues() if ctl.kinds == (c.CLUSTER_QUEUE,) else ctl.keys(self.world)
         name, enqueue = ctl.name, self.due.enqueue
-        idle, quiet = ctl.idle, self.quiet.of.get(name)
-        if idle is None or quiet is None:
+        idle, quiet, read = ctl.idle, self.quiet.of.get(name), self.quiet.read.get(name)
+        if idle is None or quiet is None or read is None:
             for key in keys:
                 enqueue(name, key)
             return
@@ -71,10 +71,10 @@ class Router:
         for key in keys:
             wl = world.get(*key)
             if isinstance(wl, Workload) and (name, key) not in queued and idle(wl, config):
-                quiet[key] = QuietPass(wl)
+                quiet[key] = wl
                 self._skip(name, key, "it has nothing to do for such a Workload")
             else:
-                unquiet(quiet, key)
+                unquiet(quiet, read, key)
                 enqueue(name, key)
 
     def on_change(self, writer: str, changes: Iterable[tuple[Key, KubeObject | None]], config: Configuration,
@@ -91,10 +91,13 @@ class Router:
             if kind == c.WORKLOAD:
                 self._workload_changed(writer, key, old, obj, origin, config)
                 continue
-            if kind == c.CLUSTER_QUEUE and writer != Actor.CLUSTER_QUEUE:
-                self._cq_keys = None  # queues come and go only by writes from outside
+            if kind == c.CLUSTER_QUEUE and (writer != Actor.CLUSTER_QUEUE or obj is None):
+                # queues come by writes from outside, and go by them or by their last finalizer
+                self._cq_keys = None
             for ctl, watch in self.watchers.get(kind, ()):
-                if watch.unless_written_by == writer:
+                if watch.unless_written_by == writer and obj is not None:
+                    # its own status write is no news; the object's going (its last finalizer
+                    # removed) is
                     continue
                 route = watch.route
                 if route is Route.SELF:
@@ -108,13 +111,17 @@ class Router:
         self._recounted()
 
     def _recounted(self) -> None:
-        """The ClusterQueues whose counts the changes moved (``Route.QUEUES``, as the queue index
-        saw them) are due."""
+        """The ClusterQueues and LocalQueues whose counts the changes moved (``Route.QUEUES``, as
+        the queue index saw them) are due."""
         if self.index.moves:
-            names = self.index.recounted(self.world)
+            names, refs = self.index.recounted(self.world)
             for name in self._recounters:
-                for cq in names:
-                    self.due.enqueue(name, (c.CLUSTER_QUEUE, "", cq))
+                if self.controllers[name].kinds == (c.LOCAL_QUEUE,):
+                    for ref in refs:
+                        self.due.enqueue(name, (c.LOCAL_QUEUE, *ref))
+                else:
+                    for cq in names:
+                        self.due.enqueue(name, (c.CLUSTER_QUEUE, "", cq))
 
     def _workload_changed(self, writer: str, key: Key, was: KubeObject | None, wl: KubeObject | None,
                           origin: Item | None, config: Configuration) -> None:
@@ -123,23 +130,23 @@ class Router:
         assert (was is None or type(was) is Workload) and (wl is None or type(wl) is Workload)
         queued, witness = self.due.queued, self.witness
         diff: Parts | None = None
-        for ctl, route, unless, quiet in self._workload_routes:
+        for ctl, route, unless, quiet, read in self._workload_routes:
             if unless is not None and unless == writer:
                 continue
             name = ctl.name
             if route is Route.SELF:
                 if wl is None:
                     if quiet is not None:
-                        quiet.pop(key, None)  # what it read of a deleted object would be kept forever
+                        self.quiet.forget(name, key)
                     if witness is not None:
                         witness.gone(name, key)
                     continue  # nothing left to reconcile
                 item = (name, key)
                 if item in queued:
-                    if quiet is not None:
-                        unquiet(quiet, key)
+                    if quiet is not None and read is not None:
+                        unquiet(quiet, read, key)
                     continue
-                if quiet is not None:
+                if quiet is not None and read is not None:
                     if origin == item:
                         if witness is not None:
                             witness.skipped(name, key, "its own write settled it")
@@ -148,17 +155,17 @@ class Router:
                     if last is not None and was is not None:
                         if diff is None:
                             diff = changed_parts(was, wl)
-                        if last.still_quiet(ctl, self.world, wl, diff, config):
+                        if self.quiet.still_quiet(ctl, self.world, key, last, wl, diff, config):
                             if witness is not None:
                                 witness.skipped(name, key, f"its watch ignored a change by {writer or 'a client'}")
                             continue
                     elif last is None and was is None and ctl.idle is not None and ctl.idle(wl, config):
-                        quiet[key] = QuietPass(wl)
+                        quiet[key] = wl
                         if witness is not None:
                             witness.skipped(name, key, "it has nothing to do for such a Workload")
                         continue
                     if last is not None:
-                        quiet[key] = None
+                        unquiet(quiet, read, key)
                 queued.add(item)
                 self.due.queue.append(item)
             elif route is Route.ALL:
@@ -175,7 +182,7 @@ class Router:
             return
         quiet = self.quiet.of.get(ctl.name)
         if quiet is not None:
-            unquiet(quiet, key)
+            unquiet(quiet, self.quiet.read[ctl.name], key)
         self.due.enqueue(ctl.name, key)
 
     def _cluster_queues(self) -> list[Key]:

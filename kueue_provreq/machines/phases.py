@@ -141,6 +141,7 @@ REALISERS: Mapping[WorkloadTrigger, Realiser] = MappingProxyType({
     WorkloadTrigger.EVICT: _evict,
     WorkloadTrigger.RELEASE_QUOTA: _release_quota,
     WorkloadTrigger.UNSET_QUOTA: _unset_quota,
+    WorkloadTrigger.SET_ASIDE: _unset_quota,
     WorkloadTrigger.REQUEUE: _requeue,
     WorkloadTrigger.DELAY: _delay,
     WorkloadTrigger.DEACTIVATE: _activate(False),

@@ -70,6 +70,12 @@ class Transition:
         what = f"check {self.item}" if self.item else self.machine
         return f"{what} {self.source} -{self.trigger}-> {self.target}"
 
+    @classmethod
+    def of(cls, table: MachineTable[S, T], state: str, trigger: str, target: S, item: str = "") -> Transition:
+        """The record of ``table``'s fire of ``trigger`` from ``state`` to ``target``, in plain
+        strings: the record ends up in objects, YAML and JSON."""
+        return cls(table.name, str(state), str(trigger), target.value, item)
+
 
 @attrs.frozen
 class OptIn:
@@ -187,6 +193,4 @@ class MachineTable(Generic[S, T]):
 @memo(4096)
 def _transition(table: MachineTable[S, T], state: str, trigger: str, guards: tuple[tuple[Guard, bool], ...],
                 item: str) -> Transition:
-    target = table.fire(state, trigger, dict(guards))
-    # plain strings: the record ends up in objects, YAML and JSON
-    return Transition(table.name, str(state), str(trigger), target.value, item)
+    return Transition.of(table, state, trigger, table.fire(state, trigger, dict(guards)), item)

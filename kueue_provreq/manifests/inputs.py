@@ -36,7 +36,7 @@ from kueue_provreq.manifests import kubernetes
 from kueue_provreq.manifests.codec import describe, parse_time
 from kueue_provreq.manifests.errors import ManifestError
 from kueue_provreq.manifests.objects import API_VERSIONS, STRICT, check_object
-from kueue_provreq.manifests.yamlio import SourcedDict, load_file, load_yaml_documents, locate
+from kueue_provreq.manifests.yamlio import SourcedDict, load_file, load_yaml_documents, locate, read_stream
 
 #: Real kinds of the groups the model reads that it does not use: skipped, not errors.
 UNUSED_KINDS: Final[dict[str, frozenset[str]]] = {
@@ -101,7 +101,7 @@ def read_source(source: str, stdin: TextIO | None = None) -> list[dict[str, Any]
     """The documents of one ``-f`` argument: a file, a folder's ``*.yaml``, ``*.yml`` and
     ``*.json`` files in name order, or ``-`` for standard input."""
     if source == "-":
-        return load_yaml_documents((stdin or sys.stdin).read(), "<stdin>")
+        return load_yaml_documents(read_stream(stdin or sys.stdin), "<stdin>")
     if source == "":
         raise ManifestError("an empty path names no file", source="-f ''")
     path = Path(source)

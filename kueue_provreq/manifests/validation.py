@@ -14,8 +14,9 @@ walks them beside the real CRDs, field by field.  The built-in kinds and every e
 template come from the pinned Kubernetes OpenAPI schemas (:mod:`~kueue_provreq.manifests.kubernetes`).
 What is deliberately not checked:
 
-* CEL *transition* rules (``self == oldSelf``, "immutable while quota reserved"): they need
-  the old object and never fire on create;
+* CEL *transition* rules (``self == oldSelf``, "immutable while quota reserved") on create:
+  they need the old object; :func:`update_refusal` checks the ones a scenario's updates
+  reach (a LocalQueue's ``spec.clusterQueue``);
 * references to other objects (a LocalQueue naming a missing ClusterQueue is accepted by
   the server too);
 * webhook rules behind feature gates that are off at the modelled snapshot.
@@ -892,3 +893,16 @@ def _job_webhook_rules(job: Mapping[str, Any], out: Problems) -> None:
 
 _GO_INT: Final = re.compile(r"[+-]?[0-9]+")
 """What Go's ``strconv.Atoi`` reads."""
+
+
+def update_refusal(kind: str, name: str, old: Mapping[str, Any], new: Mapping[str, Any]) -> str | None:
+    """The API server's refusal of an update of ``old`` (a stored object, in the storage
+    version) into ``new``, by the CRDs' transition rules, or None: a LocalQueue's
+    ``spec.clusterQueue`` is immutable (``self == oldSelf``, "field is immutable")."""
+    if kind == c.LOCAL_QUEUE:
+        before = (old.get("spec") or {}).get("clusterQueue")
+        after = (new.get("spec") or {}).get("clusterQueue")
+        if before != after:
+            return f'{kind}.{c.KUEUE_GROUP} "{name}" is invalid: spec.clusterQueue: Invalid value: "string": ' \
+                   "field is immutable"
+    return None

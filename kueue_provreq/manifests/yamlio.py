@@ -14,7 +14,7 @@ import errno
 import os
 import re
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, TextIO, cast
 
 import yaml
 
@@ -210,6 +210,21 @@ def read_text(path: str | Path, limit: int = MAX_TEXT_BYTES) -> str:
         raise ManifestError(path_problem(e), source=source) from None
     if len(data) > limit:  # a pipe or a device: no size to check first
         raise ManifestError(f"larger than {limit // (1024 * 1024)} MiB", source=source)
+    return decode_text(data, source)
+
+
+def read_stream(stream: TextIO, source: str = "<stdin>", limit: int = MAX_TEXT_BYTES) -> str:
+    """Standard input as :func:`read_text` reads a file: its bytes when it has them (so that a
+    byte-order mark is honoured), at most ``limit`` of them."""
+    binary = getattr(stream, "buffer", None)
+    data: bytes | str = binary.read(limit + 1) if binary is not None else stream.read(limit + 1)
+    if len(data) > limit:
+        raise ManifestError(f"larger than {limit // (1024 * 1024)} MiB", source=source)
+    return data if isinstance(data, str) else decode_text(data, source)
+
+
+def decode_text(data: bytes, source: str) -> str:
+    """UTF-8, or what a byte-order mark says (UTF-8 or UTF-16); otherwise one line naming the byte."""
     encoding = next((name for bom, name in _BOMS if data.startswith(bom)), "utf-8")
     try:
         return data.decode(encoding)

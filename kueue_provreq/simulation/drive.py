@@ -167,7 +167,7 @@ class JobDriver(Subscriber):
         self._next: dict[Key, Event] = {}  # what is to come for each admitted workload
         self._admissions: dict[Key, int] = {}
         self._on_pods_ready: list[Callable[[Workload], None]] = []
-        self.running: set[Key] = set()
+        self._running: set[Key] = set()
         loop.subscribe(self)
 
     def when_pods_ready(self, callback: Callable[[Workload], None]) -> None:
@@ -177,7 +177,7 @@ class JobDriver(Subscriber):
     def pods_scheduled(self, pr: ProvisioningRequest) -> bool:
         """Whether the pods of the workload owning ``pr`` are running."""
         ref = pr.metadata.controller_ref()
-        return ref is not None and (c.WORKLOAD, pr.metadata.namespace, ref.name) in self.running
+        return ref is not None and (c.WORKLOAD, pr.metadata.namespace, ref.name) in self._running
 
     def on_phase(self, actor: str, wl: Workload, before: str, after: str) -> None:
         if after == P.ADMITTED:
@@ -200,7 +200,7 @@ class JobDriver(Subscriber):
         planned = self._next.pop(key, None)
         if planned is not None:
             planned.cancel()
-        self.running.discard(key)
+        self._running.discard(key)
 
     def _current(self, key: Key) -> Workload | None:
         del self._next[key]
@@ -211,7 +211,7 @@ class JobDriver(Subscriber):
         wl = self._current(key)
         if wl is None:
             return
-        self.running.add(key)
+        self._running.add(key)
         new = ws.set_cond(wl, c.WORKLOAD_PODS_READY, c.TRUE, c.REASON_STARTED, c.MSG_PODS_READY, self.loop.now)
         if new is not wl:
             self.loop.write(Actor.JOB, Update(new))
@@ -224,7 +224,7 @@ class JobDriver(Subscriber):
         wl = self._current(key)
         if wl is None:
             return
-        self.running.discard(key)
+        self._running.discard(key)
         new, finished = write_workload(wl, WorkloadTrigger.FINISH, reason=c.REASON_FINISHED_SUCCEEDED,
                                        message=c.MSG_JOB_FINISHED, now=self.loop.now)
         self.loop.write(Actor.JOB, Update(new, (finished,)))

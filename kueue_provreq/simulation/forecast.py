@@ -14,7 +14,7 @@ a Job; ``simulate`` has a job model for that.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
@@ -351,7 +351,7 @@ def forecast(objects: Sequence[KubeObject], at: TimeLike, script: Script = PROVI
     return Forecast(at, script, until, tuple(out), tuple(unmanaged))
 
 
-def _admitted_owner(world: World) -> Any:
+def _admitted_owner(world: World) -> Callable[[ProvisioningRequest], bool]:
     """Forecasts start the pods at admission: a request's pods are scheduled once its
     workload is admitted."""
     def scheduled(pr: ProvisioningRequest) -> bool:

@@ -22,7 +22,7 @@ metric is one more thing :class:`_Metrics` keeps and one more field of the repor
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from decimal import Decimal
 from typing import Any
 
@@ -115,6 +115,10 @@ class RequestCounts:
 
 @attrs.frozen
 class Summary:
+    """The run in numbers.  Each field is one metric: :class:`_Metrics` computes it
+    (:meth:`_Metrics.summary`), and ``summary.json`` writes it under its camelCase name (or the
+    field's ``json`` metadata), so a new metric is a field here and its value there."""
+
     simulation: str
     seed: int
     workloads: int
@@ -124,9 +128,9 @@ class Summary:
     pending: int
     """Neither admitted, finished nor deactivated at the end."""
     finished: int
-    admission_latency: Percentiles
+    admission_latency: Percentiles = attrs.field(metadata={"json": "admissionLatencySeconds"})
     """From creation to first admission, over the workloads ever admitted."""
-    requests: RequestCounts
+    requests: RequestCounts = attrs.field(metadata={"json": "provisioningRequests"})
     evictions: FrozenMap[str, int]
     """By the ``Evicted`` condition's reason."""
     reserved_waiting_quota_seconds: FrozenMap[str, Decimal]
@@ -138,22 +142,9 @@ class Summary:
     runs where several queues share quota through a cohort."""
 
     def to_json(self) -> dict[str, Any]:
-        lat = self.admission_latency
-        req = self.requests
-        out = {
-            "simulation": self.simulation, "seed": self.seed, "workloads": self.workloads,
-            "admitted": self.admitted, "deactivated": self.deactivated, "pending": self.pending,
-            "finished": self.finished,
-            "admissionLatencySeconds": {"p50": lat.p50, "p90": lat.p90, "p99": lat.p99, "max": lat.max},
-            "provisioningRequests": {"created": req.created, "provisioned": req.provisioned, "failed": req.failed,
-                                     "bookingExpired": req.booking_expired, "bookingConsumed": req.booking_consumed,
-                                     "capacityRevoked": req.capacity_revoked},
-            "evictions": dict(sorted(self.evictions.items())),
-            "reservedWaitingQuotaSeconds": {k: _number(v) for k, v in sorted(self.reserved_waiting_quota_seconds.items())},
-            "simulatedSeconds": self.simulated_seconds,
-        }
-        if self.cluster_queues:
-            out["clusterQueues"] = {name: q.to_json() for name, q in sorted(self.cluster_queues.items())}
+        out = dict(_json(self))
+        if not self.cluster_queues:
+            del out["clusterQueues"]  # one queue: the totals say it all
         return out
 
 
@@ -166,16 +157,25 @@ class QueueSummary:
     admitted: int
     pending: int
     deactivated: int
-    admission_latency: Percentiles
+    admission_latency: Percentiles = attrs.field(metadata={"json": "admissionLatencySeconds"})
     reserved_waiting_quota_seconds: FrozenMap[str, Decimal]
 
-    def to_json(self) -> dict[str, Any]:
-        lat = self.admission_latency
-        return {"workloads": self.workloads, "finished": self.finished, "admitted": self.admitted,
-                "pending": self.pending, "deactivated": self.deactivated,
-                "admissionLatencySeconds": {"p50": lat.p50, "p90": lat.p90, "p99": lat.p99, "max": lat.max},
-                "reservedWaitingQuotaSeconds": {k: _number(v) for k, v in
-                                                sorted(self.reserved_waiting_quota_seconds.items())}}
+
+def _json(value: Any) -> Any:
+    """A summary value as JSON: an attrs class as an object of its fields, maps with sorted keys,
+    exact numbers (:func:`_number`)."""
+    if attrs.has(type(value)):
+        return {f.metadata.get("json", _camel(f.name)): _json(getattr(value, f.name)) for f in attrs.fields(type(value))}
+    if isinstance(value, Mapping):
+        return {k: _json(v) for k, v in sorted(value.items())}
+    if isinstance(value, Decimal):
+        return _number(value)
+    return value
+
+
+def _camel(name: str) -> str:
+    first, *rest = name.split("_")
+    return first + "".join(part.capitalize() for part in rest)
 
 
 def _number(value: Decimal) -> int | float:
@@ -390,6 +390,29 @@ class _Metrics(Subscriber):
     def on_request_deleted(self, actor: str, key: Key) -> None:
         self.request_conditions.pop(key, None)
 
+    # --- the report -------------------------------------------------------------------
+    def records(self) -> tuple[WorkloadRecord, ...]:
+        return tuple(WorkloadRecord(ns, name, life.template, life.created, life.quota_reserved, life.admitted,
+                                    life.finished, life.deactivated, life.attempts, life.evictions, life.outcome,
+                                    life.cluster_queue)
+                     for (_, ns, name), life in self.lives.items())
+
+    def summary(self, records: tuple[WorkloadRecord, ...]) -> dict[str, Any]:
+        """Each metric of :class:`Summary` but the run's name, seed and length."""
+        outcomes = [r.outcome for r in records]
+        req = self.requests
+        return {
+            "workloads": len(records), "admitted": outcomes.count(Outcome.ADMITTED),
+            "deactivated": outcomes.count(Outcome.DEACTIVATED), "pending": outcomes.count(Outcome.PENDING),
+            "finished": outcomes.count(Outcome.FINISHED),
+            "admission_latency": Percentiles.of([r.admitted - r.created for r in records if r.admitted is not None]),
+            "requests": RequestCounts(req["created"], req[c.PR_PROVISIONED], req[c.PR_FAILED], req[c.PR_BOOKING_EXPIRED],
+                                      req[c.CA_REASON_CAPACITY_BOOKING_CONSUMED], req[c.PR_CAPACITY_REVOKED]),
+            "evictions": FrozenMap(self.evictions),
+            "reserved_waiting_quota_seconds": FrozenMap(self.waiting_seconds),
+            "cluster_queues": _per_queue(records, self),
+        }
+
 
 def _arrival_times(sim: Simulation, draws: Draws) -> Iterator[int]:
     if sim.trace:
@@ -503,7 +526,7 @@ def simulate(sim: Simulation, *, verify: bool = False, progress: Callable[[int],
     return _report(sim, metrics, end)
 
 
-def _per_queue(records: list[WorkloadRecord], m: _Metrics) -> FrozenMap[str, QueueSummary]:
+def _per_queue(records: tuple[WorkloadRecord, ...], m: _Metrics) -> FrozenMap[str, QueueSummary]:
     """The figures per ClusterQueue, when the workloads went to more than one."""
     names = sorted({r.cluster_queue for r in records})
     if len(names) < 2:
@@ -521,23 +544,8 @@ def _per_queue(records: list[WorkloadRecord], m: _Metrics) -> FrozenMap[str, Que
 
 
 def _report(sim: Simulation, m: _Metrics, end: int) -> Report:
-    records = []
-    for (_, ns, name), life in m.lives.items():
-        records.append(WorkloadRecord(ns, name, life.template, life.created, life.quota_reserved, life.admitted,
-                                      life.finished, life.deactivated, life.attempts, life.evictions, life.outcome,
-                                      life.cluster_queue))
-    outcomes = [r.outcome for r in records]
-    latencies = [r.admitted - r.created for r in records if r.admitted is not None]
-    req = m.requests
-    summary = Summary(
-        simulation=sim.name, seed=sim.seed, workloads=len(records), admitted=outcomes.count(Outcome.ADMITTED),
-        deactivated=outcomes.count(Outcome.DEACTIVATED), pending=outcomes.count(Outcome.PENDING),
-        finished=outcomes.count(Outcome.FINISHED), admission_latency=Percentiles.of(latencies),
-        requests=RequestCounts(req["created"], req[c.PR_PROVISIONED], req[c.PR_FAILED], req[c.PR_BOOKING_EXPIRED],
-                               req[c.CA_REASON_CAPACITY_BOOKING_CONSUMED], req[c.PR_CAPACITY_REVOKED]),
-        evictions=FrozenMap(m.evictions),
-        reserved_waiting_quota_seconds=FrozenMap({k: v for k, v in m.waiting_seconds.items()}),
-        simulated_seconds=end - sim.start, cluster_queues=_per_queue(records, m))
+    records = m.records()
+    summary = Summary(simulation=sim.name, seed=sim.seed, simulated_seconds=end - sim.start, **m.summary(records))
     resources = sorted(set().union(*(s[4].keys() | s[5].keys() for s in m.samples))) if m.samples else []
     samples = m.samples
     series = Series(
@@ -546,7 +554,7 @@ def _report(sim: Simulation, m: _Metrics, end: int) -> Report:
         waiting_quota=FrozenMap({r: tuple(float(s[4].get(r, 0)) for s in samples) for r in resources}),
         admitted_quota=FrozenMap({r: tuple(float(s[5].get(r, 0)) for s in samples) for r in resources}))
     histories = FrozenMap({f"{ns}/{name}": tuple(h) for (_, ns, name), h in (m.histories or {}).items()})
-    return Report(sim, summary, tuple(records), series, histories)
+    return Report(sim, summary, records, series, histories)
 
 
 __all__ = ["Percentiles", "QueueSummary", "Report", "RequestCounts", "Series", "Summary", "WorkloadRecord", "simulate"]

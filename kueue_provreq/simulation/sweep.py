@@ -192,9 +192,9 @@ def _gather(futures: Mapping[Any, int], completed: Iterable[Any], n: int,
     return [r for r in results if r is not None]
 
 
-def _reachable(address: str) -> None:
+def check_scheduler(address: str) -> None:
     """A ``tcp://host:port`` scheduler that refuses connections is said at once, before Dask's
-    own connection loop waits out its timeout."""
+    own connection loop waits out its timeout (``local`` and other addresses: Dask says)."""
     parsed = urllib.parse.urlsplit(address)
     if parsed.scheme != "tcp" or parsed.hostname is None or parsed.port is None:
         return
@@ -207,6 +207,7 @@ def _reachable(address: str) -> None:
 def _on_dask(sims: Sequence[Simulation], address: str, jobs: int | None,
              progress: Callable[[int], None] | None) -> list[dict[str, Any]]:
     require(SIM, "dask.distributed", "a Dask sweep")
+    check_scheduler(address)  # before Dask's own import, which takes seconds
     from dask.distributed import Client, LocalCluster
     from dask.distributed import as_completed as dask_completed
 
@@ -216,7 +217,6 @@ def _on_dask(sims: Sequence[Simulation], address: str, jobs: int | None,
         client = Client(cluster)
     else:
         cluster = None
-        _reachable(address)
         try:
             client = Client(address, timeout=DASK_CONNECT_TIMEOUT)
         except (OSError, TimeoutError, ValueError) as e:  # refused, unreachable, or not an address

@@ -15,7 +15,6 @@ is instrumented: the engine reports its effects, and the loop reports outside wr
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
 
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.objects import Key, KubeObject
@@ -74,6 +73,9 @@ class Watch:
         #: Per hook, the subscribers' bound methods that override it (a run reports millions
         #: of effects: a hook nobody overrides costs nothing).
         self._hooks: dict[str, list[Callable[..., None]]] = {name: [] for name in _HOOKS}
+        hooks = self._hooks
+        self._effect, self._created, self._phase = hooks["on_effect"], hooks["on_workload_created"], hooks["on_phase"]
+        self._check, self._updated = hooks["on_check"], hooks["on_workload_updated"]
 
     @property
     def phases(self) -> dict[Key, str]:
@@ -85,41 +87,42 @@ class Watch:
             if getattr(type(subscriber), name) is not getattr(Subscriber, name):
                 hooks.append(getattr(subscriber, name))
 
-    def _call(self, hook: str, *args: Any) -> None:
-        for fn in self._hooks[hook]:
-            fn(*args)
-
     def __call__(self, actor: str, effect: Effect) -> None:
-        hooks = self._hooks
-        for fn in hooks["on_effect"]:
+        for fn in self._effect:
             fn(actor, effect)
         if isinstance(effect, (Create, Update)):
             obj = effect.obj
             if isinstance(obj, Workload):
                 self._workload(actor, obj, effect)
             elif isinstance(obj, ProvisioningRequest):
-                self._call("on_request_created" if isinstance(effect, Create) else "on_request_updated", actor, obj)
+                for fn in self._hooks["on_request_created" if isinstance(effect, Create) else "on_request_updated"]:
+                    fn(actor, obj)
         elif isinstance(effect, Delete):
             key = (effect.kind, effect.namespace, effect.name)
             if effect.kind == c.PROVISIONING_REQUEST:
-                self._call("on_request_deleted", actor, key)
+                for fn in self._hooks["on_request_deleted"]:
+                    fn(actor, key)
             elif effect.kind == c.WORKLOAD:
                 change = self.states.deleted(key)
                 if change is not None:
-                    assert change.before is not None
-                    self._call("on_workload_deleted", actor, key, change.before)
+                    for fn in self._hooks["on_workload_deleted"]:
+                        fn(actor, key, change.before)
         elif isinstance(effect, MetricInc):
-            self._call("on_metric", effect)
+            for fn in self._hooks["on_metric"]:
+                fn(effect)
 
     def _workload(self, actor: str, wl: Workload, effect: Create | Update) -> None:
         change = self.states.written(wl, effect.transitions if isinstance(effect, Update) else ())
         if isinstance(effect, Create) or (change is not None and change.before is None):
-            self._call("on_workload_created", actor, wl)
+            for fn in self._created:
+                fn(actor, wl)
             return
         if change is not None:
-            if change.moved:
-                assert change.before is not None and change.after is not None
-                self._call("on_phase", actor, wl, change.before, change.after)
+            if change.before != change.after:
+                for fn in self._phase:
+                    fn(actor, wl, change.before, change.after)
             for check in change.checks:
-                self._call("on_check", actor, wl, check.check, check.before, check.after)
-        self._call("on_workload_updated", actor, wl)
+                for fn in self._check:
+                    fn(actor, wl, check.check, check.before, check.after)
+        for fn in self._updated:
+            fn(actor, wl)
