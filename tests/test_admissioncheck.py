@@ -56,7 +56,7 @@ def test_valid_reference_to_existing_config_is_active() -> None:
     (ParametersReference(c.KUEUE_GROUP, "Config", "prc"),
      'wrong kind "Config", expecting "ProvisioningRequestConfig": bad parameters reference'),
     (ParametersReference(c.KUEUE_GROUP, c.PROVISIONING_REQUEST_CONFIG, "other"),
-     'provisioningrequestconfigs.kueue.x-k8s.io "other" not found'),
+     'ProvisioningRequestConfig.kueue.x-k8s.io "other" not found'),
 ])
 def test_bad_reference_is_inactive_with_the_reference_error(ref: ParametersReference | None, message: str) -> None:
     assert reconcile(World([check(ref), prc()])) == Condition(
@@ -89,7 +89,7 @@ def test_config_missing_from_the_cache_reads_as_not_found() -> None:
     result = admissioncheck.reconcile(world, KEY, Context(T0))
     (update,) = result.effects
     assert isinstance(update, Update) and isinstance(update.obj, AdmissionCheck)
-    assert update.obj.status.conditions[0].message == 'provisioningrequestconfigs.kueue.x-k8s.io "prc" not found'
+    assert update.obj.status.conditions[0].message == 'ProvisioningRequestConfig.kueue.x-k8s.io "prc" not found'
 
 
 def test_failed_status_write_is_reported() -> None:

@@ -76,10 +76,20 @@ def test_explain_names_the_request_its_message_and_the_attempt() -> None:
     """train-b waits behind its second attempt; the clock is the dump's newest time."""
     status, out, err = run(["explain", "-f", str(DATA / "healthy" / "dump.yaml")])
     assert status == 0 and err == SKIPPED
-    newest = out.splitlines()[0].removeprefix("at ")
-    assert ("at " + newest) == out.splitlines()[0] and newest <= RECORDING["healthy"]["at"]
+    newest = out.splitlines()[0].removeprefix("at ").removesuffix(" (the newest time the inputs record; --at sets another)")
+    assert newest <= RECORDING["healthy"]["at"] and out.splitlines()[0] != f"at {newest}"
     assert (f"ProvisioningRequest ml/{request('healthy', 'train-b', 2)} (check gpu-capacity, attempt 2 of 4): "
             "Accepted=True (Accepted: ProvisioningRequest is accepted by ClusterAutoscaler)") in out
     later = RECORDING["troubled"]["auditAt"]
     status, out, _ = run(["explain", "-f", str(DATA / "healthy" / "dump.yaml"), "--at", later])
-    assert out.startswith(f"at {later}\n") and "1h0m" in out
+    assert out.startswith(f"at {later} (given by --at)\n") and "1h0m" in out
+
+
+def test_explain_flags_what_audit_finds_in_the_same_dump() -> None:
+    """One voice: the Admitted-while-check-Pending workload audit reports is flagged by explain."""
+    dump = str(DATA / "troubled" / "dump.yaml")
+    _, audited, _ = run(["audit", "-f", dump])
+    _, explained, _ = run(["explain", "-f", dump])
+    section = explained[explained.index("AUDIT (as kueue-provreq audit finds it)\n"):explained.index("\nNEXT\n")]
+    assert f"Workload ml/{workload('troubled', 'serve-e')}: Admitted=True while check gpu-capacity is Pending" in section
+    assert [line.strip() for line in section.splitlines()[1:]] == audited.splitlines()[:-1]

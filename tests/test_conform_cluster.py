@@ -91,6 +91,19 @@ def test_timestamps_read_on_the_scenario_clock() -> None:
     assert d._to_real(clock + 90) == start + 90
 
 
+def test_waits_in_event_messages_read_on_the_scenario_clock() -> None:
+    """Reserved in the first period, admitted 20 scenario seconds later after a real wait of
+    20 s plus the settles' 3.4 s: the message says what the model says, 20s."""
+    d = _driver()
+    start, clock = 1_800_000_000, 1_704_067_200.0
+    d.epochs = [_Epoch(start, clock), _Epoch(start + 3, clock + 20)]
+    d._record_event({"metadata": {"name": "e1"}, "type": "Normal", "reason": "Admitted",
+                     "eventTime": "2027-01-15T08:00:23.400000Z",  # start + 23.4
+                     "message": "Admitted by ClusterQueue cq-kqzt, wait time since reservation was 23s",
+                     "involvedObject": {"kind": "Workload", "namespace": "ns-kqzt", "name": "wl"}})
+    assert d._events[0]["message"] == "Admitted by ClusterQueue cq-kqzt, wait time since reservation was 20s"
+
+
 def test_prometheus_text_is_read_into_samples() -> None:
     text = ('# HELP kueue_evicted_workloads_total x\n# TYPE kueue_evicted_workloads_total counter\n'
             'kueue_evicted_workloads_total{cluster_queue="cq-kqzt",reason="Deactivated"} 2\n'

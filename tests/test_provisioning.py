@@ -404,9 +404,9 @@ def test_same_node_label_and_toleration_are_not_duplicated() -> None:
 
 def test_missing_flavor_is_a_create_error() -> None:
     r = run([workload(), check(), config(), flavors()[1]])
-    assert r.error == 'resourceflavors.kueue.x-k8s.io "flv1" not found'
+    assert r.error == 'ResourceFlavor.kueue.x-k8s.io "flv1" not found'
     assert events(r)[0][2] == ('Error creating PodTemplate "ppt-wl-check1-1-ps1": '
-                               'resourceflavors.kueue.x-k8s.io "flv1" not found')
+                               'ResourceFlavor.kueue.x-k8s.io "flv1" not found')
 
 
 def test_limits_are_copied_to_missing_requests() -> None:

@@ -59,11 +59,11 @@ from kueue_provreq.api import constants as c
 from kueue_provreq.api import naming
 from kueue_provreq.api.meta import Condition, Time
 from kueue_provreq.api.objects import KINDS, Key, KubeObject
+from kueue_provreq.api.queues import cohort_names
 from kueue_provreq.api.workload import Admission, Workload
 from kueue_provreq.cluster.client import ApiError, Client, ClusterError
 from kueue_provreq.cluster.resources import RESOURCES, Resource
 from kueue_provreq.cluster.testbed.controlplane import Testbed, restart_kueue
-from kueue_provreq.controllers.workload_status import set_quota_reservation, unset_quota_reservation
 from kueue_provreq.driver import (
     NEED_FAULTS,
     NEED_RECONCILE,
@@ -73,6 +73,7 @@ from kueue_provreq.driver import (
     Reconciled,
     StepFailed,
 )
+from kueue_provreq.machines.status import set_quota_reservation, unset_quota_reservation
 from kueue_provreq.manifests import dump_object, load_object
 from kueue_provreq.manifests.codec import format_time, parse_time
 from kueue_provreq.manifests.objects import IGNORE
@@ -95,7 +96,7 @@ NAMESPACE = Resource("Namespace", "", "v1", "namespaces", False)
 EVENT = RESOURCES["Event"]
 
 #: The kinds a scenario's world may hold on a cluster, watched for settling.
-WATCHED = (c.RESOURCE_FLAVOR, c.ADMISSION_CHECK, c.PROVISIONING_REQUEST_CONFIG, c.CLUSTER_QUEUE,
+WATCHED = (c.RESOURCE_FLAVOR, c.ADMISSION_CHECK, c.PROVISIONING_REQUEST_CONFIG, c.COHORT, c.CLUSTER_QUEUE,
            c.LOCAL_QUEUE, c.JOB, c.JOBSET, c.PYTORCH_JOB, c.WORKLOAD, c.PROVISIONING_REQUEST,
            c.POD_TEMPLATE)
 
@@ -103,6 +104,8 @@ WATCHED = (c.RESOURCE_FLAVOR, c.ADMISSION_CHECK, c.PROVISIONING_REQUEST_CONFIG, 
 _MODEL_UID = "00000000-0000-4000-8000-{:012x}"
 _TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)")
 _SERVER_META = ("resourceVersion", "managedFields", "selfLink")
+#: The waits Kueue's Admitted and QuotaReserved events give in real seconds.
+_WAIT = re.compile(r"(wait time since (?:reservation|queued) was )(\d+)s")
 
 
 def new_suffix(rng: random.Random) -> str:
@@ -239,9 +242,11 @@ class _Epoch:
 class ClusterDriver:
     """One scenario's world on a real cluster (see the module's docstring)."""
 
-    def __init__(self, session: Session, *, max_advance: float = MAX_ADVANCE,
+    def __init__(self, session: Session, *, max_advance: float = MAX_ADVANCE, quiet: float = SETTLE_QUIET,
                  sleep: Callable[[float], None] = time.sleep) -> None:
         self.session = session
+        self.quiet = quiet
+        """The quiet that ends a settle (:data:`SETTLE_QUIET`; more on a loaded machine)."""
         self.client = session.client
         self.max_advance = max_advance
         self.sleep = sleep
@@ -280,6 +285,9 @@ class ClusterDriver:
         if needs.tied_creations:
             return ("two Workloads give the same creationTimestamp, so their queue order rests on their uids, "
                     "which a real API server draws at random")
+        if needs.cohort_cycle:
+            return ("a cohort cycle: Kueue v0.19.2 keeps a ClusterQueue added under one half-built (no namespace "
+                    "selector, Active=False) and crashes at the next Namespace update (docs/differences.rst)")
         if needs.multikueue:
             return ("a MultiKueue admission check: the real MultiKueue controller keeps it inactive without a "
                     "MultiKueueConfig and worker clusters, which the model does not model")
@@ -349,7 +357,9 @@ class ClusterDriver:
     def begin(self, objects: Sequence[KubeObject], clock: float) -> None:
         self._scenario_namespaces = frozenset(
             o.metadata.namespace or c.DEFAULT_NAMESPACE for o in objects if o.NAMESPACED) | {c.DEFAULT_NAMESPACE}
-        self._cluster_names = frozenset(o.metadata.name for o in objects if not o.NAMESPACED)
+        # cohorts a queue or a Cohort names exist without an object: their names are isolated too
+        self._cluster_names = frozenset(o.metadata.name for o in objects if not o.NAMESPACED) | frozenset(
+            name for o in objects for name in cohort_names(o))
         self.epochs = [_Epoch(self._next_second(), clock)]
         for ns in sorted(self._scenario_namespaces):
             self._create_namespace(ns)
@@ -532,11 +542,26 @@ class ClusterDriver:
         seen = self._event_counts.get(name, 0)
         self._event_counts[name] = max(seen, count)
         about = event.get("involvedObject") or {}
-        record = {"type": event.get("type"), "reason": event.get("reason"), "message": event.get("message"),
+        message = _WAIT.sub(lambda m: self._scenario_wait(m, event), str(event.get("message") or ""))
+        record = {"type": event.get("type"), "reason": event.get("reason"), "message": message,
                   "object": {"kind": about.get("kind"), "namespace": about.get("namespace") or "",
                              "name": about.get("name")}}
         for _ in range(max(0, count - seen)):
             self._events.append(record)
+
+    def _scenario_wait(self, m: re.Match[str], event: Mapping[str, Any]) -> str:
+        """A wait Kueue measured on the real clock (``wait time since reservation was 22s``),
+        read on the scenario's clock: from the event's time back to the reservation (the time
+        less the wait, rounded, as Kueue rounds from a condition kept in whole seconds), each
+        mapped to the scenario's clock."""
+        stamp = str(event.get("eventTime") or event.get("lastTimestamp") or "")
+        if not _TIMESTAMP.fullmatch(stamp) or not self.epochs:
+            return m.group(0)
+        fraction = re.search(r"\.(\d+)", stamp)
+        at = parse_time(stamp) + (float("0." + fraction.group(1)) if fraction else 0.0)
+        since = round(at - int(m.group(2)))
+        wait = self._to_scenario(math.floor(at), None) - self._to_scenario(since, None)
+        return f"{m.group(1)}{max(0.0, wait):.0f}s"
 
     def settle(self, controllers: tuple[str, ...] | None) -> None:
         deadline = time.monotonic() + SETTLE_LIMIT
@@ -544,13 +569,13 @@ class ClusterDriver:
             self._last_change = max(self._last_change, time.monotonic())
             while True:
                 quiet = time.monotonic() - self._last_change
-                if quiet >= SETTLE_QUIET:
+                if quiet >= self.quiet:
                     self._released.extend(self._events)
                     self._events.clear()
                     return
                 if time.monotonic() > deadline:
                     raise StepFailed(f"the cluster did not settle in {SETTLE_LIMIT:g}s")
-                self._changed.wait(SETTLE_QUIET - quiet)
+                self._changed.wait(self.quiet - quiet)
 
     def reconcile(self, controller: str, key: Key) -> Reconciled:
         raise StepFailed("a single controller's reconcile is the model's alone")
@@ -567,8 +592,11 @@ class ClusterDriver:
         ns = doc["metadata"].get("namespace", "") if res.namespaced else ""
         current = self._get_raw(res, ns, doc["metadata"]["name"])
         if current is None:
-            created = self._create(obj, obj.metadata.uid or None)
-            del created
+            if isinstance(obj, Workload) and not any(r.kind in _JOB_KINDS for r in obj.metadata.owner_references):
+                # the format's implicit job integration holds for a Workload created by a step too
+                self._create_owned_workload(obj, obj.metadata.uid or None)
+            else:
+                self._create(obj, obj.metadata.uid or None)
             return
         doc["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
         try:
@@ -776,7 +804,7 @@ class ClusterDriver:
         for ns in self.namespaces:
             with contextlib.suppress(ApiError):
                 self.client.delete(NAMESPACE, "", ns)
-        for kind in (c.CLUSTER_QUEUE, c.ADMISSION_CHECK, c.PROVISIONING_REQUEST_CONFIG, c.RESOURCE_FLAVOR):
+        for kind in (c.CLUSTER_QUEUE, c.COHORT, c.ADMISSION_CHECK, c.PROVISIONING_REQUEST_CONFIG, c.RESOURCE_FLAVOR):
             for name in self._cluster_names:
                 with contextlib.suppress(ApiError):
                     self.client.delete(RESOURCES[kind], "", name + self.suffix)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.evolve import evolve
 from kueue_provreq.api.meta import Condition, find_condition, set_condition
-from kueue_provreq.api.objects import Key, not_found
+from kueue_provreq.api.objects import Key, not_in_cache
 from kueue_provreq.api.queues import AdmissionCheck, ParametersReference
 from kueue_provreq.controllers.context import Context
 from kueue_provreq.world import NOTHING, Result, Txn, World
@@ -42,7 +42,7 @@ def reconcile(world: World, key: Key, ctx: Context) -> Result:
     ref = ac.spec.parameters
     error = reference_error(ref)
     if error is None and ref is not None and txn.get(c.PROVISIONING_REQUEST_CONFIG, "", ref.name) is None:
-        error = not_found(c.PROVISIONING_REQUEST_CONFIG, ref.name)
+        error = not_in_cache(c.PROVISIONING_REQUEST_CONFIG, ref.name)
     if error is None:
         new = Condition(c.ADMISSION_CHECK_ACTIVE, c.TRUE, c.REASON_AC_ACTIVE, c.MSG_AC_ACTIVE, None, gen)
     else:

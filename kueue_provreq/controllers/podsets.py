@@ -15,6 +15,7 @@ import attrs
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.frozen import EMPTY, FrozenMap, freeze
 from kueue_provreq.api.meta import Json
+from kueue_provreq.api.objects import not_in_cache
 from kueue_provreq.api.queues import ResourceFlavor
 from kueue_provreq.api.workload import PodSet, PodSetUpdate, Workload
 from kueue_provreq.errors import KueueProvreqError
@@ -78,7 +79,7 @@ def from_status(txn: Txn, wl: Workload) -> tuple[PodSetInfo, ...]:
         for flavor_name in dict.fromkeys(psa.flavors.values()):
             flavor = txn.get(c.RESOURCE_FLAVOR, "", flavor_name)
             if not isinstance(flavor, ResourceFlavor):
-                raise LookupError(f'resourceflavors.kueue.x-k8s.io "{flavor_name}" not found')
+                raise LookupError(not_in_cache(c.RESOURCE_FLAVOR, flavor_name))
             selector.update(flavor.spec.node_labels)
             tolerations.extend(flavor.spec.tolerations)
         info = PodSetInfo(psa.name, ps.count if psa.count is None else psa.count,
@@ -90,7 +91,7 @@ def from_status(txn: Txn, wl: Workload) -> tuple[PodSetInfo, ...]:
                 try:
                     info = info.merged(_update_info(update))
                 except BadPodSetsInfo as e:
-                    raise BadPodSetsInfo(f"in admission check {check.name!r}: {e}") from None
+                    raise BadPodSetsInfo(f'in admission check "{check.name}": {e}') from None
         out.append(info)
     return tuple(out)
 

@@ -63,6 +63,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from kueue_provreq.api import constants as c  # noqa: E402
 from kueue_provreq.api.meta import Time  # noqa: E402
+from kueue_provreq.autoscaler import parse_script, reconcile  # noqa: E402
 from kueue_provreq.cluster import client, snapshot  # noqa: E402
 from kueue_provreq.cluster.apply import apply_effects  # noqa: E402
 from kueue_provreq.cluster.autoscaler import FIELD_MANAGER as AUTOSCALER  # noqa: E402
@@ -72,7 +73,6 @@ from kueue_provreq.controllers import provisioning, workload  # noqa: E402
 from kueue_provreq.controllers.context import Context  # noqa: E402
 from kueue_provreq.manifests.codec import format_time, parse_time  # noqa: E402
 from kueue_provreq.manifests.objects import IGNORE  # noqa: E402
-from kueue_provreq.simulation.autoscaler import parse_script, reconcile  # noqa: E402
 from kueue_provreq.world import Create, Update, World  # noqa: E402
 
 from apiserver import RecordingProxy  # noqa: E402
