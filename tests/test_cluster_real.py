@@ -276,12 +276,16 @@ def test_explain_names_the_request_each_workload_waits_for(testbed: controlplane
              **{f"torch-{i}": c.PYTORCH_JOB for i in range(PYTORCHJOBS)}}
     for name, kind in kinds.items():
         assert waits[f"{story}/{name}"]["jobKind"] == kind
-        text = json.dumps(waits[f"{story}/{name}"]["waitsFor"])
-        assert any(f"ProvisioningRequest {story}/{pr}" in text for pr in requests), name
-        assert "attempt 1 of 3" in text, name
-    assert "quota" in json.dumps(waits[f"{story}/big"]["waitsFor"])
+        records = waits[f"{story}/{name}"]["waitsFor"]
+        assert any(r["kind"] == c.PROVISIONING_REQUEST and r["object"].rsplit("/", 1)[-1] in requests
+                   for r in records), name
+    assert not any(r["kind"] == c.PROVISIONING_REQUEST for r in waits[f"{story}/big"]["waitsFor"])
     status, out, _ = run("explain", "--kubeconfig", testbed.kubeconfig, "-n", story)
-    assert status == 0 and "WAITS FOR" in out and f"(PyTorchJob {story}/torch-0)" in out
+    waiting = out[out.index("WAITS FOR"):].split("\n  workload ")
+    for name, kind in kinds.items():
+        (block,) = [b for b in waiting if f"({kind} {story}/{name})" in b]
+        assert "(check real-read-check, attempt 1 of 3)" in block, block
+    assert status == 0
 
 
 def test_forecast_runs_the_real_cluster_forward(testbed: controlplane.Testbed, story: str) -> None:
