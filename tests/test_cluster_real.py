@@ -274,9 +274,10 @@ def test_explain_names_the_request_each_workload_waits_for(testbed: controlplane
     requests = {pr["metadata"]["name"] for pr in listed(admin, c.PROVISIONING_REQUEST, story)}
     for name in [f"train-{i}" for i in range(JOBS - 1)] + [f"sweep-{i}" for i in range(JOBSETS)] + \
             [f"torch-{i}" for i in range(PYTORCHJOBS)]:
-        text = json.dumps(waits[f"{story}/{name}"]["waitsFor"])
-        assert any(f"ProvisioningRequest {story}/{pr}" in text for pr in requests), name
-        assert "attempt 1 of 3" in text, name
+        records = waits[f"{story}/{name}"]["waitsFor"]  # kind, object, reason, since, next
+        assert any(r["kind"] == c.PROVISIONING_REQUEST and r["object"] in {f"{story}/{pr}" for pr in requests}
+                   for r in records), name
+        assert "attempt 1 of 3" in json.dumps(records), name
     assert "quota" in json.dumps(waits[f"{story}/big"]["waitsFor"])
     status, out, _ = run("explain", "--kubeconfig", testbed.kubeconfig, "-n", story)
     assert status == 0 and "WAITS FOR" in out and f"(PyTorchJob {story}/torch-0)" in out
