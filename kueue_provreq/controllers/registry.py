@@ -125,6 +125,7 @@ _CONFIGURATION = (
     Watch(c.CLUSTER_QUEUE, Route.ALL, unless_written_by=Actor.CLUSTER_QUEUE),
     Watch(c.LOCAL_QUEUE, Route.ALL, unless_written_by=Actor.LOCAL_QUEUE),
     Watch(c.RESOURCE_FLAVOR, Route.ALL),
+    Watch(c.COHORT, Route.ALL),
     Watch(c.ADMISSION_CHECK, Route.ALL, unless_written_by=Actor.ADMISSION_CHECK),
     Watch(c.PROVISIONING_REQUEST_CONFIG, Route.ALL),
 )

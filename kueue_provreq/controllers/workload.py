@@ -60,6 +60,7 @@ from kueue_provreq.api.meta import Condition, Time
 from kueue_provreq.api.objects import Key
 from kueue_provreq.api.queues import ClusterQueue, LocalQueue
 from kueue_provreq.api.workload import Workload
+from kueue_provreq.controllers import cohorts
 from kueue_provreq.controllers import workload_status as ws
 from kueue_provreq.controllers.activity import inactive_reason
 from kueue_provreq.controllers.backoff import NS, wait_time_ns
@@ -359,7 +360,8 @@ def _queue_blocker(txn: Txn, wl: Workload, lq: LocalQueue | None, cq: ClusterQue
         return c.REASON_SUSPENDED, c.MSG_LQ_INACTIVE.format(lq=name)
     if cq is None:
         return c.REASON_MISCONFIGURED, c.MSG_CQ_MISSING.format(cq=lq.spec.cluster_queue)
-    if inactive_reason(txn.world, cq) is not None:
+    if inactive_reason(txn.world, cq) is not None or cohorts.in_cycle(txn.world, cq):
+        # a queue under a cohort cycle is left out of the scheduler's snapshot too
         return c.REASON_SUSPENDED, c.MSG_CQ_INACTIVE.format(cq=cq.metadata.name)
     return None
 
