@@ -87,7 +87,7 @@ def test_the_command_replays_stories_on_the_model(capsys: pytest.CaptureFixture[
 def test_the_fixed_set_agrees_with_the_real_kueue(testbed: Any, capsys: pytest.CaptureFixture[str]) -> None:
     """The CI set on the testbed's real Kueue: every settled state the model reaches, the real
     Kueue reaches too."""
-    status = main(["stories", "--cluster", testbed.kubeconfig, "--count", str(len(CI_SEEDS)),
+    status = main(["stories", "--cluster", testbed.kubeconfig, "--count", str(len(CI_SEEDS)), "--parallel", "2",
                    "--seed", str(CI_SEEDS[0])])
     out = capsys.readouterr().out.splitlines()
     assert out[-2] == f"{len(CI_SEEDS)} agree, 0 disagree, 0 skipped", "\n".join(out)

@@ -587,10 +587,6 @@ class ClusterDriver:
 
     def apply(self, obj: KubeObject, has_status: bool, has_generation: bool) -> None:
         res = RESOURCES[obj.KIND]
-        if not res.namespaced:
-            # a cluster-scoped object a step creates gets the suffix too, as its reads, patches
-            # and deletes (and the clean-up at the end) expect it
-            self._cluster_names = self._cluster_names | {obj.metadata.name}
         doc = self._document(obj)
         status = doc.pop("status", None)
         ns = doc["metadata"].get("namespace", "") if res.namespaced else ""

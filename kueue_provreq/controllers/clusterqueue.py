@@ -42,7 +42,8 @@ def flavor_usage(cq: ClusterQueue, used: Usage, current: tuple[FlavorUsage, ...]
     ``0`` for a queue without a cohort, and written all the same: Go does not omit a zero
     Quantity).  ``current`` (what the status says) is returned when it says just that: the
     reconcile runs on every change of the counts, mostly to find the usage as it was.
-    ``with_borrowed=False``: a LocalQueue's usage, whose API has no ``borrowed``."""
+    ``with_borrowed=False`` gives a LocalQueue's shape (``LocalQueueResourceUsage``: name and
+    total only)."""
     zero = Decimal(0)
     in_cohort = bool(cq.spec.cohort_name)
     nominal = {(f.name, r.name): r.nominal_quota.value
@@ -55,8 +56,8 @@ def flavor_usage(cq: ClusterQueue, used: Usage, current: tuple[FlavorUsage, ...]
 
     if len(current) == len(layout) and all(
             have.name == flavor and len(have.resources) == len(names) and all(
-                r.name == name and (r.borrowed.value == borrowed((flavor, name)) if with_borrowed and r.borrowed
-                                    is not None else r.borrowed is None and not with_borrowed)
+                r.name == name and (r.borrowed is not None and r.borrowed.value == borrowed((flavor, name))
+                                    if with_borrowed else r.borrowed is None)
                 and r.total.value == used.get((flavor, name), zero)
                 for r, name in zip(have.resources, names, strict=True))
             for have, (flavor, names) in zip(current, layout, strict=True)):

@@ -76,6 +76,6 @@ def _counted(world: World, lq: LocalQueue, cq: ClusterQueue | None, ctx: Context
                   reserving_workloads=index.lq_holding.get(ref, 0),
                   admitted_workloads=index.lq_admitted.get(ref, 0),
                   flavors_reservation=flavor_usage(cq, index.lq_used.get(ref, _EMPTY), status.flavors_reservation,
-                                                   with_borrowed=False),
+                                                   False),
                   flavors_usage=flavor_usage(cq, index.lq_admitted_used.get(ref, _EMPTY), status.flavors_usage,
-                                             with_borrowed=False))
+                                             False))

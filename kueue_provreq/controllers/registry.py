@@ -125,9 +125,9 @@ _CONFIGURATION = (
     Watch(c.CLUSTER_QUEUE, Route.ALL, unless_written_by=Actor.CLUSTER_QUEUE),
     Watch(c.LOCAL_QUEUE, Route.ALL, unless_written_by=Actor.LOCAL_QUEUE),
     Watch(c.RESOURCE_FLAVOR, Route.ALL),
-    Watch(c.COHORT, Route.ALL),
     Watch(c.ADMISSION_CHECK, Route.ALL, unless_written_by=Actor.ADMISSION_CHECK),
     Watch(c.PROVISIONING_REQUEST_CONFIG, Route.ALL),
+    Watch(c.COHORT, Route.ALL),  # a cohort cycle made or broken makes its queues inactive or active
 )
 
 
