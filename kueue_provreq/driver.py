@@ -61,6 +61,8 @@ class Needs:
     tied_creations: bool = False
     """Whether two Workloads of its world give the same ``creationTimestamp`` (their queue order
     then rests on their uids)."""
+    cohort_cycle: bool = False
+    """Whether its world holds Cohorts whose parents lead back to themselves."""
 
 
 @attrs.frozen

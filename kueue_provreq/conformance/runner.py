@@ -21,7 +21,7 @@ from kueue_provreq.api import constants as c
 from kueue_provreq.api import naming
 from kueue_provreq.api.meta import Condition
 from kueue_provreq.api.objects import JOB_KINDS, KINDS
-from kueue_provreq.api.queues import AdmissionCheck
+from kueue_provreq.api.queues import AdmissionCheck, Cohort
 from kueue_provreq.api.workload import Workload
 from kueue_provreq.conformance.match import Matcher, show
 from kueue_provreq.conformance.model import ModelDriver, Observer, quota_step, user_changes
@@ -119,8 +119,20 @@ def needs_of(scenario: Scenario) -> Needs:
     multikueue = any(ch.spec.controller_name == c.MULTIKUEUE_CONTROLLER_NAME for ch in checks)
     longest = max((len(o.metadata.name) + 1 + len(ch.metadata.name) for o in scenario.objects
                    if isinstance(o, Workload) for ch in checks), default=0)
+    parents = {o.metadata.name: o.spec.parent_name for o in scenario.objects
+               if isinstance(o, Cohort) and o.spec.parent_name}
     return Needs(frozenset(features), advance, scenario.config_document, bare, multikueue, longest,
-                 len(set(stamps)) < len(stamps))
+                 len(set(stamps)) < len(stamps), any(_leads_back(name, parents) for name in parents))
+
+
+def _leads_back(cohort: str, parents: Mapping[str, str]) -> bool:
+    """Whether the walk up from ``cohort`` meets a cohort twice."""
+    seen: set[str] = set()
+    at: str | None = cohort
+    while at is not None and at not in seen:
+        seen.add(at)
+        at = parents.get(at)
+    return at is not None
 
 
 class Run:

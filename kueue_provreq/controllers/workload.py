@@ -63,6 +63,7 @@ from kueue_provreq.api.workload import Workload
 from kueue_provreq.controllers import workload_status as ws
 from kueue_provreq.controllers.activity import inactive_reason
 from kueue_provreq.controllers.backoff import NS, wait_time_ns
+from kueue_provreq.controllers.cohorts import in_cycle
 from kueue_provreq.controllers.context import Context
 from kueue_provreq.controllers.queues import cluster_queue_for
 from kueue_provreq.machines import Guard, Transition, WorkloadTrigger, write_workload
@@ -294,14 +295,15 @@ def _wanted_checks(wl: Workload, cq: ClusterQueue) -> tuple[str, ...]:
 def _sync_unadmitted(wl: Workload, conds: Conds, ctx: Context, events: list[Effect],
                      fired: list[Transition], blocker: Callable[[], tuple[str, str] | None]) -> Workload:
     """``syncQuotaReservedFalseCondition`` for a workload without quota (its ``QuotaReserved=False``
-    reason recomputed, :func:`_pending_reason`; a workload without a queue name is in no queue
-    and left alone), then ``SyncAdmittedCondition`` with its event;
+    reason recomputed, :func:`_pending_reason`; one without a queue name is told that the
+    LocalQueue named "" does not exist, as upstream's lookup of it answers), then
+    ``SyncAdmittedCondition`` with its event;
     with quota and every check Ready that is the workload machine's ``admit``."""
     now = ctx.now
     config = ctx.config
     observability = config.gate(c.GATE_UNADMITTED_OBSERVABILITY)
     new = wl
-    if (wl.spec.queue_name or not wl.is_active) and not _true(conds, c.WORKLOAD_QUOTA_RESERVED):
+    if not _true(conds, c.WORKLOAD_QUOTA_RESERVED):
         wanted = _pending_reason(wl, conds, observability, blocker)
         if wanted is not None:
             new = ws.set_cond(new, c.WORKLOAD_QUOTA_RESERVED, c.FALSE, wanted[0],
@@ -359,7 +361,8 @@ def _queue_blocker(txn: Txn, wl: Workload, lq: LocalQueue | None, cq: ClusterQue
         return c.REASON_SUSPENDED, c.MSG_LQ_INACTIVE.format(lq=name)
     if cq is None:
         return c.REASON_MISCONFIGURED, c.MSG_CQ_MISSING.format(cq=lq.spec.cluster_queue)
-    if inactive_reason(txn.world, cq) is not None:
+    if inactive_reason(txn.world, cq) is not None or in_cycle(txn.world, cq):
+        # under a cohort cycle the scheduler's snapshot leaves the queue out as inactive too
         return c.REASON_SUSPENDED, c.MSG_CQ_INACTIVE.format(cq=cq.metadata.name)
     return None
 
