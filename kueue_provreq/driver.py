@@ -57,7 +57,8 @@ class Needs:
     multikueue: bool = False
     """Whether its world holds a MultiKueue admission check."""
     longest_derived_name: int = 0
-    """The longest ``<workload>-<check>`` its world lets Kueue derive a request name from."""
+    """The longest name its world lets Kueue derive: a request's PodTemplate,
+    ``ppt-<workload>-<check>-<attempt>-<pod set>``."""
     tied_creations: bool = False
     """Whether two Workloads of its world give the same ``creationTimestamp`` (their queue order
     then rests on their uids)."""

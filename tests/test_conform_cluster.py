@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from kueue_provreq.api import naming
 from kueue_provreq.cli import main
-from kueue_provreq.cluster.conform import ClusterDriver, _Epoch, new_suffix, parse_prometheus
+from kueue_provreq.cluster.conform import ClusterDriver, _Epoch, _Written, new_suffix, parse_prometheus
 from kueue_provreq.cluster.testbed import controlplane
 from kueue_provreq.conformance.runner import load_scenarios, needs_of
 from kueue_provreq.conformance.scenario import Scenario
@@ -86,8 +86,11 @@ def test_timestamps_read_on_the_scenario_clock() -> None:
     assert d._to_scenario(start + 2, None) == clock  # written during the first period
     assert d._to_scenario(start + 7, None) == clock + 60  # after the advance of 60 s
     assert d._to_scenario(start - 30, None) == clock - 30  # given in the world, before the start
-    # a deadline later than the write: the clock of the write's period plus the distance
-    assert d._to_scenario(start + 7 + 120, start + 7) == clock + 60 + 120
+    # a deadline later than the write: the clock of the period of its origin plus the distance,
+    # the origin being the object's latest time before the write (a settle's real seconds later)
+    assert d._to_scenario(start + 7 + 120, _Written(start + 9, start + 7, {})) == clock + 60 + 120
+    # ... or the transition time of a check it was counted from (requeueAfterSeconds later)
+    assert d._to_scenario(start + 2 + 60, _Written(start + 9, start + 7, {start + 62: start + 2})) == clock + 60
     assert d._to_real(clock + 90) == start + 90
 
 

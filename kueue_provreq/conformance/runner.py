@@ -110,8 +110,9 @@ def needs_of(scenario: Scenario) -> Needs:
               if isinstance(o, Workload) and o.metadata.creation_timestamp is not None]
     checks = [o for o in scenario.objects if isinstance(o, AdmissionCheck)]
     multikueue = any(ch.spec.controller_name == c.MULTIKUEUE_CONTROLLER_NAME for ch in checks)
-    longest = max((len(o.metadata.name) + 1 + len(ch.metadata.name) for o in scenario.objects
-                   if isinstance(o, Workload) for ch in checks), default=0)
+    # the longest name Kueue derives: a request's PodTemplate, ppt-<workload>-<check>-<attempt>-<pod set>
+    longest = max((len(f"ppt-{o.metadata.name}-{ch.metadata.name}-1-{ps.name}") for o in scenario.objects
+                   if isinstance(o, Workload) for ch in checks for ps in o.spec.pod_sets), default=0)
     return Needs(frozenset(features), advance, scenario.config_document, bare, multikueue, longest,
                  len(set(stamps)) < len(stamps))
 
