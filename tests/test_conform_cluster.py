@@ -145,6 +145,32 @@ def test_conform_on_the_real_kueue(testbed: Any, capsys: pytest.CaptureFixture[s
     assert time.monotonic() - started < 120
 
 
+#: The scenarios of specs/ CI runs on the real Kueue (at most 20, none with a Kueue config, so no
+#: restart): each passes there as on the model.  ``make test-oracle`` runs all of them.
+ON_THE_REAL_KUEUE = (
+    "admissioncheck/active.yaml", "admissioncheck/clusterqueue-missing-check.yaml",
+    "jobs/job-gets-workload-admitted-and-started.yaml", "jobs/job-without-queue-name-is-not-managed.yaml",
+    "jobs/pytorchjob-master-and-worker.yaml", "jobs/default-local-queue.yaml",
+    "preemption/fungibility-try-next-flavor.yaml",
+    "provisioning/accepted-eta-then-none.yaml", "provisioning/cleanup-on-eviction.yaml",
+    "provisioning/cleanup-on-finish.yaml", "provisioning/config-deleted-request-removed.yaml",
+    "provisioning/flavor-node-labels-and-tolerations.yaml", "provisioning/failed-sets-retry.yaml",
+    "provisioning/parameters-from-config-and-annotations.yaml", "provisioning/ready-check-request-not-recreated.yaml",
+    "provisioning/request-created.yaml", "provisioning/provisioned-ready-with-pod-set-updates.yaml",
+    "scheduler/best-effort-fifo-skips.yaml", "scheduler/order-by-priority.yaml", "scheduler/strict-fifo-blocks.yaml",
+)
+
+
+def test_fixed_scenarios_pass_on_the_real_kueue(testbed: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    """The real Kueue agrees with the model on CI's fixed set of scenarios."""
+    assert len(ON_THE_REAL_KUEUE) <= 20
+    status = main(["conform", "--cluster", testbed.kubeconfig, "--parallel", "4",
+                   *(str(SPECS / path) for path in ON_THE_REAL_KUEUE)])
+    out = capsys.readouterr().out.splitlines()
+    assert [line for line in out if not line.startswith("PASS ")] == [f"{len(ON_THE_REAL_KUEUE)} passed, 0 failed, 0 skipped"]
+    assert status == 0
+
+
 def test_a_config_restarts_kueue_and_leaves_one_running(testbed: Any, tmp_path: Path,
                                                       capsys: pytest.CaptureFixture[str]) -> None:
     """A scenario with a Kueue config runs after Kueue is restarted with it; afterwards Kueue runs

@@ -267,9 +267,12 @@ class ClusterDriver:
         self.implicit_jobs: dict[tuple[str, str], str] = {}
         """(namespace, Workload) on the cluster -> the name of the Job made to own it."""
         self._event_counts: dict[str, int] = {}
+        self._named: frozenset[str] = frozenset()
+        """The scenario's cluster-scoped names (:attr:`Needs.cluster_names`), told by :meth:`refuses`."""
 
     # --- what it cannot do ---------------------------------------------------------------------
     def refuses(self, needs: Needs) -> str | None:
+        self._named = needs.cluster_names
         why = {NEED_RECONCILE: "a single controller's reconcile is the model's alone",
                NEED_RESTRICTED_SETTLE: "a settle restricted to some controllers is the model's alone",
                NEED_FAULTS: "API faults are injected by the model only",
@@ -363,7 +366,7 @@ class ClusterDriver:
     def begin(self, objects: Sequence[KubeObject], clock: float) -> None:
         self._scenario_namespaces = frozenset(
             o.metadata.namespace or c.DEFAULT_NAMESPACE for o in objects if o.NAMESPACED) | {c.DEFAULT_NAMESPACE}
-        self._cluster_names = frozenset(o.metadata.name for o in objects if not o.NAMESPACED)
+        self._cluster_names = frozenset(o.metadata.name for o in objects if not o.NAMESPACED) | self._named
         self.epochs = [_Epoch(self._next_second(), clock)]
         for ns in sorted(self._scenario_namespaces):
             self._create_namespace(ns)

@@ -19,7 +19,7 @@ import attrs
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.meta import Condition
 from kueue_provreq.api.objects import JOB_KINDS, KINDS
-from kueue_provreq.api.queues import AdmissionCheck
+from kueue_provreq.api.queues import AdmissionCheck, ClusterQueue, LocalQueue
 from kueue_provreq.api.workload import Workload
 from kueue_provreq.conformance.match import Matcher, show
 from kueue_provreq.conformance.model import ModelDriver, Observer, quota_step, user_changes
@@ -114,7 +114,21 @@ def needs_of(scenario: Scenario) -> Needs:
     longest = max((len(f"ppt-{o.metadata.name}-{ch.metadata.name}-1-{ps.name}") for o in scenario.objects
                    if isinstance(o, Workload) for ch in checks for ps in o.spec.pod_sets), default=0)
     return Needs(frozenset(features), advance, scenario.config_document, bare, multikueue, longest,
-                 len(set(stamps)) < len(stamps))
+                 len(set(stamps)) < len(stamps), _cluster_names(scenario))
+
+
+def _cluster_names(scenario: Scenario) -> frozenset[str]:
+    """See :attr:`Needs.cluster_names`."""
+    created = [*scenario.objects, *(step.obj for step in scenario.steps if isinstance(step, Apply))]
+    names = {o.metadata.name for o in created if not o.NAMESPACED}
+    for o in created:
+        if isinstance(o, ClusterQueue):
+            names.update(o.flavor_names(), o.checks_with_flavors())
+        elif isinstance(o, AdmissionCheck) and o.spec.parameters is not None:
+            names.add(o.spec.parameters.name)
+        elif isinstance(o, LocalQueue):
+            names.add(o.spec.cluster_queue)
+    return frozenset(names)
 
 
 class Run:
