@@ -54,7 +54,7 @@ class Wait:
 
     workload: str
     job: str | None
-    """``namespace/name`` of the job the workload stands for (its controller of a job kind)."""
+    """The job that owns the workload, ``namespace/name``."""
     waits_for: tuple[Record, ...]
     next: tuple[str, ...]
     job_kind: str = c.JOB
@@ -116,10 +116,10 @@ def _last_condition(pr: ProvisioningRequest) -> Condition | None:
     return found
 
 
-def _job_of(wl: Workload) -> tuple[str, str] | None:
-    """The kind and ``namespace/name`` of the job ``wl`` stands for: a Job, JobSet or PyTorchJob."""
+def _job_of(wl: Workload) -> tuple[str | None, str]:
+    """The owning job (a Job, JobSet or PyTorchJob) as ``namespace/name``, and its kind."""
     ref = next((r for r in wl.metadata.owner_references if r.kind in JOB_KINDS), None)
-    return (ref.kind, f"{wl.metadata.namespace}/{ref.name}") if ref is not None else None
+    return (f"{wl.metadata.namespace}/{ref.name}", ref.kind) if ref is not None else (None, c.JOB)
 
 
 def _config(world: World, check: str) -> ProvisioningRequestConfig | None:
@@ -316,6 +316,6 @@ def waits(world: World, ctx: Context) -> list[Wait]:
                 add([_said(c.WORKLOAD, label, "every check is Ready", text)], [])
         else:
             add(*_queued(world, wl, ctx, found, positions))
-        job = _job_of(wl)
-        out.append(Wait(label, job[1] if job else None, tuple(waits_for), tuple(nexts), job[0] if job else c.JOB))
+        job, kind = _job_of(wl)
+        out.append(Wait(label, job, tuple(waits_for), tuple(nexts), kind))
     return out

@@ -276,10 +276,11 @@ def test_explain_names_the_request_each_workload_waits_for(testbed: controlplane
              **{f"torch-{i}": c.PYTORCH_JOB for i in range(PYTORCHJOBS)}}
     for name, kind in kinds.items():
         assert waits[f"{story}/{name}"]["jobKind"] == kind
-        records = waits[f"{story}/{name}"]["waitsFor"]
-        assert any(r["kind"] == c.PROVISIONING_REQUEST and r["object"].rsplit("/", 1)[-1] in requests
+        records = waits[f"{story}/{name}"]["waitsFor"]  # kind, object, reason, since, next
+        assert any(r["kind"] == c.PROVISIONING_REQUEST and r["object"] in {f"{story}/{pr}" for pr in requests}
                    for r in records), name
-    assert not any(r["kind"] == c.PROVISIONING_REQUEST for r in waits[f"{story}/big"]["waitsFor"])
+        assert "attempt 1 of 3" in json.dumps(records), name
+    assert "quota" in json.dumps(waits[f"{story}/big"]["waitsFor"])
     status, out, _ = run("explain", "--kubeconfig", testbed.kubeconfig, "-n", story)
     waiting = out[out.index("WAITS FOR"):].split("\n  workload ")
     for name, kind in kinds.items():
