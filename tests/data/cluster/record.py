@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import copy
 import json
+import shutil
 import sys
 import tempfile
 import time
@@ -449,6 +450,7 @@ def main() -> None:
             stamps["troubled"] = {"at": format_time(at), "auditAt": format_time(at + AUDIT_LATER)}
     finally:
         controlplane.down(state)
+        shutil.rmtree(state.parent, ignore_errors=True)
     written[HERE / "recording.json"] = json.dumps(stamps, indent=2, sort_keys=True) + "\n"
     for path, text in written.items():
         path.parent.mkdir(parents=True, exist_ok=True)
