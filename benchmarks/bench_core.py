@@ -27,6 +27,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import attrs
 from kueue_provreq.api import constants as c
@@ -82,6 +83,9 @@ from kueue_provreq.machines.phases import provisioning_request_phase, workload_p
 from kueue_provreq.machines.table import MachineTable
 from kueue_provreq.world import Update, World
 from transitions import Machine
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import floor  # noqa: E402
 
 T0 = Time(1_704_067_200)  # 2024-01-01T00:00:00Z
 NS_ = "default"
@@ -340,6 +344,10 @@ def main(argv: list[str] | None = None) -> int:
               f"  {secs / n * 1e6:7.1f} us/workload  {reconciles / n:5.1f} reconciles/workload,"
               f" {changing / n:4.1f} changed something ({1 - changing / reconciles:4.0%} changed nothing;"
               f" target <= 25%)", flush=True)
+        floor_secs = min(floor.run(n) for _ in range(args.repeat if n < 100_000 else 1))
+        print(f"    floor {n:>7} workloads (the same writes in plain Python, benchmarks/floor.py):"
+              f" {floor_secs / n * 1e6:7.1f} us/workload   ratio settle/floor {secs / floor_secs:5.1f}x"
+              f"   (target <= 4x)", flush=True)
         print(f"    memory: peak RSS {peak_rss_kib() / 1024:.0f} MiB, {per_workload_kib * 1.024:.2f} KB"
               f" ({per_workload_kib:.2f} KiB)/workload"
               f" above the RSS before the world was built (target < 6 KB; meaningful when the sizes"

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -47,3 +50,51 @@ def test_bench_compiled_without_a_build_says_how_to_make_one(tmp_path: Path,
                                                             capsys: pytest.CaptureFixture[str]) -> None:
     assert load("bench_compiled").main(["--compiled", str(tmp_path)]) == 2
     assert "run `make compiled` first" in capsys.readouterr().err
+
+
+def test_bench_core_prints_the_floor_beside_the_settle(capsys: pytest.CaptureFixture[str]) -> None:
+    load("bench_core").main(["--sizes", "20", "--seconds", "0.01", "--repeat", "1", "--verify-up-to", "0"])
+    out = capsys.readouterr().out
+    settle = next(line for line in out.splitlines() if line.startswith("(c) settle"))
+    floor = next(line for line in out.splitlines() if line.strip().startswith("floor"))
+    assert "us/workload" in settle and "ratio settle/floor" in floor
+
+
+def model_writes(n: int, monkeypatch: pytest.MonkeyPatch) -> Counter[tuple[str, str]]:
+    """What bench_core's settle writes for ``n`` workloads, tallied as floor.py tallies its own:
+    the effects the engine applied (by kind), the Cluster Autoscaler's updates from outside, and
+    the machine lookups (``MachineTable.transition`` and the provisioning check's memoised fire)."""
+    from kueue_provreq.controllers import provisioning
+    from kueue_provreq.machines.table import MachineTable
+    from kueue_provreq.world import Create, Delete, Event, MetricInc, Update, World
+
+    tally: Counter[tuple[str, str]] = Counter()
+
+    def counting(name: tuple[str, str], fn: Callable[..., Any]) -> Callable[..., Any]:
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            tally[name] += 1
+            return fn(*args, **kwargs)
+        return counted
+
+    monkeypatch.setattr(MachineTable, "transition", counting(("lookup", ""), MachineTable.transition))
+    monkeypatch.setattr(provisioning, "_check_transition", counting(("lookup", ""), provisioning._check_transition))
+    monkeypatch.setattr(World, "apply", counting(("outside", "Update"), World.apply))
+
+    def on_effect(controller: str, key: object, effect: object) -> None:
+        if isinstance(effect, (Create, Update)):
+            tally[(type(effect).__name__, effect.obj.KIND)] += 1
+        elif isinstance(effect, Delete):
+            tally[("Delete", effect.kind)] += 1
+        else:
+            assert isinstance(effect, (Event, MetricInc))
+            tally[(type(effect).__name__, "")] += 1
+
+    load("bench_core").settle_cycle(n, instrument=lambda m: setattr(m.record, "on_effect", on_effect))
+    return tally
+
+
+@pytest.mark.parametrize("n", [1, 7])
+def test_floor_makes_the_writes_the_model_makes(n: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    floor = load("floor").count(n)
+    assert floor[("Update", "Workload")] == 13 * n  # the story's writes, as the issue counts them
+    assert floor == model_writes(n, monkeypatch)
