@@ -11,7 +11,7 @@ from kueue_provreq import cli
 from kueue_provreq.manifests import ManifestError
 from kueue_provreq.simulation import SettingError, grid, load_document, parse_setting, sweep
 from kueue_provreq.simulation.settings import apply, first_created, parse_keys
-from kueue_provreq.simulation.sweep import flatten
+from kueue_provreq.simulation.sweep import cost_estimate, expensive_first, flatten
 
 from builders import simulation_file
 
@@ -166,3 +166,15 @@ def test_one_parameter_gives_a_line_plot_and_three_none(tmp_path: Path) -> None:
     assert sweep_plot(["a", "b"], rows, tmp_path / "line.png") == tmp_path / "line.png"
     grid_rows = [{**r, "b": b, "c": c} for r in rows for b in (1, 2) for c in (3, 4)]
     assert sweep_plot(["a", "b", "c"], grid_rows, tmp_path / "none.png") is None
+
+
+def test_a_parallel_sweep_starts_its_most_expensive_points_first(tmp_path: Path) -> None:
+    document = load_document(simulation_file(tmp_path, horizon="2h"))
+    texts = ["workloads.count=5,40,10", "workloads.arrival.ratePerHour=30,3"]
+    points = grid(document, [parse_setting(t) for t in texts])
+    sims = [p.simulation for p in points]
+    order = expensive_first(sims)
+    # arrivals x (count / rate + 2h): 40 x 55,200 s, 40 x 12,000, 10 x 19,200, 10 x 8,400, 5 x 13,200, 5 x 7,800
+    assert [points[i].values for i in order] == [(40, 3), (40, 30), (10, 3), (10, 30), (5, 3), (5, 30)]
+    costs = [cost_estimate(sims[i]) for i in order]
+    assert costs == sorted(costs, reverse=True) and costs[-1] > 0
