@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import csv
 import json
+import sys
+from concurrent.futures import Future
 from pathlib import Path
 
 import pytest
@@ -11,6 +13,7 @@ from kueue_provreq import cli
 from kueue_provreq.manifests import ManifestError
 from kueue_provreq.simulation import SettingError, grid, load_document, parse_setting, sweep
 from kueue_provreq.simulation.settings import apply, first_created, parse_keys
+from kueue_provreq.simulation.spec import Simulation
 from kueue_provreq.simulation.sweep import cost_estimate, expensive_first, flatten
 
 from builders import simulation_file
@@ -178,3 +181,32 @@ def test_a_parallel_sweep_starts_its_most_expensive_points_first(tmp_path: Path)
     assert [points[i].values for i in order] == [(40, 3), (40, 30), (10, 3), (10, 30), (5, 3), (5, 30)]
     costs = [cost_estimate(sims[i]) for i in order]
     assert costs == sorted(costs, reverse=True) and costs[-1] > 0
+
+
+def test_worker_processes_are_given_the_expensive_points_first_and_rows_stay_in_grid_order(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    document = load_document(simulation_file(tmp_path, horizon="2h"))
+    points = grid(document, [parse_setting("workloads.count=5,40,10")])
+    submitted: list[int] = []
+
+    class Pool:
+        """Runs nothing: answers each point with its arrivals, noting the order it was given."""
+
+        def __init__(self, **_: object) -> None: ...
+
+        def __enter__(self) -> Pool:
+            return self
+
+        def __exit__(self, *_: object) -> None: ...
+
+        def submit(self, _: object, sim: Simulation) -> Future[dict[str, int]]:
+            submitted.append(sim.count)
+            future: Future[dict[str, int]] = Future()
+            future.set_result({"workloads": sim.count})
+            return future
+
+    # the module, which the package's ``sweep`` (the function) hides
+    monkeypatch.setattr(sys.modules["kueue_provreq.simulation.sweep"], "ProcessPoolExecutor", Pool)
+    result = sweep(["workloads.count"], points, jobs=2)
+    assert submitted == [40, 10, 5]
+    assert [r["workloads"] for r in result.rows] == [5, 40, 10]
