@@ -334,6 +334,10 @@ def _sync_unadmitted(wl: Workload, conds: Conds, ctx: Context, events: list[Effe
     if observability and not wl.is_active and not _true(conds, c.WORKLOAD_QUOTA_RESERVED):
         new = ws.set_cond(new, c.WORKLOAD_QUOTA_RESERVED, c.FALSE, c.REASON_DEACTIVATED,
                           c.MSG_DEACTIVATED, now)
+    elif observability and not wl.spec.queue_name and not _true(conds, c.WORKLOAD_QUOTA_RESERVED):
+        # no queue name: the lookup of the LocalQueue named "" misses (getQueueBlocker)
+        new = ws.set_cond(new, c.WORKLOAD_QUOTA_RESERVED, c.FALSE, c.REASON_MISCONFIGURED,
+                          c.MSG_LQ_NOT_FOUND.format(lq=""), now)
     elif _admitted_false_is_current(wl, conds, observability):
         return wl
     if _true(conds, c.WORKLOAD_QUOTA_RESERVED) and ws.all_checks_ready(wl):
