@@ -9,11 +9,34 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q --disable-pip-version-check -e '.[dev,docs,cluster,sim]'
 	touch $@
 
-.PHONY: setup demo test test-oracle bench bench-sim docs docs-check docs-screenshots compiled bench-compiled oracle
+.PHONY: setup demo test test-oracle bench bench-sim docs docs-check docs-screenshots compiled bench-compiled oracle stories
 setup: $(STAMP)
 
-demo: $(STAMP)
-	$(BIN)/kueue-provreq run examples/gpu-training-admitted.yaml
+# `make demo`: the package with its runtime dependencies only (no dev, docs, test or `sim`
+# tools: a venv of its own, .venv-demo/), then the story a platform engineer asks about, on
+# Kueue's own provisioning sample (examples/demo/): the objects, why the Job waits, and what
+# happens if Cluster Autoscaler fails it twice.
+DEMO_VENV := .venv-demo
+DEMO := $(DEMO_VENV)/bin/kueue-provreq
+DEMO_STAMP := $(DEMO_VENV)/.installed
+
+$(DEMO_STAMP): pyproject.toml
+	$(PY) -m venv $(DEMO_VENV)
+	$(DEMO_VENV)/bin/pip install -q --disable-pip-version-check -e .
+	touch $@
+
+demo: $(DEMO_STAMP)
+	@printf '\n== 1/3  Kueue'"'"'s provisioning sample: a Job of 3 GPU pods, a ClusterQueue whose admission\n'
+	@printf '        check asks Cluster Autoscaler for the nodes with a ProvisioningRequest\n\n'
+	@printf '$$ kueue-provreq validate -f examples/demo/\n'
+	@$(DEMO) validate -f examples/demo/
+	@printf '\n== 2/3  Created at 09:00, still suspended at 09:07: why is it waiting?\n\n'
+	@printf '$$ kueue-provreq explain -f examples/demo/cluster/dump.yaml --at 2024-01-01T09:07:00Z\n'
+	@$(DEMO) explain -f examples/demo/cluster/dump.yaml --at 2024-01-01T09:07:00Z
+	@printf '\n== 3/3  From 09:00: what if Cluster Autoscaler fails it twice (Failed=True), then provisions in 2 minutes?\n\n'
+	@printf '$$ kueue-provreq forecast -f examples/demo/cluster/dump.yaml --at 2024-01-01T09:00:00Z --autoscaler fail@1m,fail@1m,provision@2m\n'
+	@$(DEMO) forecast -f examples/demo/cluster/dump.yaml --at 2024-01-01T09:00:00Z --autoscaler fail@1m,fail@1m,provision@2m
+	@printf '\nMore: README.md (every command), docs/ (make docs), make test (the whole suite).\n'
 
 # property tests run hypothesis' deterministic `ci` profile (200 examples per state machine);
 # `make test HYPOTHESIS_PROFILE=thorough` runs the 10,000-example one
@@ -93,6 +116,15 @@ oracle:
 test-oracle: $(STAMP)
 	$(BIN)/python oracle/compare.py specs
 
+# Random stories on the model and on the real Kueue of a testbed started for them (`make oracle`
+# first): `make stories STORIES=200` runs 200 from seed 0 (CI runs the first 20, tests/test_stories.py)
+STORIES ?= 20
+STORIES_STATE := .oracle/stories-testbed
+stories: $(STAMP)
+	@kubeconfig=$$($(BIN)/kueue-provreq testbed up --state $(STORIES_STATE)) || exit 2; \
+	$(BIN)/kueue-provreq stories --cluster $$kubeconfig --count $(STORIES); status=$$?; \
+	$(BIN)/kueue-provreq testbed down --state $(STORIES_STATE); exit $$status
+
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_core.py
 
@@ -106,8 +138,8 @@ bench-sim: $(STAMP)
 # models stay interpreted. Nothing else uses it. preemption.py is left out: mypyc 2.4.1 fails on a
 # lambda in a method of an attrs class ("internal mypyc error").
 COMPILED_DIR := build/compiled
-COMPILED_MODULES := kueue_provreq/engine.py kueue_provreq/world.py kueue_provreq/api/evolve.py \
-	$(filter-out %/__init__.py %/preemption.py,$(sort $(wildcard kueue_provreq/controllers/*.py kueue_provreq/machines/*.py)))
+COMPILED_MODULES := kueue_provreq/world.py kueue_provreq/api/evolve.py \
+	$(filter-out %/__init__.py %/preemption.py,$(sort $(wildcard kueue_provreq/engine/*.py kueue_provreq/controllers/*.py kueue_provreq/machines/*.py)))
 COMPILED_STAMP := $(COMPILED_DIR)/.built
 
 $(COMPILED_STAMP): $(STAMP) pyproject.toml $(shell find kueue_provreq -name '*.py')

@@ -8,7 +8,7 @@ per-workload cost is made of, so that the next change aims at a measured part:
 - the scheduler's cycles, the same way;
 - applying a reconcile's effects to the world (``Manager._apply``: the no-op check, the
   world's maps and the queue index it keeps);
-- routing the changes to the reconciles they make due (``Manager._on_change``: the watches,
+- routing the changes to the reconciles they make due (``Router.on_change``: the watches,
   the parts a write changed, what a quiet pass read);
 - the rest: the engine's loop between reconciles, and what the Manager does at each settle.
 
@@ -52,7 +52,7 @@ class Breakdown:
     def instrument(self, manager: Manager) -> None:
         """Time ``manager``'s reconciles, its applying and its routing (on the instance)."""
         clock = time.perf_counter
-        inner = {"apply effects": manager._apply, "route changes": manager._on_change}
+        inner = {"apply effects": manager._apply, "route changes": manager.router.on_change}
         nested = [0.0]  # engine time spent inside the reconcile being timed
 
         def timed_part(part: str) -> Callable[..., Any]:
@@ -83,7 +83,7 @@ class Breakdown:
             return result, changed
 
         manager._apply = timed_part("apply effects")  # type: ignore[method-assign]
-        manager._on_change = timed_part("route changes")  # type: ignore[method-assign]
+        manager.router.on_change = timed_part("route changes")  # type: ignore[method-assign]
         manager.reconcile = timed_reconcile  # type: ignore[method-assign]
 
 

@@ -36,11 +36,12 @@ from kueue_provreq import engine
 from kueue_provreq.api.objects import Key
 from kueue_provreq.controllers import queues
 from kueue_provreq.controllers.context import Context
+from kueue_provreq.engine import verify as verify_mode
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_core  # noqa: E402  (the settle story itself, not a copy)
 
-Manager = engine.Manager
+Manager = engine.VerifyingManager
 
 #: variant -> what it knocks out
 VARIANTS: dict[str, tuple[str, ...]] = {
@@ -56,21 +57,21 @@ VARIANTS: dict[str, tuple[str, ...]] = {
 
 @contextmanager
 def knocked_out(parts: tuple[str, ...]) -> Iterator[None]:
-    saved = engine.verify_change, queues.check_index, Manager._check_quiet, Manager._prove_skipped
+    saved = verify_mode.verify_change, queues.check_index, Manager._check_quiet, Manager._prove_skipped
     try:
         if "verify_change" in parts:
-            engine.verify_change = lambda old, update: None
+            verify_mode.verify_change = lambda old, update: None
         if "check_index" in parts:
             queues.check_index = lambda world: None
         if "sweeps" in parts:
             Manager._check_quiet = lambda self, ctx, names, skip=frozenset(): None  # type: ignore[assignment]
         if "proofs" in parts:
-            def forget(self: engine.Manager, ctx: Context) -> None:
-                self._skipped = {}
+            def forget(self: engine.VerifyingManager, ctx: Context) -> None:
+                self._witnessed.skips = {}
             Manager._prove_skipped = forget  # type: ignore[method-assign]
         yield
     finally:
-        engine.verify_change, queues.check_index, Manager._check_quiet, Manager._prove_skipped = saved
+        verify_mode.verify_change, queues.check_index, Manager._check_quiet, Manager._prove_skipped = saved
 
 
 def proof_counts(n: int) -> tuple[Counter[tuple[str, str]], Counter[str]]:
@@ -79,13 +80,13 @@ def proof_counts(n: int) -> tuple[Counter[tuple[str, str]], Counter[str]]:
     reruns: Counter[str] = Counter()
     prove, rerun = Manager._prove_skipped, Manager._check_quiet_one
 
-    def counting_prove(self: engine.Manager, ctx: Context) -> None:
-        for (name, key), why in self._skipped.items():
-            if (name, key) not in self._queued and key in self.world:
+    def counting_prove(self: engine.VerifyingManager, ctx: Context) -> None:
+        for (name, key), why in self._witnessed.skips.items():
+            if (name, key) not in self.due.queued and key in self.world:
                 skips[(name, why.split(" by ")[0])] += 1
         prove(self, ctx)
 
-    def counting_rerun(self: engine.Manager, name: str, key: Key, why: str, ctx: Context) -> None:
+    def counting_rerun(self: engine.VerifyingManager, name: str, key: Key, why: str, ctx: Context) -> None:
         reruns[name] += 1
         rerun(self, name, key, why, ctx)
 

@@ -29,9 +29,12 @@ from kueue_provreq.api.config import Configuration
 from kueue_provreq.api.meta import Time, find_condition
 from kueue_provreq.api.objects import KubeObject
 from kueue_provreq.api.provisioning import ProvisioningRequestConfig
-from kueue_provreq.api.queues import AdmissionCheck, ClusterQueue
+from kueue_provreq.api.queues import AdmissionCheck, ClusterQueue, LocalQueue
 from kueue_provreq.api.workload import AdmissionCheckState, PodSetAssignment, Workload
 from kueue_provreq.controllers import activity, provisioning
+from kueue_provreq.controllers.context import Context
+from kueue_provreq.engine import Manager
+from kueue_provreq.machines import Actor
 from kueue_provreq.machines.phases import provisioning_request_phase
 from kueue_provreq.machines.requests import attempt_over
 from kueue_provreq.manifests.codec import format_duration, format_time
@@ -78,6 +81,8 @@ RULES: dict[str, Rule] = {r.name: r for r in (
     Rule("cluster-queue-inactive", WARNING, "AR A.3; model: activity.inactive_reason",
          "a ClusterQueue admits nothing: missing ResourceFlavors, missing or inactive AdmissionChecks, "
          "MultiKueue checks Kueue does not accept"),
+    Rule("local-queue-inactive", WARNING, "localqueue_controller.go:194-215",
+         "a LocalQueue whose status says it is not Active (stopped, or its ClusterQueue missing or inactive)"),
     Rule("check-config-missing", WARNING, "PC §1.3, §3",
          "a provisioning AdmissionCheck whose parameters do not name an existing ProvisioningRequestConfig"),
     Rule("managed-resources-unused", WARNING, "PC §1.4",
@@ -185,7 +190,7 @@ def _managed(obj: KubeObject) -> bool:
 
 def _deleting(obj: KubeObject) -> bool:
     """The garbage collector (or a finalizer) is removing it already."""
-    return bool(obj.metadata.extra.get("deletionTimestamp"))
+    return obj.metadata.terminating
 
 
 # --- invariants ----------------------------------------------------------------------------------------
@@ -329,6 +334,7 @@ def misconfiguration(world: World, now: Time) -> Iterator[Finding]:
         problem = activity.inactive_reason(world, cq)
         if problem is not None and problem[0] != c.REASON_CQ_STOPPED:
             yield _finding("cluster-queue-inactive", cq, f"admits nothing: {problem[1]} ({problem[0]})")
+    yield from _inactive_local_queues(world)
     checks = _provisioning_checks(world)
     for ac in checks:
         prc, why = _config_of(world, ac, now)
@@ -336,6 +342,23 @@ def misconfiguration(world: World, now: Time) -> Iterator[Finding]:
             yield _finding("check-config-missing", ac, f"{why}, so the check is inactive and every ClusterQueue "
                                                         "using it admits nothing")
     yield from _unused_managed_resources(world, checks, now)
+
+
+def _inactive_local_queues(world: World) -> Iterator[Finding]:
+    """What each LocalQueue's status says (Kueue's LocalQueue controller writes it): one not
+    ``Active``, with how many of its workloads wait and hold quota."""
+    for lq in world.objects(c.LOCAL_QUEUE):
+        assert isinstance(lq, LocalQueue)
+        active = find_condition(lq.status.conditions, c.LQ_ACTIVE)
+        if active is None or active.status != c.FALSE:
+            continue
+        ref = (lq.metadata.namespace, lq.metadata.name)
+        waiting = sum(1 for wl in _workloads(world) if (wl.metadata.namespace, wl.spec.queue_name) == ref
+                      and wl.is_active and not wl.has_quota_reservation() and not wl.is_finished())
+        holding = lq.status.reserving_workloads or 0
+        yield _finding("local-queue-inactive", lq,
+                       f"admits nothing: {active.message} ({active.reason}); {waiting} workload(s) wait in it, "
+                       f"{holding} hold quota")
 
 
 def _unused_managed_resources(world: World, checks: list[AdmissionCheck], now: Time) -> Iterator[Finding]:
@@ -426,11 +449,22 @@ def _quota_held(wl: Workload, now: Time, limits: Thresholds) -> Iterator[Finding
 # --- the whole audit ----------------------------------------------------------------------------------
 
 
+def settle_status(world: World, ctx: Context) -> Manager:
+    """The queues' and checks' own status, as Kueue's controllers settle it once they run: fresh
+    manifests carry none, and a queue "inactive" only until its check's controller has started
+    is not news to anyone.  ``audit`` and ``explain`` both judge activity from it, so they never
+    disagree on whether a queue or a check is active."""
+    manager = Manager(world)
+    manager.settle(ctx, (Actor.ADMISSION_CHECK, Actor.CLUSTER_QUEUE))
+    return manager
+
+
 def audit(objects: Iterable[KubeObject], now: Time, limits: Thresholds = Thresholds(),
           unread: frozenset[str] = frozenset(), config: Configuration = Configuration()) -> Report:
     """Every finding for ``objects`` at ``now``, errors first, then by object and rule.
     ``unread`` names the kinds the snapshot could not read; ``config`` is Kueue's."""
     world = World(objects)
+    settle_status(world, Context(now=now, config=config))  # activity as explain judges it
     found = [*workload_invariants(world, now, config), *ownership(world, unread),
              *misconfiguration(world, now), *stuck(world, now, limits)]
     found.sort(key=lambda f: (f.severity != ERROR, f.object, f.rule, f.message))

@@ -62,6 +62,8 @@ class Needs:
     tied_creations: bool = False
     """Whether two Workloads of its world give the same ``creationTimestamp`` (their queue order
     then rests on their uids)."""
+    cohort_cycle: bool = False
+    """Whether its world holds Cohorts whose parents lead back to themselves."""
     cluster_names: frozenset[str] = frozenset()
     """The names of the cluster-scoped objects it creates (in its world or by ``apply``) or its
     world refers to (a ClusterQueue's checks and flavors, a check's config, a LocalQueue's

@@ -31,14 +31,16 @@ from kueue_provreq.api import constants as c
 from kueue_provreq.api import naming
 from kueue_provreq.api.config import Configuration
 from kueue_provreq.api.job import Job, JobSet, PyTorchJob
-from kueue_provreq.api.meta import Conditions, Time, TimeLike, is_true
+from kueue_provreq.api.meta import Conditions, Time, TimeLike, find_condition, is_true
 from kueue_provreq.api.objects import JOB_KINDS, JobObject, KubeObject
 from kueue_provreq.api.provisioning import (
     ProvisioningRequest,
     ProvisioningRequestConfig,
 )
-from kueue_provreq.api.queues import AdmissionCheck
+from kueue_provreq.api.queues import AdmissionCheck, LocalQueue
 from kueue_provreq.api.workload import AdmissionCheckState, Workload
+from kueue_provreq.audit import Finding as AuditFinding
+from kueue_provreq.audit import audit, settle_status
 from kueue_provreq.controllers import job, provisioning, queues, registry, scheduler
 from kueue_provreq.controllers.backoff import check_requeue_after_seconds
 from kueue_provreq.controllers.context import Context
@@ -108,24 +110,45 @@ class Report:
     findings: tuple[Finding, ...]
     actions: tuple[Action, ...]
     waits: tuple[Wait, ...] = ()
+    clock: str = ""
+    """Where ``at`` came from, said beside it (``--at``, the inputs' newest time, the current time)."""
+    flagged: tuple[AuditFinding, ...] = ()
+    """What ``audit`` finds in the same objects: one voice for both commands."""
 
     def to_json(self) -> dict[str, Any]:
-        return {"at": format_time(self.at),
-                "state": [{"subject": f.subject, "state": f.state, "why": f.why} for f in self.findings],
+        return {"at": format_time(self.at), **({"clock": self.clock} if self.clock else {}),
+                **({"audit": [f.to_json() for f in self.flagged]} if self.flagged else {}),
+                "state": self._state_json(),
                 "waits": [w.to_json() for w in self.waits],
                 "next": [a.to_json() for a in self.actions]}
 
+    def _state_json(self) -> list[dict[str, Any]]:
+        """Each finding; a check's under the workload it belongs to (``checks``)."""
+        out: list[dict[str, Any]] = []
+        for f in self.findings:
+            entry = {"subject": f.subject, "state": f.state, "why": f.why}
+            if f.subject.startswith("check ") and out and "checks" in out[-1]:
+                out[-1]["checks"].append(entry)
+            else:
+                out.append({**entry, "checks": []} if f.subject.startswith("workload ") else entry)
+        return out
+
     def table(self) -> str:
-        lines = [f"at {format_time(self.at)}", "", "STATE"]
+        lines = [f"at {format_time(self.at)}" + (f" ({self.clock})" if self.clock else ""), "", "STATE"]
         lines += [f"  {f.line()}" for f in self.findings] or ["  (no workloads)"]
         if self.waits:
             lines += ["", "WAITS FOR"]
             lines += [f"  {line}" for w in self.waits for line in w.lines()]
+        if self.flagged:
+            lines += ["", "AUDIT (as kueue-provreq audit finds it)"]
+            lines += [f"  {f.line()}" for f in self.flagged]
         lines += ["", "NEXT"]
         for a in self.actions:
             tail = [f"requeue after {format_duration(a.requeue_after)}"] if a.requeue_after is not None else []
             tail += [f"error: {a.error}"] if a.error is not None else []
-            lines.append(f"  {a.controller} {a.object}:")
+            # "scheduler cycle", else "workload controller, Workload ns/name": no word said twice
+            lines.append(f"  {a.controller} {a.object}:" if a.controller == SCHEDULER
+                         else f"  {a.controller} controller, {a.object}:")
             lines += [f"    {text}" for text in (*a.effects, *tail)]
         if not self.actions:
             lines.append("  nothing: every controller is settled")
@@ -260,6 +283,9 @@ def _workload_finding(world: World, wl: Workload, now: Time, config: Configurati
         if cq is None:
             return Finding(subject, phase, f"LocalQueue {wl.metadata.namespace}/{wl.spec.queue_name} "
                                            "does not exist")
+        held = _local_queue_held(world, wl)
+        if held is not None:
+            return Finding(subject, phase, held)
         if world.get(c.CLUSTER_QUEUE, "", cq) is None:
             return Finding(subject, phase, f"ClusterQueue {cq} (of LocalQueue {wl.spec.queue_name}) "
                                            "does not exist")
@@ -282,6 +308,23 @@ def _workload_finding(world: World, wl: Workload, now: Time, config: Configurati
     if found is not None:
         return Finding(subject, phase, f"{found.type}={found.status} ({found.reason}: {found.message})")
     return Finding(subject, phase, "")
+
+
+def _local_queue_held(world: World, wl: Workload) -> str | None:
+    """Why the workload's LocalQueue holds it back, if it does: stopped or being deleted, with
+    what its status says (the LocalQueue controller's ``Active`` condition and counts)."""
+    lq = world.get(c.LOCAL_QUEUE, wl.metadata.namespace, wl.spec.queue_name)
+    if not isinstance(lq, LocalQueue) or not (lq.spec.stopped or lq.metadata.terminating):
+        return None
+    name = f"LocalQueue {wl.metadata.namespace}/{wl.spec.queue_name}"
+    why = f"is stopped (stopPolicy {lq.spec.stop_policy})" if lq.spec.stopped else "is being deleted"
+    active = find_condition(lq.status.conditions, c.LQ_ACTIVE)
+    said = f"; its status says Active={active.status} ({active.reason}: {active.message})" \
+        if active is not None else ""
+    counts = lq.status
+    held = f", {counts.reserving_workloads} of its workloads hold quota ({counts.admitted_workloads} admitted)" \
+        if counts.reserving_workloads is not None and counts.admitted_workloads is not None else ""
+    return f"{name} {why}: not queued until it runs again{said}{held}"
 
 
 def _config(world: World, check: str) -> tuple[AdmissionCheck | None, ProvisioningRequestConfig | None]:
@@ -356,16 +399,33 @@ def _retry_plan(st: AdmissionCheckState, attempt: int, prc: ProvisioningRequestC
     return f"{plan} after a {format_duration(delay)} backoff"
 
 
-def _active_finding(obj: KubeObject) -> Finding:
-    """ClusterQueues and AdmissionChecks admit nothing until their controller marks them Active."""
+def _active_finding(world: World, obj: KubeObject) -> Finding:
+    """ClusterQueues and AdmissionChecks admit nothing until their controller marks them Active;
+    an AdmissionCheck is also said for what it is (:func:`_check_kind`)."""
     subject = f"{obj.KIND} {obj.metadata.name}"
     conds = _conditions(obj)
     active = next((cd for cd in conds if cd.type == c.CQ_ACTIVE), None)
+    what = _check_kind(world, obj) if isinstance(obj, AdmissionCheck) else ""
     if active is None:
         return Finding(subject, "not yet Active", "no Active condition: its controller sets one on "
-                                                  "its next reconcile (see NEXT)")
+                                                  f"its next reconcile (see NEXT){what}")
     state = "Active" if is_true(conds, c.CQ_ACTIVE) else "inactive"
-    return Finding(subject, state, f"{active.reason}: {active.message}")
+    return Finding(subject, state, f"{active.reason}: {active.message}{what}")
+
+
+def _check_kind(world: World, ac: AdmissionCheck) -> str:
+    """``; the provisioning check: ...`` -- so that a reader of a setup learns that its jobs
+    wait on a ProvisioningRequest, of which class, retried how."""
+    if ac.spec.controller_name != c.PROVISIONING_REQUEST_CONTROLLER_NAME:
+        return f"; a check of controller {ac.spec.controller_name}, which the model does not run"
+    _, prc = _config(world, ac.metadata.name)
+    if prc is None:
+        return "; the provisioning check, without its ProvisioningRequestConfig"
+    rs = prc.spec.retry_strategy
+    return (f"; the provisioning check: each workload waits on a ProvisioningRequest of class "
+            f"{prc.spec.provisioning_class_name} (ProvisioningRequestConfig {prc.metadata.name}: "
+            f"{rs.backoff_limit_count + 1} attempts, backoff {format_duration(rs.backoff_base_seconds)} "
+            f"doubling to {format_duration(rs.backoff_max_seconds)})")
 
 
 def _job_finding(world: World, obj: JobObject, config: Configuration) -> Finding:
@@ -394,7 +454,7 @@ def findings(world: World, after: World, now: Time, config: Configuration = Conf
     """Per ClusterQueue and AdmissionCheck whether it is Active; per job whether Kueue manages
     it; per workload its phase, and per check the state the provisioning controller's reconcile
     leaves it in (``after``), each with the rule that decides it."""
-    out = [_active_finding(obj) for kind in (c.CLUSTER_QUEUE, c.ADMISSION_CHECK) for obj in world.objects(kind)]
+    out = [_active_finding(world, obj) for kind in (c.CLUSTER_QUEUE, c.ADMISSION_CHECK) for obj in world.objects(kind)]
     out += [_job_finding(world, obj, config) for kind in JOB_KINDS for obj in world.objects(kind)
             if isinstance(obj, (Job, JobSet, PyTorchJob))]
     for obj in world.objects(c.WORKLOAD):
@@ -406,23 +466,22 @@ def findings(world: World, after: World, now: Time, config: Configuration = Conf
     return out
 
 
-def explain(objects: Sequence[KubeObject], at: TimeLike, config: Configuration = Configuration()) -> Report:
+def explain(objects: Sequence[KubeObject], at: TimeLike, config: Configuration = Configuration(),
+            clock: str = "") -> Report:
     """The report for ``objects`` at ``at`` (seconds since the epoch, RFC 3339 text or a
-    ``datetime``)."""
+    ``datetime``); ``clock`` says where that time came from, for the reader."""
     now = to_time(at)
     world = build_world(objects, now, config)
     ctx = Context(now=now, config=config)
-    # The queues' and checks' own status, as Kueue's controllers settle it once they run: fresh
-    # manifests carry none, and a queue "inactive" only until its check's controller has started
-    # is not news to anyone.  Every job gets its Workload, as it does the moment it exists.  The
-    # workloads are explained as they are.
-    manager = Manager(world)
-    manager.settle(ctx, (Actor.ADMISSION_CHECK, Actor.CLUSTER_QUEUE))
+    # Every job gets its Workload, as it does the moment it exists.  The workloads are
+    # explained as they are.
+    manager = settle_status(world, ctx)
     _create_workloads(manager, ctx)
     after = world.copy()
     for key in world.keys(c.WORKLOAD):
         for effect in provisioning.reconcile(after, key, ctx).effects:
             if isinstance(effect, Update) and isinstance(effect.obj, Workload):
                 after.apply(effect)
+    flagged = audit(objects, now, config=config).findings  # what audit says of the same objects
     return Report(now, tuple(findings(world, after, now, config)), tuple(next_actions(world, ctx)),
-                  tuple(waits(world, ctx)))
+                  tuple(waits(world, ctx)), clock, flagged)

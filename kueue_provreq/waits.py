@@ -10,6 +10,7 @@ the clock.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import attrs
@@ -17,8 +18,9 @@ import attrs
 from kueue_provreq.api import constants as c
 from kueue_provreq.api import naming
 from kueue_provreq.api.meta import Condition, Time
+from kueue_provreq.api.objects import JOB_KINDS
 from kueue_provreq.api.provisioning import ProvisioningRequest, ProvisioningRequestConfig
-from kueue_provreq.api.queues import AdmissionCheck, ClusterQueue
+from kueue_provreq.api.queues import AdmissionCheck, ClusterQueue, LocalQueue
 from kueue_provreq.api.workload import AdmissionCheckState, Workload
 from kueue_provreq.controllers import activity, queues, workload_status
 from kueue_provreq.controllers.backoff import nominal_delay_seconds
@@ -30,28 +32,65 @@ from kueue_provreq.world import World
 
 
 @attrs.frozen
+class Record:
+    """One thing a workload waits for: the object (its kind, ``namespace/name`` or name), the
+    state it is in, since when, and what moves it next; ``text`` is the table's line."""
+
+    kind: str
+    object: str
+    reason: str
+    text: str
+    since: Time | None = None
+    next: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "object": self.object, "reason": self.reason,
+                "since": None if self.since is None else format_time(self.since), "next": self.next}
+
+
+@attrs.frozen
 class Wait:
     """One waiting workload: what it waits for, and what happens next."""
 
     workload: str
     job: str | None
-    waits_for: tuple[str, ...]
+    """The job that owns the workload, ``namespace/name``."""
+    waits_for: tuple[Record, ...]
     next: tuple[str, ...]
+    job_kind: str = c.JOB
 
     def lines(self) -> list[str]:
-        head = f"workload {self.workload}" + (f" (Job {self.job})" if self.job else "")
-        return [head, *(f"  {w}" for w in self.waits_for), *(f"  next: {n}" for n in self.next)]
+        head = f"workload {self.workload}" + (f" ({self.job_kind} {self.job})" if self.job else "")
+        return [head, *(f"  {w.text}" for w in self.waits_for), *(f"  next: {n}" for n in self.next)]
 
     def to_json(self) -> dict[str, Any]:
-        return {"workload": self.workload, "job": self.job, "waitsFor": list(self.waits_for),
-                "next": list(self.next)}
+        """``waitsFor`` as records (kind, object, reason, since, next), the last of each
+        check's or the queue's records carrying its next step."""
+        return {"workload": self.workload, "job": self.job, "waitsFor": [w.to_json() for w in self.waits_for]}
 
 
 def relative(now: Time, t: Time) -> str:
-    """``t`` from ``now``, as ``kubectl describe`` says it: ``5m ago``, ``in 30s``, ``just now``."""
+    """``t`` from ``now``, as ``kubectl describe`` says it: ``5m ago``, ``in 30s``, ``just now``;
+    past two days in days and hours (``8d0h ago``), as kubectl's ages are.
+
+    >>> relative(Time(0), Time(-90)), relative(Time(0), Time(3 * 86400 + 3600)), relative(Time(0), Time(0))
+    ('1m30s ago', 'in 3d1h', 'just now')
+    """
     if t == now:
         return "just now"
-    return f"in {format_duration(t - now)}" if t > now else f"{format_duration(now - t)} ago"
+    span = _span(abs(t - now))
+    return f"in {span}" if t > now else f"{span} ago"
+
+
+#: Past this, an age is said in days and hours.
+DAYS_AFTER_SECONDS = 48 * 3600
+
+
+def _span(seconds: int) -> str:
+    if seconds <= DAYS_AFTER_SECONDS:
+        return format_duration(seconds)
+    days, rest = divmod(seconds, 86400)
+    return f"{days}d{rest // 3600}h"
 
 
 def retry_due(s: AdmissionCheckState, requeue_at: Time | None) -> Time | None:
@@ -76,9 +115,10 @@ def _last_condition(pr: ProvisioningRequest) -> Condition | None:
     return found
 
 
-def _job_of(wl: Workload) -> str | None:
-    ref = next((r for r in wl.metadata.owner_references if r.kind == c.JOB), None)
-    return f"{wl.metadata.namespace}/{ref.name}" if ref is not None else None
+def _job_of(wl: Workload) -> tuple[str | None, str]:
+    """The owning job (a Job, JobSet or PyTorchJob) as ``namespace/name``, and its kind."""
+    ref = next((r for r in wl.metadata.owner_references if r.kind in JOB_KINDS), None)
+    return (f"{wl.metadata.namespace}/{ref.name}", ref.kind) if ref is not None else (None, c.JOB)
 
 
 def _config(world: World, check: str) -> ProvisioningRequestConfig | None:
@@ -107,21 +147,30 @@ def _newest_request(world: World, wl: Workload, check: str) -> tuple[int, Provis
     return found[-1] if found else None
 
 
-def _request_line(newest: tuple[int, ProvisioningRequest], check: str, attempts: int, now: Time) -> str:
+def _request_line(newest: tuple[int, ProvisioningRequest], check: str, attempts: int, now: Time) -> Record:
     n, pr = newest
     cond = _last_condition(pr)
-    said = "no condition yet" if cond is None else (
-        f"{cond.type}={cond.status} ({cond.reason}: {cond.message})"
-        + (f", {relative(now, cond.last_transition_time)}" if cond.last_transition_time is not None else ""))
-    return f"ProvisioningRequest {pr.metadata.namespace}/{pr.metadata.name} (check {check}, attempt {n} of " \
-           f"{attempts}): {said}"
+    state = "no condition yet" if cond is None else f"{cond.type}={cond.status} ({cond.reason}: {cond.message})"
+    since = cond.last_transition_time if cond is not None else pr.metadata.creation_timestamp
+    said = state + (f", {relative(now, cond.last_transition_time)}"
+                    if cond is not None and cond.last_transition_time is not None else "")
+    where = f"{pr.metadata.namespace}/{pr.metadata.name}"
+    return Record(c.PROVISIONING_REQUEST, where, f"attempt {n} of {attempts} for check {check}: {state}",
+                  f"ProvisioningRequest {where} (check {check}, attempt {n} of {attempts}): {said}", since)
 
 
-def _check(world: World, wl: Workload, st: AdmissionCheckState, now: Time) -> tuple[list[str], list[str]]:
+def _said(kind: str, obj: str, reason: str, text: str, since: Time | None = None) -> Record:
+    return Record(kind, obj, reason, text, since)
+
+
+def _check(world: World, wl: Workload, st: AdmissionCheckState, now: Time) -> tuple[list[Record], list[str]]:
     """(waits for, next) for one check that is not Ready."""
     prc = _config(world, st.name)
+    since = st.last_transition_time
     if prc is None:
-        return [f"check {st.name} ({st.state})" + (f": {st.message}" if st.message else "")], []
+        reason = st.state + (f": {st.message}" if st.message else "")
+        return [_said(c.ADMISSION_CHECK, st.name, reason,
+                      f"check {st.name} ({st.state})" + (f": {st.message}" if st.message else ""), since)], []
     rs = prc.spec.retry_strategy
     attempts = rs.backoff_limit_count + 1
     newest = _newest_request(world, wl, st.name)
@@ -129,18 +178,21 @@ def _check(world: World, wl: Workload, st: AdmissionCheckState, now: Time) -> tu
         req = wl.status.requeue_state
         due = retry_due(st, req.requeue_at if req is not None else None)
         n = (st.retry_count or 0) + 1
-        waits = [f"check {st.name} Retry: {st.message}" if st.message else f"check {st.name} Retry"]
+        said = f"Retry: {st.message}" if st.message else "Retry"
+        waits = [_said(c.ADMISSION_CHECK, st.name, said, f"check {st.name} {said}", since)]
         if newest is not None:
             waits.append(_request_line(newest, st.name, attempts, now))
         when = f"at {format_time(due)} ({relative(now, due)})" if due is not None else "now"
         return waits, [f"evicted {when} to release its quota, then queued again; attempt {n + 1} of "
                        f"{attempts} once quota is reserved again"]
     if st.state == c.CHECK_REJECTED:
-        return [f"check {st.name} Rejected: {st.message}"], ["deactivated (spec.active=false) and evicted"]
+        return [_said(c.ADMISSION_CHECK, st.name, f"Rejected: {st.message}", f"check {st.name} Rejected: {st.message}",
+                      since)], ["deactivated (spec.active=false) and evicted"]
     if newest is None:
         n = (st.retry_count or 0) + 1
         name = naming.provisioning_request_name(wl.metadata.name, st.name, n)
-        return ([f"check {st.name}: no ProvisioningRequest yet"],
+        return ([_said(c.ADMISSION_CHECK, st.name, "no ProvisioningRequest yet",
+                       f"check {st.name}: no ProvisioningRequest yet", since)],
                 [f"the provisioning controller creates {wl.metadata.namespace}/{name} "
                  f"(attempt {n} of {attempts})"])
     n, pr = newest
@@ -163,29 +215,39 @@ Positions = dict[str, dict[tuple[str, str], int]]
 
 
 def _queued(world: World, wl: Workload, ctx: Context, found: queues.Scan,
-            positions: Positions) -> tuple[list[str], list[str]]:
+            positions: Positions) -> tuple[list[Record], list[str]]:
     """(waits for, next) for a workload without quota."""
     ns = wl.metadata.namespace
+    label = f"{ns}/{wl.metadata.name}"
     if not wl.spec.queue_name:
-        return ["a queue: spec.queueName is empty"], []
+        return [_said(c.WORKLOAD, label, "spec.queueName is empty", "a queue: spec.queueName is empty")], []
     gates = workload_status.admission_gates(wl, ctx.config)
     if gates is not None:
-        return [f"its admission gates to be removed ({c.ANNOTATION_ADMISSION_GATED_BY}: {gates})"], \
+        return [_said(c.WORKLOAD, label, f"admission gates: {gates}",
+                      f"its admission gates to be removed ({c.ANNOTATION_ADMISSION_GATED_BY}: {gates})")], \
             ["queued once the annotation is removed or empty"]
     cq_name = queues.cluster_queue_name(world, wl)
     if cq_name is None:
-        return [f"LocalQueue {ns}/{wl.spec.queue_name}, which does not exist"], []
+        return [_said(c.LOCAL_QUEUE, f"{ns}/{wl.spec.queue_name}", "does not exist",
+                      f"LocalQueue {ns}/{wl.spec.queue_name}, which does not exist")], []
+    lq = world.get(c.LOCAL_QUEUE, ns, wl.spec.queue_name)
+    if isinstance(lq, LocalQueue) and lq.spec.stopped:
+        return [_said(c.LOCAL_QUEUE, f"{ns}/{wl.spec.queue_name}", f"stopPolicy {lq.spec.stop_policy}",
+                      f"LocalQueue {ns}/{wl.spec.queue_name} to run again (stopPolicy {lq.spec.stop_policy})")], \
+            ["queued once its stopPolicy is None"]
     cq = world.get(c.CLUSTER_QUEUE, "", cq_name)
     if not isinstance(cq, ClusterQueue):
-        return [f"ClusterQueue {cq_name}, which does not exist"], []
+        return [_said(c.CLUSTER_QUEUE, cq_name, "does not exist", f"ClusterQueue {cq_name}, which does not exist")], []
     problem = activity.inactive_reason(world, cq)
     if problem is not None:
-        return [f"ClusterQueue {cq_name} to become active: {problem[1]}"], []
+        return [_said(c.CLUSTER_QUEUE, cq_name, f"inactive: {problem[1]}",
+                      f"ClusterQueue {cq_name} to become active: {problem[1]}")], []
     if queues.in_backoff(wl, ctx.now):
         rs = wl.status.requeue_state
         at = rs.requeue_at if rs is not None else None
         when = f" at {format_time(at)} ({relative(ctx.now, at)})" if at is not None else ""
-        return [f"its backoff to end{when}"], [f"back in ClusterQueue {cq_name}'s queue"]
+        return [_said(c.WORKLOAD, label, "in backoff" + (f" until {format_time(at)}" if at is not None else ""),
+                      f"its backoff to end{when}")], [f"back in ClusterQueue {cq_name}'s queue"]
     ready = found.ready.get(cq_name, [])
     if cq_name not in positions:
         positions[cq_name] = {(o.metadata.namespace, o.metadata.name): i for i, o in enumerate(ready, 1)}
@@ -195,8 +257,9 @@ def _queued(world: World, wl: Workload, ctx: Context, found: queues.Scan,
     verdict = wl.condition(c.WORKLOAD_QUOTA_RESERVED)
     why = f"; last try: {verdict.message}" if verdict is not None and verdict.status == c.FALSE and verdict.message \
         else ""
-    return [f"quota: {where}{why}"], ["the scheduler reserves quota once the podSets fit, then the admission "
-                                      "checks run"]
+    return [_said(c.CLUSTER_QUEUE, cq_name, f"quota: {where}{why}", f"quota: {where}{why}",
+                  verdict.last_transition_time if verdict is not None else None)], \
+        ["the scheduler reserves quota once the podSets fit, then the admission checks run"]
 
 
 def _all_ready(wl: Workload, ctx: Context) -> str:
@@ -208,6 +271,14 @@ def _all_ready(wl: Workload, ctx: Context) -> str:
     why = f": {verdict.message}" if verdict is not None and verdict.status == c.FALSE and \
         verdict.reason == c.REASON_WAITING_FOR_PREEMPTED_WORKLOADS and verdict.message else ""
     return f"the scheduler to set Admitted once the workload fits beside what may still run (KEP-993){why}"
+
+
+def _add(waits_for: list[Record], nexts: list[str], records: list[Record], steps: list[str]) -> None:
+    """One group (a check's, the queue's) of records and next steps; its last record carries them."""
+    if records and steps:
+        records[-1] = attrs.evolve(records[-1], next="; ".join(steps))
+    waits_for.extend(records)
+    nexts.extend(steps)
 
 
 def waits(world: World, ctx: Context) -> list[Wait]:
@@ -223,25 +294,27 @@ def waits(world: World, ctx: Context) -> list[Wait]:
         label = f"{wl.metadata.namespace}/{wl.metadata.name}"
         if phase in (P.ADMITTED, P.FINISHED):
             continue
-        waits_for: list[str] = []
+        waits_for: list[Record] = []
         nexts: list[str] = []
+        add = functools.partial(_add, waits_for, nexts)
+
         if phase == P.INACTIVE:
-            waits_for.append("reactivation: spec.active is false")
+            add([_said(c.WORKLOAD, label, "spec.active is false", "reactivation: spec.active is false")], [])
         elif phase == P.EVICTED:
             ev = wl.condition(c.WORKLOAD_EVICTED)
-            waits_for.append(f"its eviction to finish ({ev.reason}: {ev.message})" if ev else "its eviction")
-            nexts.append("the job integration stops the job and releases the quota; then it is queued again")
+            add([_said(c.WORKLOAD, label, f"evicted ({ev.reason}: {ev.message})" if ev else "evicted",
+                       f"its eviction to finish ({ev.reason}: {ev.message})" if ev else "its eviction",
+                       ev.last_transition_time if ev else None)],
+                ["the job integration stops the job and releases the quota; then it is queued again"])
         elif phase == P.QUOTA_RESERVED:
             for st in wl.status.admission_checks:
                 if st.state != c.CHECK_READY:
-                    w, n = _check(world, wl, st, ctx.now)
-                    waits_for += w
-                    nexts += n
+                    add(*_check(world, wl, st, ctx.now))
             if not waits_for:
-                waits_for.append(_all_ready(wl, ctx))
+                text = _all_ready(wl, ctx)
+                add([_said(c.WORKLOAD, label, "every check is Ready", text)], [])
         else:
-            w, n = _queued(world, wl, ctx, found, positions)
-            waits_for += w
-            nexts += n
-        out.append(Wait(label, _job_of(wl), tuple(waits_for), tuple(nexts)))
+            add(*_queued(world, wl, ctx, found, positions))
+        job, kind = _job_of(wl)
+        out.append(Wait(label, job, tuple(waits_for), tuple(nexts), kind))
     return out

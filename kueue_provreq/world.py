@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from itertools import count
-from typing import Any
+from typing import Any, Protocol
 
 import attrs
 
@@ -144,17 +144,40 @@ Observer = Callable[[Key, KubeObject | None, KubeObject | None], None]
 
 OWNED = "owned"
 Read = tuple[Any, Any]
-"""What a reconcile read and the answer it got (:attr:`World.reads`)."""
+"""What a reconcile read and the answer it got (:attr:`Hooks.reads`)."""
 UNKEPT: Read = (None, None)
 """A read whose answer is not kept (a whole kind): what depends on it cannot be proven unchanged."""
+
+
+class Index(Protocol):
+    """An index kept over a world's objects of one kind, told of every change to them."""
+
+    def changed(self, key: Key, before: KubeObject | None, after: KubeObject | None) -> None: ...
+
+
+@attrs.define
+class Hooks:
+    """What the one engine driving a world attaches to it: none of it is the world's state, and
+    a world without an engine has none of it."""
+
+    journal: dict[Key, KubeObject | None] | None = None
+    """Where ``apply`` and ``put`` record the keys they touch, each with the object it held
+    before the first of those changes (None: it did not exist): the engine learns of changes
+    made outside its reconciles from it."""
+    reads: list[Read] | None = None
+    """While the engine keeps what a reconcile reads (verify mode): each read and its answer, as
+    (key, object or None), (``OWNED``, kind, namespace, owner, objects) or ``UNKEPT``."""
+    queue_index: Index | None = None
+    """The scheduler's queue index (``controllers.queues.index``), kept up to date over the
+    world's Workloads."""
 
 
 
 class World:
     """Every object of a scenario, indexed by key, by kind and by owner."""
 
-    __slots__ = ("_objects", "_by_kind", "_owned_by_name", "_dependents", "uid_counter", "faults", "journal",
-                 "_observers", "indexes", "reads")
+    __slots__ = ("_objects", "_by_kind", "_owned_by_name", "_dependents", "uid_counter", "faults", "hooks",
+                 "_observers")
 
     def __init__(self, objects: Iterable[KubeObject] = (), faults: tuple[Fault, ...] = ()) -> None:
         self._objects: dict[Key, KubeObject] = {}
@@ -166,16 +189,8 @@ class World:
         self._dependents: dict[str, tuple[Key, ...]] = {}
         self.uid_counter = 0
         self.faults = faults
-        #: where ``apply`` and ``put`` record the keys they touch, each with the object it held
-        #: before the first of those changes (None: it did not exist), for the one Manager that
-        #: drives this world (it learns of changes made outside its reconciles from it)
-        self.journal: dict[Key, KubeObject | None] | None = None
+        self.hooks = Hooks()
         self._observers: dict[str, list[Observer]] = {}
-        #: indexes other modules keep over this world, by name (``controllers.queues.index``)
-        self.indexes: dict[str, object] = {}
-        #: while a driver keeps what a reconcile reads (verify mode): each read and its answer,
-        #: as (key, object or None), (``OWNED``, kind, namespace, owner, objects) or ``UNKEPT``
-        self.reads: list[Read] | None = None
         for obj in objects:
             self._put(obj)
 
@@ -183,21 +198,22 @@ class World:
     def get(self, kind: str, namespace: str, name: str) -> KubeObject | None:
         key = (kind, namespace, name)
         found = self._objects.get(key)
-        if self.reads is not None:
-            self.reads.append((key, found))
+        reads = self.hooks.reads
+        if reads is not None:
+            reads.append((key, found))
         return found
 
     def objects(self, kind: str, namespace: str | None = None) -> list[KubeObject]:
-        if self.reads is not None:
-            self.reads.append(UNKEPT)
+        if self.hooks.reads is not None:
+            self.hooks.reads.append(UNKEPT)
         objs = self._by_kind[kind].values()
         if namespace is None:
             return list(objs)
         return [o for o in objs if o.metadata.namespace == namespace]
 
     def keys(self, kind: str) -> list[Key]:
-        if self.reads is not None:
-            self.reads.append(UNKEPT)
+        if self.hooks.reads is not None:
+            self.hooks.reads.append(UNKEPT)
         return list(self._by_kind[kind])
 
     def owned_by_name(self, kind: str, namespace: str, owner_name: str) -> list[KubeObject]:
@@ -205,12 +221,12 @@ class World:
         ``metadata.ownedByWorkload`` index, which ignores the owner's kind)."""
         keys = self._owned_keys(kind, namespace, owner_name)
         found = [self._objects[k] for k in keys] if keys else []
-        if self.reads is not None:
-            self.reads.append(((OWNED, kind, namespace, owner_name), tuple(found)))
+        if self.hooks.reads is not None:
+            self.hooks.reads.append(((OWNED, kind, namespace, owner_name), tuple(found)))
         return found
 
     def still_reads(self, reads: list[Read]) -> bool:
-        """Whether every read in ``reads`` (as :attr:`reads` keeps them) answers the same now."""
+        """Whether every read in ``reads`` (as :attr:`Hooks.reads` keeps them) answers the same now."""
         objects, owned_keys = self._objects, self._owned_keys
         for what, answer in reads:
             if what is None:
@@ -232,8 +248,8 @@ class World:
 
     def dependents(self, uid: str) -> list[Key]:
         """Keys of the objects with an ownerReference to ``uid`` (the garbage collector's view)."""
-        if self.reads is not None:
-            self.reads.append(UNKEPT)
+        if self.hooks.reads is not None:
+            self.hooks.reads.append(UNKEPT)
         return list(self._dependents.get(uid, ()))
 
     def __len__(self) -> int:
@@ -285,7 +301,7 @@ class World:
         """:meth:`apply`, returning each key with the object it held before (None for a create),
         so that a driver can tell what changed, and whose a deleted object was."""
         changes = self._apply(effect)
-        journal = self.journal
+        journal = self.hooks.journal
         if journal is not None:
             for key, old in changes:
                 journal.setdefault(key, old)
@@ -298,6 +314,9 @@ class World:
             old = self._objects.get(key)
             if old is None:
                 raise ValueError(not_found(key[0], key[2]))
+            if obj.metadata.terminating and not obj.metadata.finalizers:
+                # the API server removes a terminating object once its last finalizer is gone
+                return self._delete_cascading(key)
             if old.metadata.owner_references == obj.metadata.owner_references:
                 # the indexes hold keys, not objects: only the two maps of objects change
                 self._objects[key] = obj
@@ -329,8 +348,8 @@ class World:
             self._drop(old)
         self._put(obj)
         self._bump_uid(obj)
-        if self.journal is not None:
-            self.journal.setdefault(key, old)
+        if self.hooks.journal is not None:
+            self.hooks.journal.setdefault(key, old)
         if self._observers:
             self._notify(key, old, obj)
         return [key]
@@ -477,8 +496,9 @@ class Txn:
         if self._overlay and key in self._overlay:  # ``_visible``, inlined: the hottest read
             return self._overlay[key]
         found = world._objects.get(key)
-        if world.reads is not None:
-            world.reads.append((key, found))
+        reads = world.hooks.reads
+        if reads is not None:
+            reads.append((key, found))
         return found
 
     def owned_by_name(self, kind: str, namespace: str, owner_name: str) -> list[KubeObject]:
@@ -530,6 +550,12 @@ class Txn:
         obj = self._visible(key)
         if obj is None:
             return not_found(kind, name)
+        marked = marked_for_deletion(obj, self.now)
+        if marked is not None:
+            if marked is not obj:
+                self._overlay[key] = marked
+                self.effects.append(Update(marked))
+            return None
         self._overlay[key] = None
         self._cascade(obj)
         self.effects.append(Delete(kind, namespace, name))
@@ -550,6 +576,18 @@ class Txn:
         return Result(tuple(self.effects), requeue_after, error, settled and error is None)
 
 
+def marked_for_deletion(obj: KubeObject, now: Time) -> KubeObject | None:
+    """What a delete does to an object with finalizers: the API server only sets its
+    ``deletionTimestamp`` (once; a second delete changes nothing) and keeps it until its
+    finalizers are removed.  None for an object without finalizers: a delete removes it."""
+    meta = obj.metadata
+    if not meta.finalizers:
+        return None
+    if meta.terminating:
+        return obj
+    return evolve(obj, metadata=evolve(meta, deletion_timestamp=now))
+
+
 def truncate(message: str, limit: int) -> str:
     """Kueue's ``api.TruncateEventMessage`` / ``TruncateConditionMessage`` (byte limits)."""
     if len(message) * 4 <= limit:  # no UTF-8 character takes more than 4 bytes
@@ -560,5 +598,5 @@ def truncate(message: str, limit: int) -> str:
     return raw[: limit - 4].decode(errors="ignore") + " ..."
 
 
-__all__ = ["Create", "Delete", "EMPTY", "Effect", "Event", "Fault", "MetricInc", "NOTHING", "Result",
-           "Txn", "Update", "World", "truncate"]
+__all__ = ["Create", "Delete", "EMPTY", "Effect", "Event", "Fault", "Hooks", "Index", "MetricInc", "NOTHING",
+           "Result", "Txn", "Update", "World", "marked_for_deletion", "truncate"]

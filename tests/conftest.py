@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -100,3 +101,22 @@ def testbed(tmp_path_factory: pytest.TempPathFactory) -> Any:
         yield bed
     finally:
         controlplane.down(Path(bed.folder))
+
+
+# --- why tests were skipped ---------------------------------------------------------------------
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    """One line per reason a test was skipped, with how many it skipped, so that ``make test``
+    says what a fresh machine lacks (no real Kueue built, no upstream checkout...) rather than
+    only a count."""
+    reasons: Counter[str] = Counter()
+    for report in terminalreporter.stats.get("skipped", []):
+        longrepr = report.longrepr
+        reason = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
+        reasons[reason.removeprefix("Skipped: ")] += 1
+    if not reasons:
+        return
+    terminalreporter.section("skipped, by reason", sep="-")
+    for reason, count in reasons.most_common():
+        terminalreporter.write_line(f"{count:4d} skipped: {reason}")

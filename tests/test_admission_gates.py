@@ -16,6 +16,7 @@ from kueue_provreq.api.queues import (
     FlavorQuotas,
     LocalQueue,
     LocalQueueSpec,
+    ResourceFlavor,
     ResourceGroup,
     ResourceQuota,
 )
@@ -32,6 +33,7 @@ GATE = "example.com/controller1"
 CQ = ClusterQueue(ObjectMeta(name="cq", uid="cq"), ClusterQueueSpec(resource_groups=(
     ResourceGroup(("cpu",), (FlavorQuotas("default", (ResourceQuota("cpu", Quantity.parse("5")),)),)),)))
 LQ = LocalQueue(ObjectMeta(name="lq", namespace="ns", uid="lq"), LocalQueueSpec("cq"))
+RF = ResourceFlavor(ObjectMeta(name="default", uid="rf"))  # the queue can admit: no blocker comes first
 GATE_OFF = Configuration(feature_gates=DEFAULT_FEATURE_GATES.set(c.GATE_ADMISSION_GATED_BY, False))
 
 
@@ -40,7 +42,7 @@ def gated(*conditions: object, gates: str = GATE) -> Workload:
 
 
 def reconcile(wl: Workload, config: Configuration = Configuration()) -> tuple[Workload | None, list[tuple[str, str]]]:
-    result = controller.reconcile(World([CQ, LQ, wl]), ("Workload", "ns", "wl"), Context(Time(T0), config))
+    result = controller.reconcile(World([RF, CQ, LQ, wl]), ("Workload", "ns", "wl"), Context(Time(T0), config))
     written = [e.obj for e in result.effects if isinstance(e, Update) and isinstance(e.obj, Workload)]
     return (written[0] if written else None), [(e.reason, e.message) for e in result.effects if isinstance(e, Event)]
 

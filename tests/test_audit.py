@@ -13,7 +13,10 @@ import pytest
 from kueue_provreq.api.meta import Time
 from kueue_provreq.audit import RULES, Thresholds, audit
 from kueue_provreq.cluster.snapshot import to_objects
+from kueue_provreq.explain import explain
 from kueue_provreq.manifests.codec import parse_time
+from kueue_provreq.manifests.inputs import load_inputs
+from kueue_provreq.timestamps import to_time
 
 DATA = Path(__file__).parent / "data" / "cluster"
 DOCS = Path(__file__).parents[1] / "docs"
@@ -90,10 +93,22 @@ def bad_ref(items: list[Obj]) -> None:
     (deactivated, [("error", "deactivated-holds-quota", "Workload ml/job-train-b-9fa8c")]),
     (finished, [("error", "finished-keeps-requests", "Workload ml/job-train-a-5b3d0")]),
     (not_controlled, [("error", "not-owned-as-kueue-owns", "ProvisioningRequest ml/job-train-a-5b3d0-gpu-capacity-1")]),
-    (bad_ref, [("warning", "check-config-missing", "AdmissionCheck gpu-capacity")]),
+    # the check's controller makes it inactive, and so the queue that uses it, as explain says
+    (bad_ref, [("warning", "check-config-missing", "AdmissionCheck gpu-capacity"),
+               ("warning", "cluster-queue-inactive", "ClusterQueue gpu-queue")]),
 ], ids=lambda v: getattr(v, "__name__", ""))
 def test_each_rule(change: Callable[[list[Obj]], None], want: list[tuple[str, str, str]]) -> None:
     assert sorted(findings(change)) == sorted(want)
+
+
+def test_audit_and_explain_agree_on_activity_of_fresh_manifests() -> None:
+    """Fresh manifests carry no status: both settle it as Kueue's controllers would, so neither
+    calls a queue or a check inactive that the other calls active (the bundled forecast example)."""
+    objects = list(load_inputs([str(Path(__file__).parent.parent / "examples" / "forecast")]).objects)
+    now = to_time("2024-01-01T00:00:00Z")
+    assert [f for f in audit(objects, now).findings if f.rule == "cluster-queue-inactive"] == []
+    states = {(f.subject, f.state) for f in explain(objects, now).findings}
+    assert ("ClusterQueue training", "Active") in states and ("AdmissionCheck gpu-capacity", "Active") in states
 
 
 def test_stuck_work_is_judged_against_the_time() -> None:

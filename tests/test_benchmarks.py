@@ -28,6 +28,9 @@ def load(name: str) -> ModuleType:
     ("bench_sim", ["--workloads", "20", "--settle-size", "20", "--repeat", "1"]),
     ("bench_verify", ["--size", "20", "--repeat", "1"]),
     ("bench_breakdown", ["--size", "20"]),
+    # this checkout against itself: the ratio of two runs of the same code
+    ("bench_ab", [str(BENCHMARKS.parent), "--size", "20", "--pairs", "1"]),
+    ("bench_ab", [str(BENCHMARKS.parent), "--simulate", "20", "--pairs", "1"]),
 ])
 def test_benchmark_runs(name: str, argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     assert load(name).main(argv) in (0, None)

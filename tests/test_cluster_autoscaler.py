@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 from kueue_provreq import cli
+from kueue_provreq.autoscaler import parse_script
 from kueue_provreq.cluster import client
 from kueue_provreq.cluster.autoscaler import FIELD_MANAGER, StandIn
 from kueue_provreq.manifests.codec import parse_time
-from kueue_provreq.simulation.autoscaler import parse_script
 
 from apiserver import RecordedAPIServer
 

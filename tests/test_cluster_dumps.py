@@ -68,8 +68,18 @@ def test_explain_names_the_request_its_message_and_the_attempt() -> None:
     """train-b waits behind its second attempt; the clock is the dump's newest time."""
     status, out, err = run(["explain", "-f", str(DATA / "healthy" / "dump.yaml")])
     assert status == 0 and err == SKIPPED
-    assert out.startswith("at 2026-11-20T10:00:00Z\n")
+    assert out.startswith("at 2026-11-20T10:00:00Z (the newest time the inputs record; --at sets another)\n")
     assert ("ProvisioningRequest ml/job-train-b-9fa8c-gpu-capacity-2 (check gpu-capacity, attempt 2 of 4): "
             "Accepted=True (Accepted: ProvisioningRequest is accepted by ClusterAutoscaler), just now") in out
     status, out, _ = run(["explain", "-f", str(DATA / "healthy" / "dump.yaml"), "--at", "2026-11-20T10:05:00Z"])
-    assert out.startswith("at 2026-11-20T10:05:00Z\n") and "5m0s ago" in out
+    assert out.startswith("at 2026-11-20T10:05:00Z (given by --at)\n") and "5m0s ago" in out
+
+
+def test_explain_flags_what_audit_finds_in_the_same_dump() -> None:
+    """One voice: the Admitted-while-check-Pending workload audit reports is flagged by explain."""
+    dump = str(DATA / "troubled" / "dump.yaml")
+    _, audited, _ = run(["audit", "-f", dump])
+    _, explained, _ = run(["explain", "-f", dump])
+    section = explained[explained.index("AUDIT (as kueue-provreq audit finds it)\n"):explained.index("\nNEXT\n")]
+    assert "Workload ml/job-serve-e-51cd2: Admitted=True while check gpu-capacity is Pending" in section
+    assert [line.strip() for line in section.splitlines()[1:]] == audited.splitlines()[:-1]

@@ -4,9 +4,11 @@ written by tests/data/cluster/generate.py)."""
 
 from __future__ import annotations
 
+import http.server
 import json
 import socket
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -100,8 +102,90 @@ def test_unreachable_server_is_one_line(tmp_path: Path) -> None:
         "contexts": [{"name": "c", "context": {"cluster": "x", "user": "u"}}]}))
     status, out, err = run(["audit", "--kubeconfig", str(config)])
     assert status == 2 and out == ""
-    assert err.startswith(f"kueue-provreq: error: cannot reach the API server at http://127.0.0.1:{port}: ")
+    assert err.startswith(f"kueue-provreq: error: context 'c': cannot reach the API server at http://127.0.0.1:{port} ")
     assert err.count("\n") == 1
+
+
+def kubeconfig_for(path: Path, server: str, user: dict[str, object] | None = None) -> Path:
+    path.write_text(json.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": "c",
+        "clusters": [{"name": "x", "cluster": {"server": server}}],
+        "users": [{"name": "u", "user": user or {"token": "t"}}],
+        "contexts": [{"name": "c", "context": {"cluster": "x", "user": "u"}}]}))
+    return path
+
+
+def test_a_server_that_never_answers_is_one_attempt_and_one_line(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The kernel completes the connection, nothing answers: one attempt (urllib3's retries
+    off), ended by the read timeout (shortened here; the real one is seconds, not minutes)."""
+    monkeypatch.setattr(client, "READ_TIMEOUT", 0.5)
+    assert client.CONNECT_TIMEOUT + client.READ_TIMEOUT < 15 <= 60
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(16)  # connections are queued, never accepted nor answered
+        port = listener.getsockname()[1]
+        config = kubeconfig_for(tmp_path / "kubeconfig", f"http://127.0.0.1:{port}")
+        status, out, err = run(["explain", "--kubeconfig", str(config)])
+        listener.setblocking(False)
+        attempts = 0
+        while True:
+            try:
+                listener.accept()[0].close()
+            except BlockingIOError:
+                break
+            attempts += 1
+    assert status == 2 and out == "" and attempts == 1
+    assert err.startswith(f"kueue-provreq: error: context 'c': cannot reach the API server at http://127.0.0.1:{port} ")
+    assert "timed out" in err and err.count("\n") == 1
+
+
+def test_a_refused_read_names_the_context_and_the_server(tmp_path: Path) -> None:
+    class Unauthorized(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802  (http.server's spelling)
+            body = json.dumps({"kind": "Status", "code": 401, "reason": "Unauthorized",
+                               "message": "Unauthorized"}).encode()
+            self.send_response(401)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    with http.server.ThreadingHTTPServer(("127.0.0.1", 0), Unauthorized) as server:
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        port = server.server_address[1]
+        config = kubeconfig_for(tmp_path / "kubeconfig", f"http://127.0.0.1:{port}")
+        status, out, err = run(["audit", "--kubeconfig", str(config)])
+        server.shutdown()
+    assert status == 2 and out == ""
+    assert err.startswith(f"kueue-provreq: error: cluster c (http://127.0.0.1:{port}): cannot list ")
+    assert err.endswith(": Unauthorized (401 Unauthorized)\n") and err.count("\n") == 1
+
+
+def test_a_missing_exec_credential_plugin_is_said_before_any_call(tmp_path: Path) -> None:
+    config = kubeconfig_for(tmp_path / "kubeconfig", "http://127.0.0.1:1", {
+        "exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": "no-such-plugin-xyz"}})
+    status, _, err = run(["audit", "--kubeconfig", str(config)])
+    assert status == 2
+    assert err == (f"kueue-provreq: error: kubeconfig {config}: context 'c': the exec credential plugin "
+                   "'no-such-plugin-xyz' of user 'u' is not installed (not on PATH)\n")
+
+
+@pytest.mark.parametrize(("make", "message"), [
+    (lambda p: p.mkdir(), "a folder, not a file"),
+    (lambda p: p.symlink_to(p), "a symbolic link loop"),
+    (lambda p: p.write_text("a: &a [" + ",".join(["*a"] * 0) + "]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a,*a]\n"
+                            + "".join(f"{x}: &{x} [{','.join([f'*{y}'] * 10)}]\n"
+                                      for y, x in zip("bcdefgh", "cdefghi", strict=True))), "alias bomb"),
+], ids=["folder", "symlink-loop", "alias-bomb"])
+def test_a_kubeconfig_is_read_as_every_input_is(make: object, message: str, tmp_path: Path) -> None:
+    path = tmp_path / "kubeconfig"
+    make(path)  # type: ignore[operator]
+    status, _, err = run(["audit", "--kubeconfig", str(path)])
+    assert status == 2 and message in err and err.count("\n") == 1
 
 
 def test_without_the_extra_a_clear_message(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -192,7 +276,7 @@ def test_explain_says_what_a_waiting_workload_waits_for(healthy: tuple[RecordedA
     assert "next: evicted at 2026-11-20T10:00:30Z (in 30s) to release its quota" in waits
     assert "quota: position 1 of 1 in ClusterQueue gpu-queue; last try: couldn't assign flavors" in waits
     # the healthy cluster is settled as far as the model can tell: only a timer is pending
-    assert out[out.index("NEXT"):] == "NEXT\n  workload Workload ml/job-tune-d-c12f0:\n    requeue after 30s\n"
+    assert out[out.index("NEXT"):] == "NEXT\n  workload controller, Workload ml/job-tune-d-c12f0:\n    requeue after 30s\n"
     status, out, _ = run(["explain", "--kubeconfig", str(kubeconfig), "--at", AT, "-o", "json"])
     wait = next(w for w in json.loads(out)["waits"] if w["job"] == "ml/train-b")
     assert wait["workload"] == "ml/job-train-b-9fa8c" and len(wait["waitsFor"]) == 1

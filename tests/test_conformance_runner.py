@@ -197,9 +197,10 @@ def test_an_invalid_world_fails_the_scenario(tmp_path: Path) -> None:
     bad = WORKLOAD.replace("count: 1", "count: lots")
     assert re.fullmatch(rf"{re.escape(str(tmp_path / 's.yaml'))}:\d+: Workload ns/wl: objects\[0\].spec.podSets\[0\]"
                         r".count: expected an integer, got 'lots'", failure(tmp_path, scenario("- expect: {}", objects=bad)))
-    assert "cluster-scoped" in failure(tmp_path, scenario("- expect: {}", objects="""
+    # a cluster-scoped object's namespace is cleared, as the API server does, not refused
+    assert run(tmp_path, scenario("- expect: {}", objects="""
   - {apiVersion: kueue.x-k8s.io/v1beta2, kind: ResourceFlavor, metadata: {namespace: ns, name: f}}
-"""))
+""")).failure is None
 
 
 # --- matching --------------------------------------------------------------------------------
@@ -623,3 +624,90 @@ def test_an_unexpected_exception_is_a_one_line_failure(tmp_path: Path,
     job_controller(behaviour)
     outcome = run(tmp_path, scenario("- reconcile: {controller: job, workload: ns/wl}"))
     assert outcome.line() == "FAIL t: step 1: internal error: RuntimeError: first line second line"
+
+
+# --- extensions: deletion with finalizers, a job's Workload by its job ----------------------------
+
+
+FINALIZED = """
+  - apiVersion: kueue.x-k8s.io/v1beta2
+    kind: LocalQueue
+    metadata: {namespace: ns, name: lq, finalizers: [example.com/keep]}
+    spec: {clusterQueue: cq}
+"""
+
+
+def test_a_delete_marks_an_object_with_finalizers_which_goes_with_its_last_finalizer(tmp_path: Path) -> None:
+    steps = """
+    - delete: {kind: LocalQueue, namespace: ns, name: lq}
+    - expect:
+        objects:
+        - kind: LocalQueue
+          metadata: {namespace: ns, name: lq, deletionTimestamp: '2024-01-01T00:00:00Z', finalizers: [example.com/keep]}
+    - advance: 5s
+    - delete: {kind: LocalQueue, namespace: ns, name: lq}
+    - expect:
+        objects:
+        - kind: LocalQueue
+          metadata: {namespace: ns, name: lq, deletionTimestamp: '2024-01-01T00:00:00Z'}
+    - patch: {kind: LocalQueue, namespace: ns, name: lq, merge: {metadata: {finalizers: null}}}
+    - expect: {absent: [{kind: LocalQueue, namespace: ns, name: lq}]}
+    """
+    assert run(tmp_path, scenario(steps, objects=FINALIZED)).failure is None
+
+
+JOB = """
+  - apiVersion: batch/v1
+    kind: Job
+    metadata: {namespace: ns, name: train, labels: {kueue.x-k8s.io/queue-name: lq}}
+    spec:
+      template: {spec: {restartPolicy: Never, containers: [{name: c, image: busybox}]}}
+"""
+
+
+def test_workload_of_names_the_workload_a_job_gets(tmp_path: Path) -> None:
+    steps = """
+    - settle: {controllers: [job]}
+    - expect:
+        objects:
+        - kind: Workload
+          metadata:
+            namespace: ns
+            name: {$workloadOf: {kind: Job, namespace: ns, name: train}}
+            ownerReferences: [{kind: Job, name: train}]
+    - patch:
+        kind: Workload
+        namespace: ns
+        name: {$workloadOf: {kind: Job, namespace: ns, name: train}}
+        merge: {spec: {active: false}}
+    - expect:
+        objects:
+        - kind: Workload
+          metadata: {namespace: ns, name: {$workloadOf: {kind: Job, namespace: ns, name: train}}}
+          spec: {active: false}
+    - delete: {kind: Workload, namespace: ns, name: {$workloadOf: {kind: Job, namespace: ns, name: train}}}
+    - expect: {absent: [{kind: Workload, namespace: ns, name: {$workloadOf: {kind: Job, namespace: ns, name: train}}}]}
+    """
+    assert run(tmp_path, scenario(steps, objects=JOB)).failure is None
+    missing = "- delete: {kind: Workload, namespace: ns, name: {$workloadOf: {kind: Job, namespace: ns, name: nope}}}"
+    assert failure(tmp_path, scenario(missing, objects=JOB)) == "step 1: $workloadOf: Job ns/nope not found"
+    bad = "- delete: {kind: Workload, namespace: ns, name: {$workloadOf: {kind: Pod, name: p}}}"
+    assert "steps[0].delete.name.$workloadOf.kind" in failure(tmp_path, scenario(bad, objects=JOB))
+
+
+def test_expect_refusal_passes_only_when_the_write_is_refused_with_the_message(tmp_path: Path) -> None:
+    refused = """
+    - expectRefusal:
+        patch: {kind: LocalQueue, namespace: ns, name: lq, merge: {spec: {clusterQueue: other}}}
+        message: field is immutable
+    """
+    assert run(tmp_path, scenario(refused, objects=FINALIZED)).failure is None
+    other = refused.replace("field is immutable", "forbidden")
+    assert failure(tmp_path, scenario(other, objects=FINALIZED)) == (
+        "step 1: expected a refusal containing 'forbidden', got 'LocalQueue.kueue.x-k8s.io \"lq\" is invalid: "
+        "spec.clusterQueue: Invalid value: \"string\": field is immutable'")
+    accepted = refused.replace("clusterQueue: other", "stopPolicy: Hold")
+    assert failure(tmp_path, scenario(accepted, objects=FINALIZED)) == (
+        "step 1: expected the patch to be refused ('field is immutable'), it was accepted")
+    both = "- expectRefusal: {apply: {kind: LocalQueue}, patch: {kind: LocalQueue, name: lq, merge: {}}, message: x}"
+    assert "one of apply, patch, not both" in failure(tmp_path, scenario(both, objects=FINALIZED))

@@ -212,13 +212,19 @@ def test_an_admitted_job_is_started_with_its_flavors_and_checks() -> None:
     assert (event.reason, event.message) == (c.EVENT_STARTED, "Admitted by clusterQueue cq")
 
 
-def test_a_conflict_between_a_flavor_and_a_check_is_a_reconcile_error() -> None:
+def test_a_conflict_between_a_flavor_and_a_check_finishes_the_workload() -> None:
+    """``podset.IsPermanent``: the job cannot start, so the Workload is finished (FailedToStart,
+    the error as message, the check named in double quotes) and the job stays suspended."""
     clash = PodSetUpdate("main", node_selector=FrozenMap({"instance": "b2"}))
     j, wl, flavor = admitted((clash,))
     updates, events, error = reconcile_job(j, wl, flavor)
-    assert (updates, events) == ([], [])
-    assert error == ("in admission check 'prov': invalid admission check PodSetUpdate: conflict for nodeSelector: "
-                     "conflict for key=instance, value1=a3, value2=b2")
+    assert (events, error) == ([], None)
+    (finished,) = updates
+    assert isinstance(finished, Workload)
+    done = finished.condition(c.WORKLOAD_FINISHED)
+    assert done is not None and (done.status, done.reason, done.message) == (
+        c.TRUE, "FailedToStart", 'in admission check "prov": invalid admission check PodSetUpdate: conflict for '
+        "nodeSelector: conflict for key=instance, value1=a3, value2=b2")
 
 
 def test_a_missing_flavor_is_a_reconcile_error() -> None:
@@ -300,7 +306,7 @@ def test_explain_describes_the_workloads_of_every_job_of_upstreams_examples(upst
     assert len(workloads) == 5  # three Jobs (two from generateName), a JobSet, a PyTorchJob
 
 
-def test_an_admission_for_another_number_of_podsets_is_a_reconcile_error() -> None:
+def test_an_admission_for_another_number_of_podsets_finishes_the_workload() -> None:
     js = INTEGRATIONS[c.JOBSET].with_suspend(jobset(), True)
     wl = reconciler.workload_for(js, Configuration())
     extra = attrs.evolve(wl.spec.pod_sets[0], name="extra")
@@ -308,4 +314,8 @@ def test_an_admission_for_another_number_of_podsets_is_a_reconcile_error() -> No
         conditions=(builders.reserved_in(), builders.ADMITTED),
         admission=Admission("cq", tuple(PodSetAssignment(ps, FrozenMap()) for ps in ("workers", "extra"))))
     result = reconciler.reconcile(World([js, wl]), (c.JOBSET, NS, "js"), Context(now=T0))
-    assert result.error == "invalid podset infos: expecting 1 podset, got 2" and not result.effects
+    (update,) = result.effects
+    assert result.error is None and isinstance(update, Update) and isinstance(update.obj, Workload)
+    done = update.obj.condition(c.WORKLOAD_FINISHED)  # ErrInvalidPodsetInfo is permanent too
+    assert done is not None and (done.reason, done.message) == (
+        "FailedToStart", "invalid podset infos: expecting 1 podset, got 2")

@@ -27,12 +27,15 @@ from kueue_provreq.api.quantity import Quantity
 from kueue_provreq.api.queues import (
     AdmissionCheck,
     ClusterQueue,
+    FlavorUsage,
     LocalQueue,
     ResourceFlavor,
+    ResourceUsage,
 )
 from kueue_provreq.api.workload import PodSet, Workload, WorkloadSpec
 from kueue_provreq.manifests import (
     ManifestError,
+    check_object,
     decode,
     dump_object,
     encode,
@@ -321,9 +324,9 @@ def test_v1beta1_cluster_queue_checks_and_cohort() -> None:
     cq = load_object(data)
     assert isinstance(cq, ClusterQueue)
     assert cq.checks_with_flavors() == {"a": frozenset(), "b": frozenset()}
-    assert cq.spec.extra["cohortName"] == "all"
+    assert cq.spec.cohort_name == "all"
     ff = cq.spec.flavor_fungibility
-    assert ff is not None and (ff.when_can_preempt, ff.extra) == ("MayStopSearch", {"whenCanBorrow": "MayStopSearch"})
+    assert ff is not None and (ff.when_can_preempt, ff.when_can_borrow) == ("MayStopSearch", "MayStopSearch")
     assert "pendingWorkloadsStatus" not in cq.status.extra
     v1 = dump_object(cq, V1B1)
     assert v1["spec"]["cohort"] == "all" and "cohortName" not in v1["spec"]
@@ -341,9 +344,12 @@ def test_v1beta1_admission_check_drops_retry_delay_and_local_queue_renames_usage
     assert isinstance(ac, AdmissionCheck) and ac.spec.extra == {}
     lq = load_object({"apiVersion": V1B1, "kind": "LocalQueue", "metadata": {"name": "q", "namespace": "n"},
                       "spec": {"clusterQueue": "cq"},
-                      "status": {"flavorUsage": [], "flavors": []}})
-    assert isinstance(lq, LocalQueue) and lq.status == {"flavorsUsage": ()}
-    assert dump_object(lq, V1B1)["status"] == {"flavorUsage": []}
+                      "status": {"flavorUsage": [{"name": "f", "resources": [{"name": "cpu", "total": "1"}]}],
+                                 "flavors": []}})
+    assert isinstance(lq, LocalQueue)
+    assert lq.status.flavors_usage == (FlavorUsage("f", (ResourceUsage("cpu", Quantity.parse("1")),)),)
+    assert dump_object(lq, V1B1)["status"] == {"flavorUsage": [{"name": "f", "resources": [{"name": "cpu",
+                                                                                              "total": "1"}]}]}
 
 
 # --- defaults and required values -------------------------------------------------------
@@ -431,9 +437,12 @@ def test_generate_name_stands_in_for_name() -> None:
     assert job.metadata.extra["generateName"] == "sample-"
 
 
-def test_cluster_scoped_objects_have_no_namespace() -> None:
-    e = error_of({"apiVersion": V1B2, "kind": "ResourceFlavor", "metadata": {"name": "f", "namespace": "x"}})
-    assert e.path == "metadata.namespace"
+def test_a_cluster_scoped_objects_namespace_is_cleared_with_a_warning_as_the_api_server_does() -> None:
+    checked = check_object({"apiVersion": V1B2, "kind": "ResourceFlavor", "metadata": {"name": "f", "namespace": "x"}})
+    assert checked.errors == () and checked.obj is not None and checked.obj.metadata.namespace == ""
+    (warning,) = checked.warnings
+    assert warning.path == "metadata.namespace" and "cluster-scoped: the API server ignores its namespace 'x'" in str(
+        warning)
 
 
 def test_workload_with_status_round_trips() -> None:
@@ -574,7 +583,7 @@ def test_load_file(tmp_path: Path) -> None:
                     "template: {spec: {containers: [{name: c, image: x}]}}\n")
     (doc,) = load_file(path)
     assert isinstance(load_object(doc), PodTemplate)
-    with pytest.raises(ManifestError, match="missing.yaml: cannot read"):
+    with pytest.raises(ManifestError, match="missing.yaml: no such file or directory"):
         load_file(tmp_path / "missing.yaml")
 
 

@@ -5,14 +5,15 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from kueue_provreq import autoscaler as ca
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.frozen import FrozenMap
 from kueue_provreq.api.meta import Condition, ObjectMeta, Time
 from kueue_provreq.api.provisioning import ProvisioningRequest, ProvisioningRequestSpec
+from kueue_provreq.autoscaler import Answer, Decision, ScriptError, ScriptItem, parse_script
 from kueue_provreq.machines import PROVISIONING_REQUEST_MACHINE
 from kueue_provreq.machines.phases import provisioning_request_phase
-from kueue_provreq.simulation import autoscaler as ca
-from kueue_provreq.simulation.autoscaler import Answer, Decision, ScriptError, ScriptItem, parse_script
+from kueue_provreq.machines.requests import CA_REASONS, RequestTrigger, ca_writes
 
 T0 = Time(1_704_067_200)
 
@@ -166,3 +167,26 @@ def test_every_move_follows_the_machine_and_repeating_a_call_changes_nothing(
         assert ca.reconcile(done.request, now, decision, scheduled).written == ()
         pr = done.request
     assert all(isinstance(cd, Condition) and cd.type != "" for cd in pr.status.conditions)
+
+
+@given(decisions, st.sampled_from(c.CA_CLASSES), st.lists(st.tuples(st.integers(0, 900), st.booleans()),
+                                                          min_size=1, max_size=6))
+def test_what_ca_writes_is_what_the_request_table_declares_for_each_trigger(
+        decision: Decision, cls: str, steps: list[tuple[int, bool]]) -> None:
+    """Each write is, trigger by trigger, one of the writes ``machines.requests`` declares for
+    that trigger (its own reason or one of ``CA_REASONS``), Accepted first when it answers."""
+    pr, now = request(cls=cls), T0
+    for delay, scheduled in steps:
+        now = Time(now + delay)
+        done = ca.reconcile(pr, now, decision, scheduled)
+        written = [(cd.type, cd.status, cd.reason, cd.message) for cd in done.written]
+        for t in done.transitions:
+            trigger = RequestTrigger(t.trigger)
+            declared = [ca_writes(trigger, reason, answer) for reason in (None, *CA_REASONS.get(trigger, {}))
+                        for answer in (False, True)]
+            match = next((w for w in declared if tuple(written[:len(w)]) == w), None)
+            assert match is not None, (t, written)
+            written = written[len(match):]
+        assert written == []
+        assert all(cd.last_transition_time == now for cd in done.written)
+        pr = done.request

@@ -15,11 +15,11 @@ import pytest
 import yaml
 from kueue_provreq import cli
 from kueue_provreq.api import constants as c
+from kueue_provreq.autoscaler import parse_script
 from kueue_provreq.cluster import client
 from kueue_provreq.cluster.autoscaler import StandIn
 from kueue_provreq.cluster.resources import RESOURCES
 from kueue_provreq.cluster.testbed import controlplane
-from kueue_provreq.simulation.autoscaler import parse_script
 
 EXAMPLES = Path(__file__).parents[1] / "examples" / "kind"
 

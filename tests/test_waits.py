@@ -16,7 +16,7 @@ from kueue_provreq.api.queues import (
     ResourceGroup,
     ResourceQuota,
 )
-from kueue_provreq.api.workload import Workload
+from kueue_provreq.api.workload import Workload, WorkloadSpec
 from kueue_provreq.controllers.context import Context
 from kueue_provreq.waits import waits
 from kueue_provreq.world import World
@@ -31,7 +31,15 @@ KEP_993 = Configuration(semantics=frozenset({SEMANTICS_KEP_993_PREEMPTION}))
 
 def waits_of(wl: Workload, config: Configuration = Configuration()) -> tuple[str, ...]:
     (wait,) = waits(World([CQ, LQ, wl]), Context(T0, config))
-    return wait.waits_for
+    return tuple(record.text for record in wait.waits_for)
+
+
+def test_what_a_workload_waits_for_is_a_record_in_json() -> None:
+    """-o json|yaml: kind, object, reason, since and the next step, not free text."""
+    wl = Workload(ObjectMeta(name="wl", namespace="ns", uid="wl"), WorkloadSpec(queue_name="nowhere"))
+    (wait,) = waits(World([CQ, LQ, wl]), Context(T0))
+    assert wait.to_json()["waitsFor"] == [{"kind": "LocalQueue", "object": "ns/nowhere", "reason": "does not exist",
+                                           "since": None, "next": None}]
 
 
 def test_a_gated_workload_waits_for_its_gates() -> None:
@@ -54,3 +62,11 @@ def test_under_kep_993_it_waits_for_the_scheduler_and_says_why() -> None:
     wl = ready_reservation(cond(c.WORKLOAD_ADMITTED, c.FALSE, c.REASON_WAITING_FOR_PREEMPTED_WORKLOADS, message))
     assert waits_of(wl, KEP_993) == ("the scheduler to set Admitted once the workload fits beside what may "
                                      f"still run (KEP-993): {message}",)
+
+
+def test_a_workload_of_a_stopped_local_queue_waits_for_it_to_run_again() -> None:
+    stopped = LocalQueue(ObjectMeta(name="lq", namespace="ns", uid="lq"),
+                         LocalQueueSpec("cq", stop_policy=c.STOP_POLICY_HOLD))
+    (wait,) = waits(World([CQ, stopped, workload()]), Context(T0))
+    assert [r.text for r in wait.waits_for] == ["LocalQueue ns/lq to run again (stopPolicy Hold)"]
+    assert wait.next == ("queued once its stopPolicy is None",)

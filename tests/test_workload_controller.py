@@ -12,13 +12,16 @@ from kueue_provreq.api.config import Configuration, RequeuingStrategy, WaitForPo
 from kueue_provreq.api.frozen import FrozenMap
 from kueue_provreq.api.meta import Condition, Duration, ObjectMeta, Time
 from kueue_provreq.api.queues import (
+    AdmissionCheck,
     AdmissionChecksStrategy,
+    AdmissionCheckStatus,
     AdmissionCheckStrategyRule,
     ClusterQueue,
     ClusterQueueSpec,
     FlavorQuotas,
     LocalQueue,
     LocalQueueSpec,
+    ResourceFlavor,
     ResourceGroup,
 )
 from kueue_provreq.api.workload import (
@@ -33,6 +36,7 @@ from kueue_provreq.controllers import workload as controller
 from kueue_provreq.controllers import workload_status as ws
 from kueue_provreq.controllers.context import Context
 from kueue_provreq.engine import Manager, Recorder
+from kueue_provreq.machines.status import set_quota_reservation
 from kueue_provreq.world import (
     NOTHING,
     Effect,
@@ -89,7 +93,14 @@ def reserved(*extra: Condition, checks: tuple[AdmissionCheckState, ...] = (),
 
 
 def world(wl: Workload, cq: ClusterQueue | None = None) -> World:
-    return World([cq or cluster_queue(), local_queue(), wl])
+    """The workload, its LocalQueue and an active ClusterQueue (its flavors and checks exist)."""
+    cq = cq or cluster_queue()
+    active = cond(c.ADMISSION_CHECK_ACTIVE, c.TRUE, "Active")
+    return World([cq, local_queue(), wl,
+                  *(ResourceFlavor(ObjectMeta(name=f, uid=f"rf-{f}")) for f in dict.fromkeys(cq.flavor_names())),
+                  *(AdmissionCheck(ObjectMeta(name=ac, uid=f"ac-{ac}"),
+                                   status=AdmissionCheckStatus(conditions=(active,)))
+                    for ac in cq.checks_with_flavors())])
 
 
 PODS_READY_5M = Configuration(wait_for_pods_ready=WaitForPodsReady(timeout=Duration(300.0)))
@@ -179,7 +190,10 @@ def test_checks_are_taken_from_the_admission_cluster_queue_not_the_local_queue()
 
 def test_without_a_cluster_queue_checks_are_not_touched() -> None:
     wl = workload(checks=(check("stale"),))
-    assert run(World([wl]), T0) is NOTHING
+    [new] = updates(run(World([wl]), T0))
+    assert new.status.admission_checks == wl.status.admission_checks
+    # the queue's blocker is all it writes
+    assert triple(new, c.WORKLOAD_QUOTA_RESERVED) == (c.FALSE, c.REASON_MISCONFIGURED, "LocalQueue lq doesn't exist")
 
 
 # --- Admitted (A.4) ------------------------------------------------------------------------
@@ -409,11 +423,20 @@ def test_backoff_finished_also_for_admission_check_and_clears_requeue_at_of_a_re
     assert new.status.requeue_state == RequeueState(None, None)
 
 
-def test_other_requeued_false_reasons_are_left_to_their_owners() -> None:
+def test_a_stopped_queue_holds_its_workload_back_until_it_runs_again() -> None:
+    """``Requeued=False`` ``ClusterQueueStopped`` waits while the queue is stopped; once it runs
+    again, ``Requeued=True`` ``ClusterQueueRestarted`` puts the workload back in the queue."""
     wl = workload(cond(c.WORKLOAD_QUOTA_RESERVED, c.FALSE, c.REASON_PENDING_EVALUATION, "m"),
                   cond(c.WORKLOAD_ADMITTED, c.FALSE, c.REASON_NO_RESERVATION, c.MSG_NO_RESERVATION),
                   cond(c.WORKLOAD_REQUEUED, c.FALSE, "ClusterQueueStopped", "m"), checks=(check("check"),))
-    assert run(world(wl), T0) is NOTHING
+    base = cluster_queue()
+    stopped = attrs.evolve(base, spec=attrs.evolve(base.spec, stop_policy=c.STOP_POLICY_HOLD))
+    held = only_update(run(world(wl, stopped), T0))
+    assert triple(held, c.WORKLOAD_QUOTA_RESERVED) == (c.FALSE, c.REASON_SUSPENDED, "ClusterQueue cq is inactive")
+    assert triple(held, c.WORKLOAD_REQUEUED) == (c.FALSE, "ClusterQueueStopped", "m")
+    restarted = only_update(run(world(wl), T0))
+    assert triple(restarted, c.WORKLOAD_REQUEUED) == (c.TRUE, "ClusterQueueRestarted",
+                                                      "The ClusterQueue was restarted after being stopped")
 
 
 # --- PodsReady timeout (B.2-B.4) -----------------------------------------------------------------
@@ -629,7 +652,7 @@ def test_flow_pods_ready_timeouts_up_to_deactivation_and_reactivation() -> None:
 
 
 def _readmit(wl: Workload, now: int) -> Workload:
-    wl = ws.set_quota_reservation(wl, ADMISSION, Time(now))
+    wl = set_quota_reservation(wl, ADMISSION, Time(now))
     return ws.sync_admitted_condition(wl, Time(now), Configuration())
 
 

@@ -15,6 +15,7 @@ import contextlib
 import io
 import os
 import shlex
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,7 @@ class CommandOutput(SphinxDirective):
         srcdir = Path(self.env.srcdir)
         name = self.options.get("out", "out")
         out = srcdir / GENERATED / name
+        shutil.rmtree(out, ignore_errors=True)  # each build writes its outputs afresh (--out refuses a full folder)
         argv = [a.replace("{out}", str(out)) for a in shlex.split(self.arguments[0])]
         shown = self.arguments[0].replace("{out}", f"{name}/")
         from kueue_provreq import cli

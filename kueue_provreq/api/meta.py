@@ -59,7 +59,15 @@ class ObjectMeta:
     labels: FrozenMap[str, str] = EMPTY
     annotations: FrozenMap[str, str] = EMPTY
     owner_references: tuple[OwnerReference, ...] = ()
+    finalizers: tuple[str, ...] = ()
+    deletion_timestamp: Time | None = None
+    """Set by the API server when an object with finalizers is deleted: it is *terminating*,
+    and goes away once its finalizers are removed."""
     extra: FrozenMap[str, Json] = EMPTY
+
+    @property
+    def terminating(self) -> bool:
+        return self.deletion_timestamp is not None
 
     def controller_ref(self) -> OwnerReference | None:
         for ref in self.owner_references:

@@ -8,10 +8,10 @@ and the conformance runner.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 
 from kueue_provreq.api import constants as c
+from kueue_provreq.api.memo import memo
 
 
 def limit_object_name(name: str) -> str:
@@ -63,7 +63,7 @@ def pod_template_name(request: str, pod_set: str) -> str:
     return limit_object_name(f"{c.POD_TEMPLATE_PREFIX}-{request}-{pod_set}")
 
 
-@functools.lru_cache(maxsize=4096)
+@memo(4096)
 def attempt_prefix(workload: str, check: str) -> str:
     """Memoised: every reconcile of a workload with a request asks it several times."""
     return limit_object_name(f"{workload}-{check}-")

@@ -26,6 +26,7 @@ each; ``--debug`` shows the traceback instead.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
@@ -41,6 +42,7 @@ from kueue_provreq.cli import (
     options,
     run,
     simulate,
+    stories,
     sweep,
     testbed,
     validate,
@@ -55,8 +57,8 @@ from kueue_provreq.manifests.inputs import InputErrors
 __all__ = ["EXIT_STATUS", "PROG", "UsageError", "build_parser", "main"]
 
 #: The commands, in the order ``--help`` lists them.
-COMMANDS = (conform, run, explain, audit, validate, diagram, forecast, simulate, sweep, autoscaler, explore,
-            testbed)
+COMMANDS = (conform, stories, run, explain, audit, validate, diagram, forecast, simulate, sweep, autoscaler,
+            explore, testbed)
 
 #: Error families and the exit status each gets, the first that matches winning: the model
 #: failing on good input (a settle that does not converge, a transition its machine refuses) is
@@ -97,6 +99,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.debug = getattr(args, "debug", False)
     try:
         status: int = args.run(args)
+        sys.stdout.flush()  # a full disk or a closed pipe is found here, not at exit
     except KueueProvreqError as e:
         if args.debug:
             raise
@@ -105,9 +108,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exit_status(e)
     except BrokenPipeError:
         # the reader (``| head``) is gone; say nothing more, and let Python not complain either
-        sys.stderr.close()
+        _drop_stdout()
         return 1
+    except OSError as e:
+        if args.debug:
+            raise
+        # a write the system refused (standard output on a full disk, a file it could not read)
+        where = "standard output" if e.filename is None else str(e.filename)
+        print(f"{PROG}: error: {where}: {e.strerror or e}", file=sys.stderr)
+        _drop_stdout()
+        return 1 if e.filename is None else 2
     return status
+
+
+def _drop_stdout() -> None:
+    """What is still buffered for standard output is dropped: the interpreter's flush at exit
+    would fail the same way again, with a traceback."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # no file descriptor (a test's captured stream)
+        pass
 
 
 if __name__ == "__main__":

@@ -28,7 +28,7 @@ def register(subparsers: argparse._SubParsersAction[options.Parser]) -> None:
 def run(args: argparse.Namespace) -> int:
     config = options.configuration(args) or Configuration()
     given = read_input(args, config, keep_going=True)
-    report = explain(given.objects, given.now, config)
+    report = explain(given.objects, given.now, config, given.clock)
     if args.output == "table":
         print(report.table(), end="")
     else:

@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 
 from kueue_provreq.api.config import Configuration
+from kueue_provreq.api.provisioning import ProvisioningRequestConfig
 from kueue_provreq.cli import options
 from kueue_provreq.cli.inputs import read_input
-from kueue_provreq.cli.output import print_data
+from kueue_provreq.cli.output import note, print_data
 
 
 def register(subparsers: argparse._SubParsersAction[options.Parser]) -> None:
@@ -25,12 +26,16 @@ def register(subparsers: argparse._SubParsersAction[options.Parser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from kueue_provreq.autoscaler import retrying_classes
     from kueue_provreq.simulation import forecast
 
     script = options.script(args.autoscaler)
     until = options.duration("--until", args.until)
     config = options.configuration(args) or Configuration()
     given = read_input(args, config)
+    configs = [o for o in given.objects if isinstance(o, ProvisioningRequestConfig)]
+    for warning in retrying_classes(script, configs):
+        note("warning", f"--autoscaler {args.autoscaler}: {warning}")
     result = forecast(given.objects, given.now, script, config, until)
     if args.output == "table":
         print(result.table(), end="")

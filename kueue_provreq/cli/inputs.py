@@ -26,6 +26,13 @@ class Input:
     unread: frozenset[str] = frozenset()
     refused: int = 0
     """Objects of ``-f`` left out because the API server would refuse them (``keep_going``)."""
+    clock: str = ""
+    """Where ``now`` came from, in words for the reader."""
+
+#: Where the time a command works at came from.
+CLOCK_GIVEN = "given by --at"
+CLOCK_NEWEST = "the newest time the inputs record; --at sets another"
+CLOCK_NOW = "the current time"
 
 
 def read_input(args: argparse.Namespace, config: Configuration, keep_going: bool = False) -> Input:
@@ -41,8 +48,13 @@ def read_input(args: argparse.Namespace, config: Configuration, keep_going: bool
     if not live:
         inputs = load_manifests(args, config, keep_going)
         newest = inputs.newest_timestamp
-        now = at if at is not None else Time(newest) if newest is not None else options.clock(None)
-        return Input(inputs.objects, now, refused=len(inputs.errors))
+        if at is not None:
+            now, clock = at, CLOCK_GIVEN
+        elif newest is not None:
+            now, clock = Time(newest), CLOCK_NEWEST
+        else:
+            now, clock = options.clock(None), CLOCK_NOW
+        return Input(inputs.objects, now, refused=len(inputs.errors), clock=clock)
     from kueue_provreq.cluster import client, snapshot
 
     connection = client.connect_in_cluster() if args.in_cluster else client.connect(args.kubeconfig, args.context)
@@ -54,7 +66,8 @@ def read_input(args: argparse.Namespace, config: Configuration, keep_going: bool
                                              semantics=config.semantics)
     for problem in problems:
         note("warning", problem)
-    return Input(tuple(objects), at if at is not None else options.clock(None), snap.unread)
+    return Input(tuple(objects), at if at is not None else options.clock(None), snap.unread,
+                 clock=CLOCK_GIVEN if at is not None else CLOCK_NOW)
 
 
 def load_manifests(args: argparse.Namespace, config: Configuration | None, keep_going: bool = False) -> Inputs:

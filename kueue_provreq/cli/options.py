@@ -20,12 +20,14 @@ import attrs
 from kueue_provreq.api.config import SEMANTICS, Configuration, parse_semantics
 from kueue_provreq.api.meta import Time
 from kueue_provreq.errors import KueueProvreqError
+from kueue_provreq.extras import SIM, require
 from kueue_provreq.manifests import ManifestError, load_configuration_file
 from kueue_provreq.manifests.codec import parse_duration, parse_time
 from kueue_provreq.manifests.objects import IGNORE, STRICT, VALIDATION_LEVELS
+from kueue_provreq.manifests.yamlio import read_stream
 
 if TYPE_CHECKING:
-    from kueue_provreq.simulation.autoscaler import Script
+    from kueue_provreq.autoscaler import Script
 
 PROG = "kueue-provreq"
 
@@ -72,8 +74,13 @@ def output(cmd: argparse.ArgumentParser, formats: tuple[str, ...], *aliases: str
 
 
 def out_folder(cmd: argparse.ArgumentParser, what: str) -> None:
-    """``--out DIR``: a folder to write files to, beside what ``-o`` prints."""
-    cmd.add_argument("--out", metavar="DIR", default=None, help=f"also write {what} to DIR")
+    """``--out DIR [--force]``: a folder to write files to, beside what ``-o`` prints
+    (:mod:`kueue_provreq.cli.folder` writes it)."""
+    cmd.add_argument("--out", metavar="DIR", default=None,
+                     help=f"also write {what} to DIR, a new or empty folder; DIR appears only once "
+                          "every file is written")
+    cmd.add_argument("--force", action="store_true",
+                     help="with --out: replace a non-empty DIR whole (its earlier files go)")
 
 
 def config_file(cmd: argparse.ArgumentParser, purpose: str) -> None:
@@ -200,14 +207,26 @@ def at_least(option: str, value: int | None, low: int) -> None:
         raise UsageError(f"{option}: must be at least {low}" if low else f"{option}: must not be negative")
 
 
+def between(option: str, value: int | None, low: int, high: int) -> None:
+    """A count with a floor and a ceiling, checked before any work (the limit in the message)."""
+    at_least(option, value, low)
+    if value is not None and value > high:
+        raise UsageError(f"{option}: at most {high:,}, got {value:,}")
+
+
 def script(text: str) -> Script:
     """``--autoscaler``: imports the Cluster Autoscaler model only when a command needs it."""
-    from kueue_provreq.simulation.autoscaler import ScriptError, parse_script
+    from kueue_provreq.autoscaler import ScriptError, parse_script
 
     try:
         return parse_script(text)
     except ScriptError as e:
         raise UsageError(f"--autoscaler: {e}") from None
+
+
+def plots_available(option: str) -> None:
+    """The plots an ``--out`` folder holds need matplotlib: said before any work is done."""
+    require(SIM, "matplotlib", f"{option} (its plots)")
 
 
 def configuration(args: argparse.Namespace) -> Configuration | None:
@@ -224,5 +243,5 @@ def configuration_file(path: str | None) -> Configuration | None:
     if path is None:
         return None
     if path == "-":
-        return load_configuration_file("<stdin>", sys.stdin.read())
+        return load_configuration_file("<stdin>", read_stream(sys.stdin))
     return load_configuration_file(path)

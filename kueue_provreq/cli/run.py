@@ -14,6 +14,7 @@ from kueue_provreq.conformance.scenario import Scenario
 from kueue_provreq.conformance.timeline import Timeline, jsonl_writer, text_writer
 from kueue_provreq.manifests import ManifestError
 from kueue_provreq.manifests.inputs import InputErrors
+from kueue_provreq.manifests.yamlio import read_stream
 
 
 def register(subparsers: argparse._SubParsersAction[options.Parser]) -> None:
@@ -33,7 +34,7 @@ def _scenarios(source: str) -> list[Scenario]:
     """The scenarios of ``run``'s argument: a file, a folder (searched as ``conform`` does) or
     ``-``; every problem of every unreadable one is an error line."""
     if source == "-":
-        items = load_scenarios(Path("<stdin>"), sys.stdin.read())
+        items = load_scenarios(Path("<stdin>"), read_stream(sys.stdin))
     else:
         files = collect([source])
         if not files:

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
-from kueue_provreq.cli import options
+from kueue_provreq.cli import folder, options
 from kueue_provreq.cli.output import print_data
 
 
@@ -23,15 +22,19 @@ def run(args: argparse.Namespace) -> int:
     from kueue_provreq.simulation import load_document, parse, simulate
     from kueue_provreq.simulation import output as out
     from kueue_provreq.simulation.progress import progress_bar
+    from kueue_provreq.simulation.spec import MAX_WORKLOADS
 
-    options.at_least("--workloads", args.workloads, 1)
+    options.between("--workloads", args.workloads, 1, MAX_WORKLOADS)
     options.at_least("--seed", args.seed, 0)
+    if args.out is not None:
+        options.plots_available("--out")
+        target = folder.check("--out", args.out, args.force)
     config = options.configuration_file(args.config)
     sim = parse(load_document(args.simulation), config=config, count=args.workloads, seed=args.seed)
     with progress_bar(sim.count, "workloads", args.quiet) as progress:
         report = simulate(sim, progress=progress)
     if args.out is not None:
-        out.write(report, Path(args.out))
+        folder.write("--out", target, lambda staging: out.write(report, staging))
     if args.output == "table":
         print(out.table(report), end="")
     elif args.output == "json":

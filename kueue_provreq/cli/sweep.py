@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
-from kueue_provreq.cli import options
+from kueue_provreq.cli import folder, options
 from kueue_provreq.cli.output import print_data
+from kueue_provreq.extras import SIM, require
 
 
 def register(subparsers: argparse._SubParsersAction[options.Parser]) -> None:
@@ -36,10 +36,18 @@ def register(subparsers: argparse._SubParsersAction[options.Parser]) -> None:
 def run(args: argparse.Namespace) -> int:
     from kueue_provreq.simulation import grid, load_document, parse_setting, sweep
     from kueue_provreq.simulation.progress import progress_bar
+    from kueue_provreq.simulation.spec import MAX_WORKLOADS
+    from kueue_provreq.simulation.sweep import check_scheduler
 
     options.at_least("-j", args.jobs, 1)
-    options.at_least("--workloads", args.workloads, 1)
+    options.between("--workloads", args.workloads, 1, MAX_WORKLOADS)
     options.at_least("--seed", args.seed, 0)
+    if args.out is not None:
+        options.plots_available("--out")
+        target = folder.check("--out", args.out, args.force)
+    if args.dask is not None:
+        require(SIM, "dask.distributed", "--dask")
+        check_scheduler(args.dask)  # before any work
     config = options.configuration_file(args.config)
     document = load_document(args.simulation)
     settings = [parse_setting(text) for text in args.settings]
@@ -48,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
     with progress_bar(len(points), "points", args.quiet) as progress:
         result = sweep(parameters, points, jobs=args.jobs, dask=args.dask, progress=progress)
     if args.out is not None:
-        result.write(Path(args.out))
+        folder.write("--out", target, result.write)
     if args.output == "csv":
         print(result.csv(), end="")
     elif args.output == "table":

@@ -4,7 +4,7 @@ Kueue's ProvisioningRequest admission check needs something to answer the reques
 makes; on kind, minikube or a test cluster nothing does.  This loop plays Cluster Autoscaler
 for them: it watches ProvisioningRequests and writes the conditions CA would write, when CA
 would write them, as the SCRIPT says (the grammar and the behaviour are the pure model
-:mod:`kueue_provreq.simulation.autoscaler`, shared with ``forecast``: item *i* answers
+:mod:`kueue_provreq.autoscaler`, shared with ``forecast`` and ``simulate``: item *i* answers
 attempt *i*, the last item repeats; a provisioned request's booking expires after 10
 minutes; ``CapacityRevoked`` only when the script asks, as upstream CA never sets it).
 
@@ -32,13 +32,13 @@ from typing import Any
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.meta import Conditions, Time
 from kueue_provreq.api.provisioning import ProvisioningRequest
+from kueue_provreq.autoscaler import Script, reconcile
 from kueue_provreq.cluster.apply import apply_effects
 from kueue_provreq.cluster.client import ApiError, Client
 from kueue_provreq.cluster.resources import RESOURCES
 from kueue_provreq.cluster.snapshot import to_objects
 from kueue_provreq.manifests.codec import format_time
 from kueue_provreq.manifests.objects import IGNORE
-from kueue_provreq.simulation.autoscaler import Script, reconcile
 from kueue_provreq.world import Update, World
 
 FIELD_MANAGER = "kueue-provreq-autoscaler"
@@ -86,7 +86,7 @@ class StandIn:
             assert isinstance(obj, ProvisioningRequest)
             decoded = self._decoded[key] = (raw, obj)
         pr = decoded[1]
-        if pr.metadata.extra.get("deletionTimestamp"):
+        if pr.metadata.terminating:
             return None
         if pr.spec.provisioning_class_name not in c.CA_CLASSES:
             if key not in self.ignored:

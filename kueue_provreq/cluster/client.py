@@ -18,6 +18,7 @@ rest of the library starts without it (and without its 0.4 s of imports).
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -26,12 +27,17 @@ import attrs
 
 from kueue_provreq.cluster.resources import Resource
 from kueue_provreq.errors import KueueProvreqError
+from kueue_provreq.extras import CLUSTER, install_hint
+from kueue_provreq.manifests import ManifestError, load_file
 
-INSTALL_HINT = "pip install 'kueue-provreq[cluster]'"
+INSTALL_HINT = install_hint(CLUSTER)
 
-#: Seconds to connect, and to wait for an answer to any call but a watch.
-CONNECT_TIMEOUT = 10.0
-READ_TIMEOUT = 60.0
+#: Seconds to connect, and to wait for the next bytes of an answer to a list or a get: a server
+#: that accepts connections and never answers is said within seconds, not minutes.
+CONNECT_TIMEOUT = 5.0
+READ_TIMEOUT = 10.0
+#: ... and of an answer to a write, which an admission webhook may hold up to its own 30 s.
+WRITE_TIMEOUT = 60.0
 
 JSON_CONTENT = "application/json"
 MERGE_PATCH = "application/merge-patch+json"
@@ -79,26 +85,54 @@ def _import_client() -> Any:
 
 
 def connect(kubeconfig: str, context: str | None = None) -> Client:
-    """A client for ``context`` (default: the kubeconfig's current context) of ``kubeconfig``."""
+    """A client for ``context`` (default: the kubeconfig's current context) of ``kubeconfig``.
+
+    The kubeconfig is read first as every other input is (:func:`~kueue_provreq.manifests.load_file`:
+    size and alias limits, the path as the file system has it), and the exec credential plugin
+    it names is looked for, so that a missing one is said as such rather than as a server that
+    refuses; every call is then one attempt (urllib3's retries off) with short timeouts."""
     config = _import_client()
-    path = Path(kubeconfig).expanduser()
-    if not path.is_file():
-        raise ClusterError(f"kubeconfig {kubeconfig}: no such file")
+    from kubernetes.client import ApiClient, Configuration
+
     try:
-        contexts, current = config.list_kube_config_contexts(str(path))
-        names = [ctx["name"] for ctx in contexts or ()]
-        if context is not None and context not in names:
-            raise ClusterError(f"kubeconfig {kubeconfig}: no context {context!r} "
-                               f"(contexts: {', '.join(names) or 'none'})")
-        api = config.new_client_from_config(config_file=str(path), context=context, persist_config=False)
-    except ClusterError:
-        raise
+        docs = load_file(Path(kubeconfig).expanduser())
+    except ManifestError as e:
+        raise ClusterError(f"kubeconfig {e}") from None
+    doc = docs[0] if len(docs) == 1 else {}
+    names = [str(ctx.get("name")) for ctx in _entries(doc, "contexts")]
+    name = context if context is not None else str(doc.get("current-context") or "")
+    if context is not None and context not in names:
+        raise ClusterError(f"kubeconfig {kubeconfig}: no context {context!r} "
+                           f"(contexts: {', '.join(names) or 'none'})")
+    _check_exec_plugin(kubeconfig, doc, name)
+    settings = Configuration()
+    try:
+        config.load_kube_config(config_file=str(Path(kubeconfig).expanduser()), context=context,
+                                client_configuration=settings, persist_config=False)
     except Exception as e:  # the loader raises ConfigException, ValueError, KeyError, yaml errors
         raise ClusterError(f"kubeconfig {kubeconfig}: {_one_line(e)}") from None
-    # one attempt per call: a retry loop hides an unreachable server for half a minute
-    api.configuration.retries = False
-    name = context or (current or {}).get("name", "")
-    return Client(api, name)
+    # one attempt per call: a retry loop hides an unreachable server for minutes (urllib3 reads
+    # this when the client's connection pool is made, so it is set before ApiClient exists)
+    settings.retries = False
+    return Client(ApiClient(settings), name)
+
+
+def _entries(doc: Mapping[str, Any], key: str) -> list[Mapping[str, Any]]:
+    value = doc.get(key)
+    return [e for e in value if isinstance(e, Mapping)] if isinstance(value, list) else []
+
+
+def _check_exec_plugin(kubeconfig: str, doc: Mapping[str, Any], context: str) -> None:
+    """The ``exec`` credential plugin of the context's user, found on PATH (the Kubernetes
+    client only logs a missing one, then calls the server without credentials)."""
+    ctx = next((c.get("context") for c in _entries(doc, "contexts") if c.get("name") == context), None)
+    user_name = ctx.get("user") if isinstance(ctx, Mapping) else None
+    user = next((u.get("user") for u in _entries(doc, "users") if u.get("name") == user_name), None)
+    plugin = user.get("exec") if isinstance(user, Mapping) else None
+    command = plugin.get("command") if isinstance(plugin, Mapping) else None
+    if isinstance(command, str) and command and shutil.which(command) is None:
+        raise ClusterError(f"kubeconfig {kubeconfig}: context {context!r}: the exec credential plugin "
+                           f"{command!r} of user {user_name!r} is not installed (not on PATH)")
 
 
 def connect_in_cluster() -> Client:
@@ -170,11 +204,15 @@ class Client:
         except Exception as e:  # urllib3's connection, TLS and timeout errors
             if type(e).__module__.startswith("kubernetes"):
                 raise
-            raise ClusterError(f"cannot reach the API server at {self.server}: {_one_line(e)}") from None
+            where = f"context {self.context!r}: " if self.context else ""
+            raise ClusterError(f"{where}cannot reach the API server at {self.server} ({method} {path}, "
+                               f"{CONNECT_TIMEOUT:g} s to connect, {read_timeout:g} s to answer): "
+                               f"{_one_line(e)}") from None
 
     def _json(self, method: str, path: str, query: list[tuple[str, str]] | None = None,
               body: Any = None, content_type: str = JSON_CONTENT) -> dict[str, Any]:
-        resp = self._send(method, path, query, body, content_type)
+        timeout = READ_TIMEOUT if method == "GET" else WRITE_TIMEOUT
+        resp = self._send(method, path, query, body, content_type, read_timeout=timeout)
         data = resp.read()
         if not 200 <= resp.status <= 299:
             raise _status_error(resp.status, data, resp.reason or "")

@@ -21,7 +21,7 @@ from typing import Any
 import attrs
 
 from kueue_provreq.api.objects import KubeObject
-from kueue_provreq.cluster.client import ApiError, Client
+from kueue_provreq.cluster.client import ApiError, Client, ClusterError
 from kueue_provreq.cluster.resources import RESOURCES, SNAPSHOT_KINDS, SNAPSHOT_SELECTORS
 from kueue_provreq.manifests import ManifestError
 from kueue_provreq.manifests.inputs import InputErrors
@@ -51,20 +51,20 @@ def read(client: Client, namespace: str = "") -> Snapshot:
     documents: list[dict[str, Any]] = []
     unread: set[str] = set()
     warnings: list[str] = []
+    where = f"cluster {client.context} ({client.server})" if client.context else f"cluster {client.server}"
     for kind in SNAPSHOT_KINDS:
         res = RESOURCES[kind]
         try:
             listing = client.list(res, namespace if res.namespaced else "", PAGE_SIZE,
                                   SNAPSHOT_SELECTORS.get(kind, ""))
         except ApiError as e:
-            if e.code not in (403, 404):
-                raise
+            if e.code not in (403, 404):  # 401 and the like: the cluster, named, and what it said
+                raise ClusterError(f"{where}: cannot list {res.resource_name}: {e}") from None
             unread.add(kind)
             why = "forbidden" if e.code == 403 else "not served by this cluster (is its CRD installed?)"
             warnings.append(f"cannot list {res.resource_name}: {why}; skipped ({e.message})")
             continue
         documents.extend(listing.items)
-    where = f"cluster {client.context} ({client.server})" if client.context else f"cluster {client.server}"
     return Snapshot(tuple(documents), frozenset(unread), tuple(warnings), where)
 
 

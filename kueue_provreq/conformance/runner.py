@@ -10,6 +10,7 @@ says before the scenario starts, and the scenario is skipped with that reason.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -17,9 +18,10 @@ from typing import Any
 import attrs
 
 from kueue_provreq.api import constants as c
+from kueue_provreq.api import naming
 from kueue_provreq.api.meta import Condition
 from kueue_provreq.api.objects import JOB_KINDS, KINDS
-from kueue_provreq.api.queues import AdmissionCheck, ClusterQueue, LocalQueue
+from kueue_provreq.api.queues import AdmissionCheck, ClusterQueue, Cohort, LocalQueue
 from kueue_provreq.api.workload import Workload
 from kueue_provreq.conformance.match import Matcher, show
 from kueue_provreq.conformance.model import ModelDriver, Observer, quota_step, user_changes
@@ -30,17 +32,21 @@ from kueue_provreq.conformance.scenario import (
     Autoscaler,
     Delete,
     Expect,
+    Name,
     Patch,
     Reconcile,
+    Refused,
     Scenario,
     ScenarioError,
     SetQuotaReservation,
     Settle,
     Step,
+    object_name,
     parse_scenario,
     scenario_name,
     step_number,
 )
+from kueue_provreq.controllers.integrations import INTEGRATIONS
 from kueue_provreq.driver import (
     NEED_FAULTS,
     NEED_RECONCILE,
@@ -53,7 +59,8 @@ from kueue_provreq.driver import (
 from kueue_provreq.engine import ALL_CONTROLLERS, SettleError
 from kueue_provreq.errors import KueueProvreqError
 from kueue_provreq.machines import IllegalTransition
-from kueue_provreq.manifests import ManifestError, ManifestErrors, format_duration, load_yaml_documents
+from kueue_provreq.manifests import ManifestError, ManifestErrors, format_duration, load_object, load_yaml_documents
+from kueue_provreq.manifests.yamlio import path_problem, read_text
 
 __all__ = ["NoSuchPath", "Observer", "Outcome", "Run", "StepFailed", "collect", "conform", "load_scenarios",
            "needs_of", "quota_step", "scenarios_in", "user_changes"]
@@ -113,8 +120,21 @@ def needs_of(scenario: Scenario) -> Needs:
     # the longest name Kueue derives: a request's PodTemplate, ppt-<workload>-<check>-<attempt>-<pod set>
     longest = max((len(f"ppt-{o.metadata.name}-{ch.metadata.name}-1-{ps.name}") for o in scenario.objects
                    if isinstance(o, Workload) for ch in checks for ps in o.spec.pod_sets), default=0)
+    parents = {o.metadata.name: o.spec.parent_name for o in scenario.objects
+               if isinstance(o, Cohort) and o.spec.parent_name}
     return Needs(frozenset(features), advance, scenario.config_document, bare, multikueue, longest,
-                 len(set(stamps)) < len(stamps), _cluster_names(scenario))
+                 len(set(stamps)) < len(stamps), cohort_cycle=any(_leads_back(name, parents) for name in parents),
+                 cluster_names=_cluster_names(scenario))
+
+
+def _leads_back(cohort: str, parents: Mapping[str, str]) -> bool:
+    """Whether the walk up from ``cohort`` meets a cohort twice."""
+    seen: set[str] = set()
+    at: str | None = cohort
+    while at is not None and at not in seen:
+        seen.add(at)
+        at = parents.get(at)
+    return at is not None
 
 
 def _cluster_names(scenario: Scenario) -> frozenset[str]:
@@ -210,11 +230,45 @@ class Run:
             case Apply():
                 d.apply(step.obj, step.has_status, step.has_generation)
             case Delete():
-                d.delete(step.kind, step.namespace, step.name)
+                d.delete(step.kind, step.namespace, self._name(step.name))
             case Patch():
-                d.patch(step.kind, step.namespace, step.name, step.api_version, step.merge)
+                d.patch(step.kind, step.namespace, self._name(step.name), step.api_version, step.merge)
+            case Refused():
+                self._refused(step)
             case Expect():
                 self._expect(step)
+
+    def _refused(self, step: Refused) -> None:
+        """The write must fail with the message; an ``apply`` whose manifest the API server
+        would refuse on create is refused by the manifest checks (as ``validate`` refuses it)."""
+        d = self.driver
+        try:
+            if step.apply is not None:
+                obj = load_object(step.apply, semantics=self.scenario.config.semantics)
+                meta = step.apply.get("metadata")
+                d.apply(obj, "status" in step.apply, isinstance(meta, Mapping) and meta.get("generation") is not None)
+                what = "apply"
+            else:
+                assert step.patch is not None
+                p = step.patch
+                d.patch(p.kind, p.namespace, self._name(p.name), p.api_version, p.merge)
+                what = "patch"
+        except (StepFailed, ManifestError) as e:
+            if step.message not in str(e):
+                raise StepFailed(f"expected a refusal containing {step.message!r}, got {str(e)!r}") from None
+            return
+        raise StepFailed(f"expected the {what} to be refused ({step.message!r}), it was accepted")
+
+    def _name(self, name: Name) -> str:
+        """A name as the step runs: a job's Workload (``$workloadOf``) is named as Kueue's job
+        integration names it, from the job's uid as the world holds it now."""
+        if isinstance(name, str):
+            return name
+        job = self.driver.read(name.kind, name.namespace, name.name, None)
+        if job is None:
+            raise StepFailed(f"$workloadOf: {name.kind} {name.namespace}/{name.name} not found")
+        uid = str((job.get("metadata") or {}).get("uid") or "")
+        return naming.workload_name_for_owner(name.kind, INTEGRATIONS[name.kind].group, name.name, uid)
 
     def _reconcile(self, step: Reconcile) -> None:
         result = self.driver.reconcile(step.controller, step.key)
@@ -237,16 +291,20 @@ class Run:
         events = self.driver.take_events()
         for i, expected in enumerate(step.objects):
             kind, meta = expected["kind"], expected["metadata"]
+            name = self._name(object_name(meta["name"]))
+            if name != meta["name"]:
+                expected = {**expected, "metadata": {**meta, "name": name}}
             scoped = KINDS[kind].NAMESPACED
             ns = (meta.get("namespace") or DEFAULT_NAMESPACE) if scoped else ""
-            ref = f"{kind} {ns}/{meta['name']}" if scoped else f"{kind} {meta['name']}"
-            doc = self.driver.read(kind, ns, meta["name"], expected.get("apiVersion"))
+            ref = f"{kind} {ns}/{name}" if scoped else f"{kind} {name}"
+            doc = self.driver.read(kind, ns, name, expected.get("apiVersion"))
             if doc is None:
                 raise StepFailed(f"objects[{i}]: {ref} not found")
             diff = self.matcher.match(expected, doc)
             if diff is not None:
                 raise StepFailed(f"objects[{i}]: {ref}: {diff}")
-        for i, (kind, ns, name) in enumerate(step.absent):
+        for i, (kind, ns, written) in enumerate(step.absent):
+            name = self._name(written)
             if self.driver.read(kind, ns, name, None) is not None:
                 raise StepFailed(f"absent[{i}]: {kind} {f'{ns}/' if ns else ''}{name} exists")
         for kind, n in step.count.items():
@@ -310,7 +368,11 @@ def collect(paths: Iterable[str | Path]) -> list[Path]:
         elif p.is_file():
             files.append(p)
         else:
-            raise NoSuchPath(f"{p}: no such file or directory")
+            try:
+                os.stat(p)
+            except OSError as e:  # said as the file system has it: missing, a loop, through a file
+                raise NoSuchPath(f"{p}: {path_problem(e)}") from None
+            raise NoSuchPath(f"{p}: not a regular file or folder")
     return list(dict.fromkeys(files))
 
 
@@ -320,8 +382,8 @@ def load_scenarios(path: Path, text: str | None = None) -> list[Scenario | Outco
     has no name)."""
     source = str(path)
     try:
-        documents = load_yaml_documents(path.read_text(encoding="utf-8") if text is None else text, source)
-    except (ManifestError, OSError, UnicodeDecodeError) as e:
+        documents = load_yaml_documents(read_text(path) if text is None else text, source)
+    except ManifestError as e:
         return [Outcome(source, source, f"cannot read scenario: {e}")]
     if not documents:
         return [Outcome(source, source, "the file holds no scenario")]

@@ -21,7 +21,7 @@ import attrs
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.config import Configuration
 from kueue_provreq.api.meta import TimeLike
-from kueue_provreq.api.objects import KINDS, Key, KubeObject
+from kueue_provreq.api.objects import JOB_KINDS, KINDS, Key, KubeObject
 from kueue_provreq.api.workload import Admission
 from kueue_provreq.engine import ALL_CONTROLLERS, SCHEDULER
 from kueue_provreq.errors import KueueProvreqError
@@ -59,11 +59,12 @@ FAULT_VERBS = {"create": "create", "update": "update", "patch": "update", "apply
 
 #: reconcile step: the keys that name an object, and its kind
 _OBJECT_KEYS = {"workload": "Workload", "admissionCheck": "AdmissionCheck", "clusterQueue": "ClusterQueue",
-                "job": "Job", "jobSet": "JobSet", "pyTorchJob": "PyTorchJob"}
+                "localQueue": "LocalQueue", "job": "Job", "jobSet": "JobSet", "pyTorchJob": "PyTorchJob"}
 #: reconcile step: the keys each controller takes (the job reconciler takes its jobs too)
 _RECONCILE_KEYS = {"provisioning": ("workload",), "workload": ("workload",),
                    "job": ("workload", "job", "jobSet", "pyTorchJob"), "scheduler": ("workload",),
-                   "admissioncheck": ("admissionCheck",), "clusterqueue": ("clusterQueue",)}
+                   "admissioncheck": ("admissionCheck",), "clusterqueue": ("clusterQueue",),
+                   "localqueue": ("localQueue",)}
 
 #: Special values an expectation may hold, each alone in its mapping.
 SPECIAL_KEYS = ("$absent", "$present", "$after")
@@ -139,11 +140,28 @@ class Apply:
 
 
 @attrs.frozen
+class WorkloadOf:
+    """``{$workloadOf: {kind, namespace, name}}`` where an object's name goes: the name of the
+    Workload Kueue's job integration creates for that job (``<kind>-<name>-<hash>``, the hash of
+    the job's uid, read when the step runs)."""
+
+    kind: str
+    namespace: str
+    name: str
+
+
+Name = str | WorkloadOf
+"""An object's name in a step: as written, or the Workload of a job."""
+
+WORKLOAD_OF = "$workloadOf"
+
+
+@attrs.frozen
 class Delete:
     KIND: ClassVar[str] = "delete"
     kind: str
     namespace: str
-    name: str
+    name: Name
 
 
 @attrs.frozen
@@ -151,9 +169,21 @@ class Patch:
     KIND: ClassVar[str] = "patch"
     kind: str
     namespace: str
-    name: str
+    name: Name
     merge: Mapping[str, Any]
     api_version: str | None = None
+
+
+@attrs.frozen
+class Refused:
+    """``expectRefusal: {apply: OBJECT | patch: {...}, message: TEXT}``: the write must be
+    refused (by a webhook, a CEL rule, the schema) with a message containing TEXT, and change
+    nothing.  The manifest of an ``apply`` is checked when the step runs, not before."""
+
+    KIND: ClassVar[str] = "expectRefusal"
+    message: str
+    apply: Mapping[str, Any] | None = None
+    patch: Patch | None = None
 
 
 @attrs.frozen
@@ -167,14 +197,15 @@ class MetricExpectation:
 class Expect:
     KIND: ClassVar[str] = "expect"
     objects: tuple[Mapping[str, Any], ...] = ()
-    absent: tuple[Key, ...] = ()
+    """As written: a ``metadata.name`` may be a ``$workloadOf`` mapping."""
+    absent: tuple[tuple[str, str, Name], ...] = ()
     count: Mapping[str, int] = attrs.field(factory=dict)
     events: tuple[Mapping[str, Any], ...] | None = None
     exact_events: bool = False
     metrics: tuple[MetricExpectation, ...] = ()
 
 
-Step = Settle | Reconcile | Advance | Autoscaler | SetQuotaReservation | Apply | Delete | Patch | Expect
+Step = Settle | Reconcile | Advance | Autoscaler | SetQuotaReservation | Apply | Delete | Patch | Refused | Expect
 
 
 def _clock(value: TimeLike) -> float:
@@ -251,6 +282,13 @@ def _reconcile_keys(value: Mapping[str, Any], path: str, out: Problems) -> None:
         out.error("required value", join(path, wanted[0]))
 
 
+def _one_write(value: Mapping[str, Any], path: str, out: Problems) -> None:
+    """``expectRefusal`` names one write: an ``apply`` or a ``patch``."""
+    given = [k for k in ("apply", "patch") if k in value]
+    if len(given) != 1:
+        out.error("one of apply, patch" if not given else "one of apply, patch, not both", path)
+
+
 def _admission_given(value: Mapping[str, Any], path: str, out: Problems) -> None:
     """``admission`` must be written, and may be null (the reservation is removed)."""
     if "admission" not in value:
@@ -277,6 +315,8 @@ def _special_values(value: Mapping[str, Any], path: str, out: Problems) -> None:
 
 def _walk_special_values(value: Any, path: str, out: Problems) -> None:
     if isinstance(value, Mapping):
+        if WORKLOAD_OF in value and path.endswith(".metadata.name"):
+            return  # a name, checked by its node
         _special_values(value, path, out)
     elif isinstance(value, list):
         for i, v in enumerate(value):
@@ -286,14 +326,28 @@ def _walk_special_values(value: Any, path: str, out: Problems) -> None:
 _AFTER = Duration()
 
 
+class _Name(Node):
+    """An object's name: a non-empty string, or ``{$workloadOf: {kind, namespace, name}}``
+    naming a job (Job, JobSet, PyTorchJob)."""
+
+    _TEXT = Str(min_length=1)
+    _JOB = Obj({WORKLOAD_OF: Obj({"kind": Str(enum=JOB_KINDS), "namespace": Str(), "name": Str(min_length=1)},
+                                 required=("kind", "name"))}, required=(WORKLOAD_OF,))
+
+    def check(self, value: Any, path: str, out: Problems) -> None:
+        (self._JOB if isinstance(value, Mapping) else self._TEXT).check(value, path, out)
+
+
 class _Schema:
     """The nodes of one scenario; the manifests in it are checked as its semantics switches say."""
 
     def __init__(self, semantics: frozenset[str]) -> None:
         kind = Str(enum=tuple(KINDS))
         name = Str(min_length=1)
-        ref = Obj({"kind": kind, "name": name, "namespace": Str()}, required=("kind", "name"),
+        ref = Obj({"kind": kind, "name": _Name(), "namespace": Str()}, required=("kind", "name"),
                   rules=(_cluster_scoped,))
+        patch = Obj({"kind": kind, "name": _Name(), "namespace": Str(), "merge": Obj(), "apiVersion": Str()},
+                    required=("kind", "name", "merge"), rules=(_cluster_scoped,))
         self.manifests = Manifest(semantics)
         self.steps = Choice({
             "settle": Obj({"controllers": Arr(Str(enum=ALL_CONTROLLERS))}),
@@ -310,10 +364,11 @@ class _Schema:
                                        required=("workload",), rules=(_admission_given,)),
             "apply": self.manifests,
             "delete": ref,
-            "patch": Obj({"kind": kind, "name": name, "namespace": Str(), "merge": Obj(), "apiVersion": Str()},
-                         required=("kind", "name", "merge"), rules=(_cluster_scoped,)),
+            "patch": patch,
+            "expectRefusal": Obj({"apply": Obj(closed=False), "patch": patch, "message": Str(min_length=1)},
+                                 required=("message",), rules=(_one_write,)),
             "expect": Obj({
-                "objects": Arr(Obj({"kind": kind, "metadata": Obj({"name": name}, required=("name",),
+                "objects": Arr(Obj({"kind": kind, "metadata": Obj({"name": _Name()}, required=("name",),
                                                                   closed=False)},
                                    required=("kind", "metadata"), closed=False, rules=(_special_values,))),
                 "absent": Arr(ref),
@@ -332,7 +387,20 @@ class _Schema:
                                "cached": Bool(), "name": Str()}, required=("verb", "kind", "error"))),
             "objects": Arr(self.manifests),
             "steps": Arr(self.steps),
-        }, required=("name", "steps"))
+        }, required=("name", "steps"), rules=(_clock_within_rfc3339,))
+
+
+def _clock_within_rfc3339(value: Mapping[str, Any], path: str, out: Problems) -> None:
+    """The clock stays within RFC 3339's years through every ``advance``, so that every time
+    the run writes can be read back."""
+    clock = codec.parse_time(value.get("clock") or DEFAULT_CLOCK)
+    for i, step in enumerate(value["steps"]):
+        if isinstance(step, Mapping) and step.get("advance") is not None:
+            clock += int(duration_seconds(step["advance"]))
+            if clock > codec.MAX_TIME:
+                out.error(f"the clock passes {codec.format_time(codec.MAX_TIME)}, the last time RFC 3339 "
+                          "can write", join(path, f"steps[{i}].advance"))
+                return
 
 
 # --- reading ------------------------------------------------------------------------------------
@@ -438,6 +506,10 @@ def _patch(schema: _Schema, d: Any) -> Patch:
     return Patch(*object_ref(d), d["merge"], d.get("apiVersion"))
 
 
+def _refused(schema: _Schema, d: Any) -> Refused:
+    return Refused(d["message"], apply=d.get("apply"), patch=_patch(schema, d["patch"]) if "patch" in d else None)
+
+
 def _expect(schema: _Schema, d: Any) -> Expect:
     events = d.get("events")
     exact = d.get("exactEvents", False)
@@ -454,7 +526,7 @@ def _expect(schema: _Schema, d: Any) -> Expect:
 _BUILDERS: dict[str, Callable[[_Schema, Any], Step]] = {
     "settle": _settle, "reconcile": _reconcile, "advance": _advance, "autoscaler": _autoscaler,
     "setQuotaReservation": _set_quota_reservation, "apply": _apply, "delete": _delete,
-    "patch": _patch, "expect": _expect,
+    "patch": _patch, "expectRefusal": _refused, "expect": _expect,
 }
 
 
@@ -464,13 +536,22 @@ def namespaced_name(text: str) -> tuple[str, str]:
     return (ns, name) if sep else (DEFAULT_NAMESPACE, text)
 
 
-def object_ref(d: Mapping[str, Any]) -> Key:
+def object_ref(d: Mapping[str, Any]) -> tuple[str, str, Name]:
     """``{kind, namespace, name}``: cluster-scoped kinds have no namespace, namespaced kinds
-    default to ``default``."""
+    default to ``default``; the name may be a job's Workload (:class:`WorkloadOf`)."""
     kind = d["kind"]
+    name = object_name(d["name"])
     if not KINDS[kind].NAMESPACED:
-        return kind, "", d["name"]
-    return kind, d.get("namespace") or DEFAULT_NAMESPACE, d["name"]
+        return kind, "", name
+    return kind, d.get("namespace") or DEFAULT_NAMESPACE, name
+
+
+def object_name(value: str | Mapping[str, Any]) -> Name:
+    """A name as written: text, or ``{$workloadOf: {kind, namespace, name}}``."""
+    if isinstance(value, str):
+        return value
+    job = value[WORKLOAD_OF]
+    return WorkloadOf(job["kind"], job.get("namespace") or DEFAULT_NAMESPACE, job["name"])
 
 
 def _label(value: Any) -> str:

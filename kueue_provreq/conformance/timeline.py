@@ -1,9 +1,11 @@
 """The story of a run, for people (``kueue-provreq run``) and for tools (``--format jsonl``).
 
 A :class:`Timeline` turns what a :class:`~kueue_provreq.conformance.runner.Run` reports into
-flat records: steps, object changes, events, metric increments, and, read off the changed
-workloads, their phase changes and admission-check state changes (which is what a reader
-is usually after).  Both formats render the same records, so they never disagree.
+flat records: steps, object changes, events, metric increments, and the changed workloads'
+phase changes and admission-check state changes (which is what a reader is usually after), as
+:class:`~kueue_provreq.changes.WorkloadStates` reads them off the transition records each
+write carries (the same reading the simulation's loop makes).  Both formats render the same
+records, so they never disagree.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any, TextIO
 
 from kueue_provreq.api.objects import Key, key_of
 from kueue_provreq.api.workload import Workload
+from kueue_provreq.changes import WorkloadChange, WorkloadStates
 from kueue_provreq.conformance.runner import Observer, Outcome, one_line
 from kueue_provreq.conformance.scenario import (
     Advance,
@@ -21,8 +24,10 @@ from kueue_provreq.conformance.scenario import (
     Autoscaler,
     Delete,
     Expect,
+    Name,
     Patch,
     Reconcile,
+    Refused,
     Scenario,
     SetQuotaReservation,
     Settle,
@@ -30,8 +35,6 @@ from kueue_provreq.conformance.scenario import (
     format_time,
 )
 from kueue_provreq.engine import ALL_CONTROLLERS
-from kueue_provreq.machines import ADMISSION_CHECK_MACHINE, WORKLOAD_MACHINE, Transition
-from kueue_provreq.machines.phases import workload_phase
 from kueue_provreq.manifests import dump_object, format_duration
 from kueue_provreq.world import Create, Effect, Event, MetricInc, Update, World
 from kueue_provreq.world import Delete as DeleteEffect
@@ -52,11 +55,11 @@ class Timeline(Observer):
         self.step = 0
         self.expectations = [0, 0]  # met, failed
         self.known: set[Key] = set()
-        self.phases: dict[Key, tuple[str, dict[str, str]]] = {}
+        self.states = WorkloadStates()
 
     def on_start(self, scenario: Scenario, world: World) -> None:
         self.known = {key_of(o) for o in world}
-        self.phases = {key_of(o): _state(o) for o in world if isinstance(o, Workload)}
+        self.states = WorkloadStates(world)
         self.emit({"record": "scenario", "name": scenario.name, "source": scenario.source,
                    "clock": format_time(scenario.clock), "objects": len(self.known)})
 
@@ -81,7 +84,7 @@ class Timeline(Observer):
             for key in sorted(gone, key=lambda k: k != requested):
                 self.emit({"record": "effect", **base, "actor": actor if key == requested else "garbage-collector",
                            "verb": "deleted", **_ref(key)})
-                self._phase_change(key, None)
+                self._changed(key, self.states.deleted(key))
         else:
             obj = effect.obj
             key = key_of(obj)
@@ -91,27 +94,20 @@ class Timeline(Observer):
                 record["object"] = dump_object(obj)
             self.emit(record)
             if isinstance(obj, Workload):
-                self._phase_change(key, obj, effect.transitions if isinstance(effect, Update) else ())
+                self._changed(key, self.states.written(obj, effect.transitions if isinstance(effect, Update) else ()))
 
-    def _phase_change(self, key: Key, wl: Workload | None, fired: tuple[Transition, ...] = ()) -> None:
+    def _changed(self, key: Key, change: WorkloadChange | None) -> None:
         """Phase and check-state records, each with the trigger the write says decided it
         (``None`` for a write from outside the model that names none)."""
-        before = self.phases.pop(key, (NONE, {}))
-        after = _state(wl) if wl is not None else (NONE, {})
-        if wl is not None:
-            self.phases[key] = after
+        if change is None:
+            return
         where = {"step": self.step, "namespace": key[1], "name": key[2]}
-        if before[0] != after[0]:
-            triggers = [t.trigger for t in fired if t.machine == WORKLOAD_MACHINE.name]
-            self.emit({"record": "phase", **where, "from": before[0], "to": after[0],
-                       "trigger": ",".join(triggers) or None})
-        for check in sorted(set(before[1]) | set(after[1])):
-            old, new = before[1].get(check, NONE), after[1].get(check, NONE)
-            if old != new:
-                trigger = next((t.trigger for t in fired
-                                if t.machine == ADMISSION_CHECK_MACHINE.name and t.item == check), None)
-                self.emit({"record": "check", **where, "check": check, "from": old, "to": new,
-                           "trigger": trigger})
+        if change.moved:
+            self.emit({"record": "phase", **where, "from": change.before or NONE, "to": change.after or NONE,
+                       "trigger": change.trigger})
+        for check in change.checks:
+            self.emit({"record": "check", **where, "check": check.check, "from": check.before or NONE,
+                       "to": check.after or NONE, "trigger": check.trigger})
 
     def on_expect(self, number: int, failure: str | None) -> None:
         self.expectations[failure is not None] += 1
@@ -121,10 +117,6 @@ class Timeline(Observer):
         met, failed = self.expectations
         self.emit({"record": "result", "name": outcome.name, "passed": outcome.passed,
                    "failure": outcome.failure, "expectations_met": met, "expectations_failed": failed})
-
-
-def _state(wl: Workload) -> tuple[str, dict[str, str]]:
-    return workload_phase(wl), {s.name: s.state for s in wl.status.admission_checks}
 
 
 def _ref(key: Key) -> Record:
@@ -152,15 +144,25 @@ def summarize(step: Step) -> str:
         case Apply():
             return f"apply {step.obj.KIND} {_name(key_of(step.obj))}"
         case Delete():
-            return f"delete {step.kind} {_name((step.kind, step.namespace, step.name))}"
+            return f"delete {step.kind} {_name((step.kind, step.namespace, _written(step.name)))}"
         case Patch():
-            return f"patch {step.kind} {_name((step.kind, step.namespace, step.name))}"
+            return f"patch {step.kind} {_name((step.kind, step.namespace, _written(step.name)))}"
+        case Refused():
+            if step.patch is not None:
+                return f"patch {step.patch.kind} {_name((step.patch.kind, step.patch.namespace, _written(step.patch.name)))}" \
+                    " (to be refused)"
+            return f"apply {(step.apply or {}).get('kind')} (to be refused)"
         case Expect():
             return "expect"
 
 
 def _name(key: Key) -> str:
     return f"{key[1]}/{key[2]}" if key[1] else key[2]
+
+
+def _written(name: Name) -> str:
+    """A step's name as written (a job's Workload by its job)."""
+    return name if isinstance(name, str) else f"(the Workload of {name.kind} {name.namespace}/{name.name})"
 
 
 # --- renderers ----------------------------------------------------------------------------

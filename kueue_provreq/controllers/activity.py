@@ -3,7 +3,7 @@ queue references (``clusterQueue.updateWithAdmissionChecks``, ``updateQueueStatu
 ``inactiveReason``), and everyone else reads that one answer: the ClusterQueue status
 reconciler writes it as the ``Active`` condition, the scheduler sets aside the workloads of an
 inactive queue ("ClusterQueue <cq> is inactive"), and the queue manager counts them all as
-inadmissible.  Topology (TAS) and terminating queues are not modelled.
+inadmissible.  Topology (TAS) is not modelled.
 """
 
 from __future__ import annotations
@@ -13,11 +13,12 @@ from kueue_provreq.api.meta import is_true
 from kueue_provreq.api.queues import AdmissionCheck, ClusterQueue
 from kueue_provreq.world import World, truncate
 
-_STOPPING_POLICIES = frozenset({c.STOP_POLICY_HOLD, c.STOP_POLICY_HOLD_AND_DRAIN})
-
 
 def inactive_reason(world: World, cq: ClusterQueue) -> tuple[str, str] | None:
     """(reason, message) of an inactive ClusterQueue, None when it can admit.
+
+    A terminating ClusterQueue (deleted, its finalizer still held by the quota its workloads
+    hold) is ``Terminating`` and nothing else, as the cache's status overrides the rest.
 
     The reason is the first problem in upstream's order (Stopped, FlavorNotFound,
     AdmissionCheckNotFound, AdmissionCheckInactive, MultipleMultiKueueAdmissionChecks,
@@ -26,9 +27,12 @@ def inactive_reason(world: World, cq: ClusterQueue) -> tuple[str, str] | None:
     upstream does.  A MultiKueue check must be the queue's only one, apply to every flavor and
     not sit beside a ProvisioningRequest check (provisioning belongs on the worker clusters).
     """
+    if cq.metadata.terminating:
+        # the cache marks a ClusterQueue being deleted terminating, whatever else holds
+        return c.REASON_CQ_TERMINATING, c.MSG_CQ_TERMINATING
     reasons: list[str] = []
     parts: list[str] = []
-    if cq.spec.stop_policy in _STOPPING_POLICIES:
+    if cq.spec.stopped:
         reasons.append(c.REASON_CQ_STOPPED)
         parts.append(c.MSG_CQ_STOPPED_PART)
     missing_flavors = [f for f in dict.fromkeys(cq.flavor_names())

@@ -9,9 +9,9 @@ wrong; see docs/differences.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 
+from kueue_provreq.api.memo import memo
 from kueue_provreq.controllers.context import no_jitter
 
 NS = 1_000_000_000
@@ -49,7 +49,7 @@ def check_requeue_after_seconds(retry_count: int | None, base_s: int, max_s: int
     return wait_time_ns(base_s, max_s, (retry_count or 0) + 1, draw) // NS
 
 
-@functools.lru_cache(maxsize=1024)
+@memo(1024)
 def _nominal_ns(base_s: int, max_s: int, n: int) -> int:
     """:func:`wait_time_ns` without jitter, which is a function of its arguments alone."""
     return wait_time_ns(base_s, max_s, n, no_jitter)

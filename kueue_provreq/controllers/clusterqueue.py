@@ -7,8 +7,14 @@ into ``status.conditions`` together with ``pendingWorkloads`` (queue manager; ev
 workload of an inactive queue counts as inadmissible), ``reservingWorkloads`` and
 ``admittedWorkloads``, and ``flavorsReservation`` (every workload holding quota) and
 ``flavorsUsage`` (the admitted ones) from the cache.  The scheduler reads the same activity, so
-the condition and the scheduler's "inactive" never disagree.  Topology reasons and terminating
-queues are not modelled.
+the condition and the scheduler's "inactive" never disagree.  Topology reasons are not
+modelled.
+
+A ClusterQueue being deleted (``deletionTimestamp`` set, held by Kueue's
+``kueue.x-k8s.io/resource-in-use`` finalizer) is ``Terminating``; the reconcile removes the
+finalizer once no workload holds quota in it (``Cache.ClusterQueueEmpty``), and the API
+server then removes the queue.  Kueue's webhook adds that finalizer to every ClusterQueue on
+create; the model does not: a world object carries the finalizers it is given.
 """
 
 from __future__ import annotations
@@ -28,22 +34,36 @@ from kueue_provreq.controllers.usage import Usage
 from kueue_provreq.world import NOTHING, Result, Txn, World
 
 
-def flavor_usage(cq: ClusterQueue, used: Usage, current: tuple[FlavorUsage, ...] = ()) -> tuple[FlavorUsage, ...]:
+def flavor_usage(cq: ClusterQueue, used: Usage, current: tuple[FlavorUsage, ...] = (),
+                 with_borrowed: bool = True) -> tuple[FlavorUsage, ...]:
     """``Cache.getUsage``: one entry per flavor of the queue's resource groups (in their order),
-    each with every resource its group covers (sorted by name) and the total of ``used`` (what
-    the queue's workloads hold) of it; ``borrowed`` is only written for a queue in a cohort, so
-    never here.  ``current`` (what the status says) is returned when it says just that: the
-    reconcile runs on every change of the counts, mostly to find the usage as it was."""
+    each with every resource its group covers (sorted by name), the total of ``used`` (what
+    the queue's workloads hold) of it and what of it is ``borrowed`` (above the nominal quota;
+    ``0`` for a queue without a cohort, and written all the same: Go does not omit a zero
+    Quantity).  ``current`` (what the status says) is returned when it says just that: the
+    reconcile runs on every change of the counts, mostly to find the usage as it was.
+    ``with_borrowed=False`` gives a LocalQueue's shape (``LocalQueueResourceUsage``: name and
+    total only)."""
     zero = Decimal(0)
+    in_cohort = bool(cq.spec.cohort_name)
+    nominal = {(f.name, r.name): r.nominal_quota.value
+               for g in cq.spec.resource_groups for f in g.flavors for r in f.resources} if in_cohort else {}
     layout = [(flavor.name, sorted(group.covered_resources))
               for group in cq.spec.resource_groups for flavor in group.flavors]
+
+    def borrowed(fr: tuple[str, str]) -> Decimal:
+        return max(zero, used.get(fr, zero) - nominal.get(fr, zero)) if in_cohort else zero
+
     if len(current) == len(layout) and all(
             have.name == flavor and len(have.resources) == len(names) and all(
-                r.name == name and r.borrowed is None and r.total.value == used.get((flavor, name), zero)
+                r.name == name and (r.borrowed is not None and r.borrowed.value == borrowed((flavor, name))
+                                    if with_borrowed else r.borrowed is None)
+                and r.total.value == used.get((flavor, name), zero)
                 for r, name in zip(have.resources, names, strict=True))
             for have, (flavor, names) in zip(current, layout, strict=True)):
         return current
-    return tuple(FlavorUsage(flavor, tuple(ResourceUsage(name, Quantity.of(used.get((flavor, name), zero)))
+    return tuple(FlavorUsage(flavor, tuple(ResourceUsage(name, Quantity.of(used.get((flavor, name), zero)),
+                                                         Quantity.of(borrowed((flavor, name))) if with_borrowed else None)
                                            for name in names))
                  for flavor, names in layout)
 
@@ -54,6 +74,12 @@ def reconcile(world: World, key: Key, ctx: Context) -> Result:
     cq = txn.get(*key)
     if not isinstance(cq, ClusterQueue):
         return NOTHING
+    name = cq.metadata.name
+    index = queues.index(world)
+    meta = cq.metadata
+    if meta.terminating and c.FINALIZER_RESOURCE_IN_USE in meta.finalizers and not index.holding.get(name):
+        released = tuple(f for f in meta.finalizers if f != c.FINALIZER_RESOURCE_IN_USE)
+        return txn.result(error=txn.update(evolve(cq, metadata=evolve(meta, finalizers=released))))
     problem = inactive_reason(world, cq)
     gen = cq.metadata.generation
     if problem is None:
@@ -61,8 +87,6 @@ def reconcile(world: World, key: Key, ctx: Context) -> Result:
     else:
         cond = Condition(c.CQ_ACTIVE, c.FALSE, problem[0], problem[1], None, gen)
     conditions, _ = set_condition(cq.status.conditions, cond, ctx.now)
-    name = cq.metadata.name
-    index = queues.index(world)
     empty: Usage = {}
     status = evolve(cq.status, conditions=conditions, pending_workloads=index.pending_total(world, name, ctx.config),
                     reserving_workloads=len(index.holding.get(name, ())),

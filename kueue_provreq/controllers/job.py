@@ -70,7 +70,6 @@ of podsets than the job); the model reports it as a reconcile error.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
 from typing import Any
 
 import attrs
@@ -88,48 +87,13 @@ from kueue_provreq.controllers import podsets
 from kueue_provreq.controllers import workload_status as ws
 from kueue_provreq.controllers.context import Context
 from kueue_provreq.controllers.integrations import INTEGRATIONS, Integration, JobIntegration, integration_of
-from kueue_provreq.controllers.parts import METADATA, SPEC, Parts, parts
-from kueue_provreq.machines import Guard, WorkloadTrigger
-from kueue_provreq.world import NOTHING, Result, Txn, World
+from kueue_provreq.machines import Guard, WorkloadTrigger, write_workload
+from kueue_provreq.world import NOTHING, Result, Txn, World, truncate
 
 _REQUEUED_AT_ONCE = (c.REASON_PREEMPTED, c.REASON_NODE_FAILURES)
 """Eviction reasons after which the workload goes straight back to the queue (``Requeued=True``)."""
 
 _JOB_TYPES = (Job, JobSet, PyTorchJob)
-
-
-_READS = parts(c.WORKLOAD_FINISHED, c.WORKLOAD_EVICTED, c.WORKLOAD_QUOTA_RESERVED, c.WORKLOAD_PODS_READY,
-               c.WORKLOAD_ADMITTED, METADATA, SPEC)
-
-
-def reads(world: World, wl: Workload, config: Configuration) -> Parts:
-    """What a Workload reconcile reads of its Workload: the parts :func:`view` is made of."""
-    return _READS
-
-
-def view(wl: Workload) -> Hashable:
-    """What a Workload reconcile decides from (its watch predicate, finer than :func:`reads`):
-    whether the workload is finished, and whether evicted with its quota (the release); for a
-    workload owned by a job, the eviction that stops the job and the podsets it restores; and
-    whether ``PodsReady`` already says what it would write."""
-    status = wl.status
-    true = status.true_types
-    if c.WORKLOAD_FINISHED in true:
-        return True
-    refs = wl.metadata.owner_references
-    if refs and any(ref.kind in INTEGRATIONS for ref in refs):
-        stopping: Hashable = (refs, status.conditions_by_type.get(c.WORKLOAD_EVICTED), wl.spec.pod_sets)
-    else:
-        stopping = None
-    releasing = c.WORKLOAD_EVICTED in true and c.WORKLOAD_QUOTA_RESERVED in true
-    return (releasing, stopping, _pods_ready_current(wl))
-
-
-def idle(wl: Workload, config: Configuration) -> bool:
-    """A finished Workload is left alone."""
-    return wl.status.is_true(c.WORKLOAD_FINISHED)
-
-
 
 
 def reconcile(world: World, key: Key, ctx: Context) -> Result:
@@ -329,11 +293,19 @@ def _create_workload(txn: Txn, integration: Integration[Any], job: JobObject, co
 
 
 def _start(txn: Txn, integration: Integration[Any], job: JobObject, wl: Workload) -> str | None:
-    """``startJob``; returns the error, if any."""
+    """``startJob``; returns the error, if any.  What can never be put in the job's pod
+    templates (``podset.IsPermanent``: podSetUpdates that conflict with each other, with the
+    flavors' node labels or with the job's own) finishes the Workload instead
+    (``Finished=True`` ``FailedToStart``, the error as message; ``workloadfinish.Finish``) and
+    leaves the job suspended; a missing flavor is an error to retry."""
     assert wl.status.admission is not None
     try:
         started = integration.started(job, podsets.from_status(txn, wl))
-    except (podsets.BadPodSetsInfo, LookupError) as e:
+    except podsets.BadPodSetsInfo as e:
+        finished, finishing = write_workload(wl, WorkloadTrigger.FINISH, reason=c.REASON_FAILED_TO_START,
+                                             message=truncate(str(e), c.CONDITION_MESSAGE_LIMIT), now=txn.now)
+        return txn.update(finished, (finishing,))
+    except LookupError as e:
         return str(e)
     err = txn.update(started)
     if err is None:
@@ -382,28 +354,19 @@ def _reconcile_workload(world: World, key: Key, ctx: Context) -> Result:
         if status.is_true(c.WORKLOAD_QUOTA_RESERVED):  # the Evicted phase: its quota to release
             requeued = evicted.reason in _REQUEUED_AT_ONCE
             rs = wl.status.requeue_state
-            release = ws.fire(wl, WorkloadTrigger.RELEASE_QUOTA, {
+            # ``SetRequeuedCondition`` + ``UnsetQuotaReservationWithCondition`` in one update:
+            # ``Requeued`` is True for the eviction reasons that put the workload straight back
+            # in the queue (a ``requeueAt`` still ahead keeps it out a while longer all the same)
+            released, release = write_workload(wl, WorkloadTrigger.RELEASE_QUOTA, {
                 Guard.DEACTIVATED: not wl.is_active,
-                Guard.REQUEUED: requeued and (rs is None or rs.requeue_at is None)})
-            released = _release_quota(wl, requeued, evicted, ctx)
+                Guard.REQUEUED: requeued and (rs is None or rs.requeue_at is None)},
+                requeued=requeued, reason=evicted.reason, message=evicted.message, now=ctx.now, config=ctx.config)
             # the next pass stops the (stopped) job again and syncs PodsReady: settled unless
             # the release left PodsReady to write
-            return txn.result(error=txn.update(released, (release,)), settled=_pods_ready_current(released))
+            return txn.result(error=txn.update(released, (release,)), settled=pods_ready_current(released))
         if txn.effects:
-            return txn.result(settled=_pods_ready_current(wl))
+            return txn.result(settled=pods_ready_current(wl))
     return _sync_pods_ready(txn, wl)
-
-
-def _release_quota(wl: Workload, requeued: bool, evicted: Condition, ctx: Context) -> Workload:
-    """``SetRequeuedCondition`` + ``UnsetQuotaReservationWithCondition`` in one update;
-    ``Requeued`` is True for the eviction reasons that put the workload straight back in the
-    queue (a ``requeueAt`` still ahead keeps it out a while longer all the same)."""
-    now = ctx.now
-    reason, message = evicted.reason, evicted.message
-    wl = ws.set_cond(wl, c.WORKLOAD_REQUEUED, c.TRUE if requeued else c.FALSE, reason, message, now)
-    release_reason = (c.REASON_PENDING_EVALUATION if ctx.config.gate(c.GATE_UNADMITTED_OBSERVABILITY)
-                      else c.REASON_PENDING_LEGACY)
-    return ws.unset_quota_reservation(wl, release_reason, message, now, ctx.config)
 
 
 def _pods_not_ready_already(wl: Workload, ready: Condition) -> bool:
@@ -413,7 +376,7 @@ def _pods_not_ready_already(wl: Workload, ready: Condition) -> bool:
             and ready.message == c.MSG_PODS_NOT_READY and ready.observed_generation == wl.metadata.generation)
 
 
-def _pods_ready_current(wl: Workload) -> bool:
+def pods_ready_current(wl: Workload) -> bool:
     """Whether :func:`_sync_pods_ready` leaves ``wl`` as it is."""
     ready = wl.condition(c.WORKLOAD_PODS_READY)
     return ready is not None and (wl.is_admitted() or _pods_not_ready_already(wl, ready))
@@ -421,7 +384,7 @@ def _pods_ready_current(wl: Workload) -> bool:
 
 def _sync_pods_ready(txn: Txn, wl: Workload) -> Result:
     """No pod is ready while the workload is not admitted, nor while nothing says otherwise."""
-    if _pods_ready_current(wl):
+    if pods_ready_current(wl):
         return NOTHING
     new = ws.set_cond(wl, c.WORKLOAD_PODS_READY, c.FALSE, c.REASON_WAIT_FOR_START,
                       c.MSG_PODS_NOT_READY, txn.now)

@@ -91,7 +91,7 @@ def from_status(txn: Txn, wl: Workload) -> tuple[PodSetInfo, ...]:
                 try:
                     info = info.merged(_update_info(update))
                 except BadPodSetsInfo as e:
-                    raise BadPodSetsInfo(f"in admission check {check.name!r}: {e}") from None
+                    raise BadPodSetsInfo(f'in admission check "{check.name}": {e}') from None
         out.append(info)
     return tuple(out)
 

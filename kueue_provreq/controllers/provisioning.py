@@ -29,7 +29,6 @@ AfterCheckPassedOrOnDemand`` would otherwise hold back the very preemptions it w
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterator, Mapping
 from itertools import chain
 from typing import Any
@@ -41,6 +40,7 @@ from kueue_provreq.api import naming
 from kueue_provreq.api.config import Configuration
 from kueue_provreq.api.evolve import evolve
 from kueue_provreq.api.frozen import EMPTY, FrozenMap, freeze, thaw
+from kueue_provreq.api.memo import memo
 from kueue_provreq.api.meta import Condition, ObjectMeta, OwnerReference, Time
 from kueue_provreq.api.objects import Key, already_exists, not_found, not_in_cache
 from kueue_provreq.api.provisioning import (
@@ -75,16 +75,6 @@ from kueue_provreq.controllers.backoff import (
     wait_time_ns,
 )
 from kueue_provreq.controllers.context import Context
-from kueue_provreq.controllers.parts import (
-    ADMISSION,
-    CHECK_DETAILS,
-    CHECKS,
-    METADATA,
-    REQUEUE_STATE,
-    SPEC,
-    Parts,
-    parts,
-)
 from kueue_provreq.controllers.workload_status import set_admission_check_state
 from kueue_provreq.errors import KueueProvreqError
 from kueue_provreq.machines import (
@@ -272,13 +262,6 @@ def _use_limits_as_missing_requests(resources: dict[str, Any]) -> None:
         requests.setdefault(name, q)
 
 
-_TEMPLATE_SPECS: dict[tuple[FrozenMap[str, Any], tuple[ResourceFlavorSpec, ...]], FrozenMap[str, Any]] = {}
-"""Memo of ``_merged_template`` by (podset template, flavor specs): a pure function of those,
-and workloads of one job kind share their template, so most requests re-derive the same one
-(a thaw and a freeze of the whole template).  Bounded; cleared when full."""
-_TEMPLATE_SPECS_LIMIT = 4096
-
-
 def pod_template_spec(txn: Txn, ps: PodSet, psa: PodSetAssignment) -> FrozenMap[str, Any]:
     """The podset's template with its flavors' node labels and tolerations applied
     (``podset.FromAssignment`` + ``podset.Merge``) and limits copied to missing requests."""
@@ -288,17 +271,14 @@ def pod_template_spec(txn: Txn, ps: PodSet, psa: PodSetAssignment) -> FrozenMap[
         if not isinstance(rf, ResourceFlavor):
             raise ReconcileError(not_in_cache(c.RESOURCE_FLAVOR, flavor))
         specs.append(rf.spec)
-    memo_key = (ps.template, tuple(specs))
-    found = _TEMPLATE_SPECS.get(memo_key)
-    if found is None:
-        found = _merged_template(ps.template, specs)  # raises on a conflict: nothing is stored
-        if len(_TEMPLATE_SPECS) >= _TEMPLATE_SPECS_LIMIT:
-            _TEMPLATE_SPECS.clear()
-        _TEMPLATE_SPECS[memo_key] = found
-    return found
+    return _merged_template(ps.template, tuple(specs))  # raises on a conflict: nothing is kept
 
 
-def _merged_template(pod_template: FrozenMap[str, Any], flavors: list[ResourceFlavorSpec]) -> FrozenMap[str, Any]:
+@memo(4096)
+def _merged_template(pod_template: FrozenMap[str, Any], flavors: tuple[ResourceFlavorSpec, ...]) -> FrozenMap[str, Any]:
+    """Memoised: a pure function of the podset template and the flavor specs, and workloads of
+    one job kind share their template, so most requests re-derive the same one (a thaw and a
+    freeze of the whole template)."""
     node_labels: dict[str, str] = {}
     tolerations: list[Any] = []
     for spec in flavors:
@@ -382,14 +362,16 @@ def pod_set_updates(wl: Workload, pr: ProvisioningRequest,
                               node_selector=node_selector) for p in pr.spec.pod_sets)
 
 
-@functools.lru_cache(maxsize=4096)
+@memo(4096)
 def _check_transition(state: str, trigger: CheckTrigger, check: str, within_backoff_limit: bool = False,
                       keep_quota: bool = False, newer_attempt: bool = False) -> Transition:
-    """``ADMISSION_CHECK_MACHINE.transition``, memoised: the table is frozen, so its answer for a
-    state, a trigger and the guards' values never changes, and this is the reconcile's hot path."""
+    """The check machine's answer with the guards of ``request_failed`` (``MachineTable.fire``,
+    recorded as ``MachineTable.transition`` records it), memoised by plain values: this is the
+    reconcile's hot path, and the table's own memo is keyed by the guards' mapping."""
     guards = {Guard.WITHIN_BACKOFF_LIMIT: within_backoff_limit, Guard.KEEP_QUOTA: keep_quota,
               Guard.NEWER_ATTEMPT: newer_attempt} if trigger == CheckTrigger.REQUEST_FAILED else None
-    return ADMISSION_CHECK_MACHINE.transition(state, trigger, guards, item=check)
+    return Transition.of(ADMISSION_CHECK_MACHINE, state, trigger, ADMISSION_CHECK_MACHINE.fire(state, trigger, guards),
+                         check)
 
 
 Decision = tuple[AdmissionCheckState, Transition]
@@ -655,7 +637,7 @@ def _active_requests(wl: Workload, configs: Mapping[str, ProvisioningRequestConf
     return active
 
 
-def _handled(wl: Workload, config: Configuration) -> bool:
+def handled(wl: Workload, config: Configuration) -> bool:
     """Whether the reconcile goes past its first test: a workload that is finished, evicted or
     holding quota (before KEP-3258, an evicted one only while it still holds quota)."""
     true = wl.status.true_types
@@ -666,7 +648,7 @@ def _handled(wl: Workload, config: Configuration) -> bool:
     return c.WORKLOAD_QUOTA_RESERVED in true
 
 
-def _syncing(wl: Workload, config: Configuration) -> bool:
+def syncing(wl: Workload, config: Configuration) -> bool:
     """Whether the reconcile syncs checks and requests (a workload holding quota that is
     neither finished nor evicted, before KEP-3258 evicted or not), rather than only cleaning
     up (or doing nothing)."""
@@ -682,11 +664,11 @@ def _reconcile(txn: Txn, key: Key, ctx: Context) -> tuple[int | None, bool]:
     if not isinstance(wl, Workload):
         return None, True
     config = ctx.config
-    if not _handled(wl, config):
+    if not handled(wl, config):
         return None, True
     owned = [pr for pr in txn.owned_by_name(c.PROVISIONING_REQUEST, key[1], key[2])
              if isinstance(pr, ProvisioningRequest)]
-    if not _syncing(wl, config):
+    if not syncing(wl, config):
         if wl.is_finished() or config.gate(c.GATE_CLEANUP_ON_EVICTION):
             # PodTemplates go with their request through the garbage collector.
             for pr in owned:
@@ -724,41 +706,6 @@ def _decides_nothing_yet(wl: Workload, check: str) -> bool:
     for a new request)."""
     st = wl.check_state(check)
     return st is not None and _patch(st, _check_transition(st.state, CheckTrigger.NO_DECISION, check), "") is None
-
-
-_FINISHED = parts(c.WORKLOAD_FINISHED)
-_FIRST_TEST = parts(c.WORKLOAD_FINISHED, c.WORKLOAD_EVICTED, c.WORKLOAD_QUOTA_RESERVED)
-_EVICTED = parts(c.WORKLOAD_FINISHED, c.WORKLOAD_EVICTED)
-_SYNCED = _FIRST_TEST | parts(METADATA, SPEC, ADMISSION, CHECKS, CHECK_DETAILS)
-_ENDS_ONLY_UNADMITTED = frozenset(row.condition for row in requests.REQUEST_CONDITIONS if not row.while_admitted)
-
-
-def reads(world: World, wl: Workload, config: Configuration) -> Parts:
-    """What a reconcile reads of its Workload (its watch predicate).  Only whether it is
-    finished, evicted or holding quota, unless it holds quota undisturbed; then its metadata
-    (names, parameters), spec, admission and checks, ``Admitted`` only while one of its
-    requests has a True condition that counts only before admission (BookingExpired), and the
-    requeueState only before KEP-3258.  Its requests are watched as requests."""
-    true = wl.status.true_types
-    if c.WORKLOAD_FINISHED in true:
-        return _FINISHED
-    if not _syncing(wl, config):
-        # once evicted (since KEP-3258) the quota it may still hold changes nothing
-        return _EVICTED if c.WORKLOAD_EVICTED in true and not config.pre_kep_3258 else _FIRST_TEST
-    out = _SYNCED
-    if config.pre_kep_3258:
-        out = out | {REQUEUE_STATE}
-    meta = wl.metadata
-    for pr in world.owned_by_name(c.PROVISIONING_REQUEST, meta.namespace, meta.name):
-        if isinstance(pr, ProvisioningRequest) and any(
-                cd.status == c.TRUE and cd.type in _ENDS_ONLY_UNADMITTED for cd in pr.status.conditions):
-            return out | {c.WORKLOAD_ADMITTED}
-    return out
-
-
-def idle(wl: Workload, config: Configuration) -> bool:
-    """A workload neither finished, evicted nor holding quota has nothing to provision."""
-    return not _handled(wl, config)
 
 
 def reconcile(world: World, key: Key, ctx: Context) -> Result:

@@ -32,7 +32,7 @@ from kueue_provreq.api import constants as c
 from kueue_provreq.api.config import Configuration
 from kueue_provreq.api.frozen import FrozenMap
 from kueue_provreq.api.meta import Time, find_condition, is_false, is_true
-from kueue_provreq.api.objects import Key, key_of
+from kueue_provreq.api.objects import Key, KubeObject, key_of
 from kueue_provreq.api.queues import ClusterQueue, LocalQueue
 from kueue_provreq.api.workload import Workload
 from kueue_provreq.controllers import workload_status
@@ -109,7 +109,8 @@ class QueueIndex:
     in each ClusterQueue (:func:`holds_quota`) with the quota they hold, the admitted ones apart
     too."""
 
-    __slots__ = ("pending", "gated", "holding", "admitted", "used", "admitted_used", "_held", "moves")
+    __slots__ = ("pending", "gated", "holding", "admitted", "used", "admitted_used", "_held", "moves",
+                 "lq_holding", "lq_admitted", "lq_used", "lq_admitted_used")
 
     def __init__(self, world: World) -> None:
         self.pending: dict[QueueRef, dict[Key, Workload]] = {}
@@ -123,15 +124,22 @@ class QueueIndex:
         self.admitted_used: dict[str, Usage] = {}
         self._held: dict[Key, Held] = {}
         """What each holding workload holds (its share of ``used``; shared, read-only)."""
+        self.lq_holding: dict[QueueRef, int] = {}
+        """LocalQueue -> how many of its workloads hold quota (Kueue's cache counts a workload in
+        the LocalQueue its ``spec.queueName`` names, within the ClusterQueue of its admission)."""
+        self.lq_admitted: dict[QueueRef, int] = {}
+        self.lq_used: dict[QueueRef, Usage] = {}
+        self.lq_admitted_used: dict[QueueRef, Usage] = {}
         self.moves: list[tuple[Place | None, Place | None]] | None = None
         """When a driver asks for them (not None), the changes that moved a ClusterQueue's
         counts, as (place before, place after): the driver routes them to the ClusterQueue
         reconciler (:meth:`recounted`) and clears the list."""
         for wl in world.objects(c.WORKLOAD):
-            self.changed(key_of(wl), None, wl)  # type: ignore[arg-type]
+            self.changed(key_of(wl), None, wl)
 
-    def changed(self, key: Key, before: Workload | None, after: Workload | None) -> None:
+    def changed(self, key: Key, before: KubeObject | None, after: KubeObject | None) -> None:
         """A Workload changed (``World.observe``: it is told of Workloads only)."""
+        assert (before is None or type(before) is Workload) and (after is None or type(after) is Workload)
         was = None if before is None else _place(before)
         now = None if after is None else _place(after)
         if was is not None and was == now:  # the common case: it stays where it is
@@ -139,8 +147,8 @@ class QueueIndex:
             if was[0]:
                 if _admitted(after) != _admitted(before) or after.status.admission is not before.status.admission \
                         or after.spec.pod_sets is not before.spec.pod_sets:
-                    self._release(key, was[1])
-                    self._hold(key, after, was[1])
+                    self._release(key, was[1], was[2])
+                    self._hold(key, after, was[1], was[2])
                     if self.moves is not None:
                         self.moves.append((was, now))
                     return
@@ -154,32 +162,40 @@ class QueueIndex:
             self.moves.append((was, now))
         if was is not None:
             if was[0]:
-                self._release(key, was[1])
+                self._release(key, was[1], was[2])
             else:
                 _remove(self.gated if was[2] else self.pending, was[1], key)
         if now is not None:
             assert after is not None
             if now[0]:
-                self._hold(key, after, now[1])
+                self._hold(key, after, now[1], now[2])
             else:
                 (self.gated if now[2] else self.pending).setdefault(now[1], {})[key] = after
 
-    def _hold(self, key: Key, wl: Workload, cq: str) -> None:
+    def _hold(self, key: Key, wl: Workload, cq: str, ref: QueueRef) -> None:
         assert wl.status.admission is not None
         held = self._held[key] = held_by(wl.status.admission, wl.spec.pod_sets)
         self.holding.setdefault(cq, {})[key] = wl
         _add(self.used.setdefault(cq, {}), held, 1)
+        self.lq_holding[ref] = self.lq_holding.get(ref, 0) + 1
+        _add(self.lq_used.setdefault(ref, {}), held, 1)
         if _admitted(wl):
             self.admitted.setdefault(cq, {})[key] = wl
             _add(self.admitted_used.setdefault(cq, {}), held, 1)
+            self.lq_admitted[ref] = self.lq_admitted.get(ref, 0) + 1
+            _add(self.lq_admitted_used.setdefault(ref, {}), held, 1)
 
-    def _release(self, key: Key, cq: str) -> None:
+    def _release(self, key: Key, cq: str, ref: QueueRef) -> None:
         held = self._held.pop(key)
         _remove(self.holding, cq, key)
         _add(self.used[cq], held, -1)
+        _count(self.lq_holding, ref, -1)
+        _add(self.lq_used[ref], held, -1)
         if key in self.admitted.get(cq, ()):
             _remove(self.admitted, cq, key)
             _add(self.admitted_used[cq], held, -1)
+            _count(self.lq_admitted, ref, -1)
+            _add(self.lq_admitted_used[ref], held, -1)
 
     def held(self, key: Key) -> Held:
         """What a workload holding quota holds."""
@@ -197,21 +213,23 @@ class QueueIndex:
         return list(dict.fromkeys([*self.pending, *self.gated]))
 
     def pending_total(self, world: World, cq: str, config: Configuration) -> int:
-        """How many admissible workloads wait in ``cq``'s LocalQueues (in backoff or not)."""
+        """How many admissible workloads wait in ``cq``'s LocalQueues (in backoff or not); a
+        stopped LocalQueue's are out of the queue manager."""
         gates = config.gate(c.GATE_ADMISSION_GATED_BY)
         total = 0
         for ref in self.refs():
             lq = world.get(c.LOCAL_QUEUE, *ref)
-            if isinstance(lq, LocalQueue) and lq.spec.cluster_queue == cq:
+            if isinstance(lq, LocalQueue) and lq.spec.cluster_queue == cq and not lq.spec.stopped:
                 total += len(self.pending.get(ref, ()))
                 if not gates:
                     total += len(self.gated.get(ref, ()))
         return total
 
-    def recounted(self, world: World) -> list[str]:
-        """The ClusterQueues whose counts the changes in :attr:`moves` moved (the one a workload
-        waited or held quota in, and the one it now does), clearing them."""
+    def recounted(self, world: World) -> tuple[list[str], list[QueueRef]]:
+        """The ClusterQueues and the LocalQueues whose counts the changes in :attr:`moves` moved
+        (those a workload waited or held quota in, and those it now does), clearing them."""
         out: list[str] = []
+        refs: list[QueueRef] = []
         if self.moves:
             for places in self.moves:
                 for place in places:
@@ -219,45 +237,65 @@ class QueueIndex:
                         continue
                     if place[0]:
                         out.append(place[1])
+                        refs.append(place[2])
                     else:
+                        refs.append(place[1])
                         lq = world.get(c.LOCAL_QUEUE, *place[1])
                         if isinstance(lq, LocalQueue):
                             out.append(lq.spec.cluster_queue)
             self.moves.clear()
-        return out
+        return out, refs
 
     def same_as(self, other: QueueIndex) -> bool:
         """Whether both hold the same workloads in the same places, and the same quota."""
         return (self.pending == other.pending and self.gated == other.gated and self.holding == other.holding
                 and self.admitted == other.admitted and self._held == other._held
                 and _nonzero(self.used) == _nonzero(other.used)
-                and _nonzero(self.admitted_used) == _nonzero(other.admitted_used))
+                and _nonzero(self.admitted_used) == _nonzero(other.admitted_used)
+                and self.lq_holding == other.lq_holding and self.lq_admitted == other.lq_admitted
+                and _nonzero(self.lq_used) == _nonzero(other.lq_used)
+                and _nonzero(self.lq_admitted_used) == _nonzero(other.lq_admitted_used))
+
+    def local_pending(self, ref: QueueRef, config: Configuration) -> int:
+        """How many admissible workloads wait in one LocalQueue (``Manager.PendingWorkloads``)."""
+        total = len(self.pending.get(ref, ()))
+        if not config.gate(c.GATE_ADMISSION_GATED_BY):
+            total += len(self.gated.get(ref, ()))
+        return total
 
 
-def _nonzero(totals: dict[str, Usage]) -> dict[str, Usage]:
-    return {cq: used for cq, used in totals.items() if used}
+def _nonzero(totals: Mapping[Any, Usage]) -> dict[Any, Usage]:
+    return {at: used for at, used in totals.items() if used}
+
+
+def _count(counts: dict[QueueRef, int], ref: QueueRef, step: int) -> None:
+    n = counts[ref] + step
+    if n:
+        counts[ref] = n
+    else:
+        del counts[ref]
 
 
 Held = Mapping[FlavorResource, Decimal]
 """What one workload holding quota holds (read-only: look-alike workloads share it)."""
 
-Place = tuple[bool, Any, bool]
+Place = tuple[bool, Any, Any]
 
 
 def _place(wl: Workload) -> Place | None:
-    """Where a workload sits in the index: (True, ClusterQueue, False) holding quota there,
+    """Where a workload sits in the index: (True, ClusterQueue, LocalQueue) holding quota there,
     (False, LocalQueue, gated) admissible in that queue, None neither."""
     status = wl.status
     true = status.true_types
     if c.WORKLOAD_FINISHED in true:
         return None
+    spec = wl.spec
+    meta = wl.metadata
     if c.WORKLOAD_QUOTA_RESERVED in true:
         admission = status.admission
-        return None if admission is None else (True, admission.cluster_queue, False)
-    spec = wl.spec
+        return None if admission is None else (True, admission.cluster_queue, (meta.namespace, spec.queue_name))
     if not spec.queue_name or spec.active is False:
         return None
-    meta = wl.metadata
     return False, (meta.namespace, spec.queue_name), bool(meta.annotations.get(c.ANNOTATION_ADMISSION_GATED_BY))
 
 
@@ -285,19 +323,19 @@ _ZERO = Decimal(0)
 
 
 def index(world: World) -> QueueIndex:
-    """The world's queue index, built on first use and kept up to date from then on."""
-    found = world.indexes.get("queues")
-    if found is None:
-        found = world.indexes["queues"] = QueueIndex(world)
-        world.observe(c.WORKLOAD, found.changed)  # type: ignore[arg-type]
-    assert isinstance(found, QueueIndex)
+    """The world's queue index (``World.hooks``), built by the engine that drives the world, or
+    on first use without one, and kept up to date from then on."""
+    found = world.hooks.queue_index
+    if not isinstance(found, QueueIndex):
+        found = world.hooks.queue_index = QueueIndex(world)
+        world.observe(c.WORKLOAD, found.changed)
     return found
 
 
 def check_index(world: World) -> str | None:
     """None when the world's queue index (if it has one) equals one built afresh, else what
     differs."""
-    found = world.indexes.get("queues")
+    found = world.hooks.queue_index
     if isinstance(found, QueueIndex) and not found.same_as(QueueIndex(world)):
         return "the queue index no longer matches the workloads"
     return None
@@ -313,8 +351,6 @@ class Scan:
     """ClusterQueue name -> admissible workloads not in backoff, in queue order."""
     backoff: dict[str, list[Workload]] = attrs.Factory(dict)
     """ClusterQueue name -> admissible workloads waiting for their backoff to end."""
-    misrouted: list[tuple[Workload, str]] = attrs.Factory(list)
-    """Admissible workloads whose LocalQueue is missing, with the message saying so."""
 
     def holding(self, world: World, cq: str) -> list[Workload]:
         """The workloads holding quota in ``cq``, in the world's order."""
@@ -349,8 +385,8 @@ def cluster_queue_for(txn: Txn, wl: Workload) -> ClusterQueue | None:
 
 
 def scan(world: World, ctx: Context, only: str | None = None) -> Scan:
-    """The admissible workloads by ClusterQueue, each queue's ready ones sorted, and those whose
-    LocalQueue is missing (in the world's order); with ``only``, just that ClusterQueue's."""
+    """The admissible workloads by ClusterQueue, each queue's ready ones sorted (those of a
+    missing, stopped or terminating LocalQueue left out); with ``only``, just that ClusterQueue's."""
     config = ctx.config
     ix = index(world)
     out = Scan(ix)
@@ -360,9 +396,10 @@ def scan(world: World, ctx: Context, only: str | None = None) -> Scan:
             continue
         lq = world.get(c.LOCAL_QUEUE, *ref)
         if not isinstance(lq, LocalQueue):
-            if only is None:
-                message = c.MSG_LQ_NOT_FOUND.format(lq=ref[1])
-                out.misrouted.extend((wl, message) for wl in waiting)
+            continue  # the queue manager holds no queue for it
+        if lq.spec.stopped or lq.metadata.terminating:
+            # a stopped LocalQueue leaves the queue manager (its workloads wait, told so by the
+            # workload controller); a terminating one is left alone too (docs/differences.rst)
             continue
         cq = lq.spec.cluster_queue
         if only is not None and cq != only:
@@ -378,9 +415,6 @@ def scan(world: World, ctx: Context, only: str | None = None) -> Scan:
             wls.sort(key=lambda w: order_key(w, config))
         else:
             del out.ready[cq]
-    if len(out.misrouted) > 1:
-        order = {key: i for i, key in enumerate(world.keys(c.WORKLOAD))}
-        out.misrouted.sort(key=lambda pair: order[key_of(pair[0])])
     return out
 
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from decimal import Decimal
-from functools import lru_cache
 
 from kueue_provreq.api.frozen import FrozenMap
+from kueue_provreq.api.memo import memo
 from kueue_provreq.api.meta import Json
 from kueue_provreq.api.quantity import Quantity
 from kueue_provreq.api.workload import Admission, PodSet, Workload
@@ -41,7 +41,7 @@ def _container_requests(container: Json) -> dict[str, Decimal]:
     return out
 
 
-@lru_cache(maxsize=4096)
+@memo(4096)
 def pod_requests(ps: PodSet) -> FrozenMap[str, Decimal]:
     """One pod's requests as ``resourcehelper.PodRequests`` adds them up: the sum of the
     containers, at least the largest init container (sidecars, ``restartPolicy: Always``,
@@ -68,7 +68,7 @@ def pod_requests(ps: PodSet) -> FrozenMap[str, Decimal]:
     return FrozenMap(total)
 
 
-@lru_cache(maxsize=4096)
+@memo(4096)
 def podset_requests(ps: PodSet, count: int, counts_pods: bool) -> FrozenMap[str, Decimal]:
     """The requests of ``count`` pods; ``pods`` itself is requested when the queue covers it."""
     out = {name: value * count for name, value in pod_requests(ps).items()}
@@ -87,7 +87,7 @@ def usage_of(reserving: Iterable[Workload]) -> Usage:
     return used
 
 
-@lru_cache(maxsize=4096)
+@memo(4096)
 def held_by(admission: Admission, pod_sets: tuple[PodSet, ...]) -> Mapping[FlavorResource, Decimal]:
     """:func:`usage_of` one workload with this admission and these podsets, read-only: the
     queue index keeps one per workload holding quota, and look-alike workloads then share

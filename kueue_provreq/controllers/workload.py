@@ -11,13 +11,20 @@ are due at once:
    a future ``requeueAt`` ends the pass with a wake-up; a passed one is cleared on
    a pending workload; ``Requeued=False`` becomes ``Reactivated`` or
    ``BackoffFinished``.  Inactive workload: the deactivation eviction;
-4. the ``admission-gated-by`` annotation is reflected in ``QuotaReserved=False``
-   (``AdmissionGated``, then ``PendingEvaluation`` once cleared; a change ends the pass);
-   the workload's admission checks follow its ClusterQueue (a change ends the pass);
-5. not admitted: ``Admitted`` is re-synced (event ``Admitted``), and an inactive
-   workload without quota gets ``QuotaReserved=False`` ``Deactivated``;
+4. a LocalQueue running again after a stop sets ``Requeued=True`` ``LocalQueueRestarted`` on
+   the workloads it evicted; the ``admission-gated-by`` annotation is reflected in
+   ``QuotaReserved=False`` (``AdmissionGated``, then ``PendingEvaluation`` once cleared); a
+   ClusterQueue running again sets ``ClusterQueueRestarted``; the workload's admission checks
+   follow its ClusterQueue (each change ends the pass);
+5. not admitted: a workload without quota has its ``QuotaReserved=False`` reason recomputed
+   (``syncQuotaReservedFalseCondition``: deactivated, the queue's blocker, ``PendingEvaluation``;
+   ``Inadmissible`` with UnadmittedWorkloadsObservability off), then ``Admitted`` is re-synced
+   (event ``Admitted``);
 6. holding quota: a ``Rejected`` check sets ``DeactivationTarget``, a ``Retry``
-   check evicts (``AdmissionCheck``); otherwise the PodsReady timeout evicts with a
+   check evicts (``AdmissionCheck``); otherwise a ``HoldAndDrain`` LocalQueue or ClusterQueue
+   evicts an admitted workload (``LocalQueueStopped`` / ``ClusterQueueStopped``), and a
+   reservation not yet admitted whose queue is stopped, terminating or missing is taken back
+   (the workload machine's ``set_aside``); otherwise the PodsReady timeout evicts with a
    backoff, or deactivates once ``backoffLimitCount`` is used up.
 
 Delayed ``Retry`` is modelled **as coded**, not as KEP-3258 reads.  The KEP (and
@@ -34,9 +41,9 @@ Reactivation models the upstream fix #14874 (after the snapshot): any
 bare ``Deactivated`` the snapshot matches, which left Kueue-deactivated workloads
 stuck (issue #14870).
 
-Not modelled (no scenario in scope reaches them): LocalQueue/ClusterQueue
-``stopPolicy`` handling, ``maximumExecutionTimeSeconds``, DRA, object retention, and the granular ``QuotaReserved=False`` reasons other than
-``Deactivated`` (the scheduler writes those it owns).
+Not modelled (no scenario in scope reaches them): ``maximumExecutionTimeSeconds``, DRA,
+object retention, the namespace selector's admissibility check and the scheduling equivalence
+cache's "Bypassed scheduling evaluation" reason.
 
 Where upstream issues several patches in one pass (the Admitted sync, then a
 check-based eviction), this pass writes one update with all of them; events
@@ -45,21 +52,22 @@ follow the write they report, as upstream emits them after a successful patch.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from kueue_provreq.api import constants as c
-from kueue_provreq.api.config import Configuration, WaitForPodsReady
-from kueue_provreq.api.evolve import evolve
+from kueue_provreq.api.config import WaitForPodsReady
 from kueue_provreq.api.meta import Condition, Time
 from kueue_provreq.api.objects import Key
-from kueue_provreq.api.queues import ClusterQueue, ClusterQueueSpec
+from kueue_provreq.api.queues import ClusterQueue, LocalQueue
 from kueue_provreq.api.workload import Workload
 from kueue_provreq.controllers import workload_status as ws
+from kueue_provreq.controllers.activity import inactive_reason
 from kueue_provreq.controllers.backoff import NS, wait_time_ns
+from kueue_provreq.controllers.cohorts import in_cycle
 from kueue_provreq.controllers.context import Context
-from kueue_provreq.controllers.parts import CHECK_DETAILS, CONDITIONS, EVERYTHING, EXTRA, Parts, parts
 from kueue_provreq.controllers.queues import cluster_queue_for
-from kueue_provreq.machines import Guard, Transition, WorkloadTrigger
+from kueue_provreq.machines import Guard, Transition, WorkloadTrigger, write_workload
+from kueue_provreq.machines.phases import held_back
 from kueue_provreq.world import NOTHING, Effect, Event, Result, Txn, World, truncate
 
 Conds = Mapping[str, Condition]
@@ -92,14 +100,18 @@ def reconcile(world: World, key: Key, ctx: Context) -> Result:
         # that wake-up itself
         held = wl.is_active and not _true(conds, c.WORKLOAD_DEACTIVATION_TARGET) and \
             not (ctx.config.pre_kep_3258 and _true(conds, c.WORKLOAD_QUOTA_RESERVED))
-        return _write(txn, ws.set_requeue_state(wl, until, increment=False),
-                      (ws.fire(wl, WorkloadTrigger.DELAY),),
-                      requeue_after=until - now if held else None, settled=held)
+        new, delaying = write_workload(wl, WorkloadTrigger.DELAY, until=until)
+        return _write(txn, new, (delaying,), requeue_after=until - now if held else None, settled=held)
 
     early = _active_branch(txn, wl, conds, ctx.config.pre_kep_3258) if wl.is_active \
         else _inactive_branch(txn, wl, conds, ctx.config.pre_14309)
     if early is not None:
         return early
+
+    lq = txn.get(c.LOCAL_QUEUE, wl.metadata.namespace, wl.spec.queue_name)
+    lq = lq if isinstance(lq, LocalQueue) else None
+    if lq is not None and not lq.spec.stopped and _requeued_false(conds, c.REASON_LQ_STOPPED):
+        return _restarted(txn, wl, c.REASON_LQ_RESTARTED, c.MSG_LQ_RESTARTED)
 
     gated = _sync_admission_gate(txn, wl, conds, ctx)
     if gated is not None:
@@ -107,6 +119,8 @@ def reconcile(world: World, key: Key, ctx: Context) -> Result:
 
     cq = cluster_queue_for(txn, wl)
     if cq is not None:
+        if not cq.spec.stopped and _requeued_false(conds, c.REASON_CQ_STOPPED_EVICTION):
+            return _restarted(txn, wl, c.REASON_CQ_RESTARTED, c.MSG_CQ_RESTARTED)
         wanted = _wanted_checks(wl, cq)
         states = wl.status.admission_checks
         if len(states) != len(wanted) or any(s.name != n for s, n in zip(states, wanted, strict=True)):
@@ -121,12 +135,16 @@ def reconcile(world: World, key: Key, ctx: Context) -> Result:
             ctx.config.kep_993_preemption and _true(conds, c.WORKLOAD_QUOTA_RESERVED) and ws.all_checks_ready(wl)):
         # KEP-993: the scheduler re-validates the quota of a reservation whose checks are all
         # Ready before admitting it (``scheduler._Cycle.kep_993_admit``)
-        new = _sync_unadmitted(wl, conds, ctx, events, fired)
+        new = _sync_unadmitted(wl, conds, ctx, events, fired, lambda: _queue_blocker(txn, wl, lq, cq))
         if new is not wl:
             conds = new.status.conditions_by_type
     requeue_after: float | None = None
     if _true(conds, c.WORKLOAD_QUOTA_RESERVED):
-        new, requeue_after = _reconcile_quota_held(new, conds, ctx, events, fired)
+        new, requeue_after, ends = _reconcile_quota_held(
+            new, conds, ctx, events, fired, lambda held: _reconcile_queue_state(txn, held, conds, lq, ctx, events, fired))
+        if ends:
+            # the pass ends at this write; the next one finds the workload as it left it
+            return _write(txn, new, tuple(fired), events)
     if new is wl:
         return NOTHING if requeue_after is None else Result(requeue_after=requeue_after)
     # The whole pass ran.  Its write settles it unless it set what an earlier step acts on:
@@ -136,34 +154,6 @@ def reconcile(world: World, key: Key, ctx: Context) -> Result:
     settled = new.status.requeue_state is wl.status.requeue_state and \
         new.condition(c.WORKLOAD_DEACTIVATION_TARGET) is wl.condition(c.WORKLOAD_DEACTIVATION_TARGET)
     return _write(txn, new, tuple(fired), events, requeue_after, settled)
-
-
-_DECIDING = parts(EVERYTHING - CONDITIONS - {CHECK_DETAILS, EXTRA}, c.WORKLOAD_FINISHED,
-                  c.WORKLOAD_QUOTA_RESERVED, c.WORKLOAD_ADMITTED, c.WORKLOAD_EVICTED, c.WORKLOAD_REQUEUED,
-                  c.WORKLOAD_DEACTIVATION_TARGET)
-_FINISHED = parts(c.WORKLOAD_FINISHED)
-_FAILED_CHECK_STATES = (c.CHECK_RETRY, c.CHECK_REJECTED)
-
-
-def reads(world: World, wl: Workload, config: Configuration) -> Parts:
-    """What a reconcile reads of its Workload (its watch predicate): nearly everything, but
-    of the checks only names and states unless one is Retry or Rejected (whose times and
-    messages it reads), ``PodsReady`` only for the PodsReady timeout of an admitted workload,
-    and nothing of the fields it does not model."""
-    conds = wl.status.conditions_by_type
-    if _true(conds, c.WORKLOAD_FINISHED):
-        return _FINISHED
-    out = _DECIDING
-    if any(s.state in _FAILED_CHECK_STATES for s in wl.status.admission_checks):
-        out = out | {CHECK_DETAILS}
-    if config.wait_for_pods_ready is not None and _true(conds, c.WORKLOAD_ADMITTED):
-        out = out | {c.WORKLOAD_PODS_READY}
-    return out
-
-
-def idle(wl: Workload, config: Configuration) -> bool:
-    """A finished Workload is left alone."""
-    return wl.status.is_true(c.WORKLOAD_FINISHED)
 
 
 # --- step 2: delayed Retry checks (KEP-3258) -------------------------------------------
@@ -197,12 +187,7 @@ def _active_branch(txn: Txn, wl: Workload, conds: Conds, pre_kep_3258: bool = Fa
     the backoff gate held back only workloads without quota."""
     now = txn.now
     if _true(conds, c.WORKLOAD_DEACTIVATION_TARGET):
-        meta = wl.metadata
-        # a spec write: the API server bumps the generation
-        return _write(txn, evolve(
-            wl, spec=evolve(wl.spec, active=False),
-            metadata=evolve(meta, generation=(meta.generation or 0) + 1)),
-            (ws.fire(wl, WorkloadTrigger.DEACTIVATE),))
+        return _write(txn, *write_workload(wl, WorkloadTrigger.DEACTIVATE))
 
     rs = wl.status.requeue_state
     if rs is not None and rs.requeue_at is not None and \
@@ -215,25 +200,22 @@ def _active_branch(txn: Txn, wl: Workload, conds: Conds, pre_kep_3258: bool = Fa
             # unless Requeued=False still holds it
             requeued = conds.get(c.WORKLOAD_REQUEUED)
             held = requeued is not None and requeued.status == c.FALSE
-            return _write(txn, wl.with_status(requeue_state=evolve(rs, requeue_at=None)),
-                          (ws.fire(wl, WorkloadTrigger.REQUEUE, {Guard.BACKOFF: held}),))
+            return _write(txn, *write_workload(wl, WorkloadTrigger.REQUEUE, {Guard.BACKOFF: held}, now=now,
+                                               clear_requeue_at=True))
 
     requeued = conds.get(c.WORKLOAD_REQUEUED)
     if requeued is None or requeued.status != c.FALSE:
         return None
     if requeued.reason.startswith(c.REASON_DEACTIVATED):
         held = rs is not None and rs.requeue_at is not None
-        return _write(txn, ws.set_cond(wl, c.WORKLOAD_REQUEUED, c.TRUE, c.REASON_REACTIVATED,
-                                       c.MSG_REACTIVATED, now),
-                      (ws.fire(wl, WorkloadTrigger.REQUEUE, {Guard.BACKOFF: held}),))
+        return _write(txn, *write_workload(wl, WorkloadTrigger.REQUEUE, {Guard.BACKOFF: held}, now=now,
+                                           clear_requeue_at=False, reason=c.REASON_REACTIVATED,
+                                           message=c.MSG_REACTIVATED))
     if requeued.reason in _BACKOFF_REASONS:
         # the gate above returned while requeueAt lay ahead, so it is unset or past here
-        new = wl
-        if rs is not None and rs.requeue_at is not None:
-            new = new.with_status(requeue_state=evolve(rs, requeue_at=None))
-        return _write(txn, ws.set_cond(new, c.WORKLOAD_REQUEUED, c.TRUE, c.REASON_BACKOFF_FINISHED,
-                                       c.MSG_BACKOFF_FINISHED, now),
-                      (ws.fire(wl, WorkloadTrigger.REQUEUE, {Guard.BACKOFF: False}),))
+        return _write(txn, *write_workload(wl, WorkloadTrigger.REQUEUE, {Guard.BACKOFF: False}, now=now,
+                                           clear_requeue_at=True, reason=c.REASON_BACKOFF_FINISHED,
+                                           message=c.MSG_BACKOFF_FINISHED))
     return None
 
 
@@ -299,55 +281,90 @@ def _sync_admission_gate(txn: Txn, wl: Workload, conds: Conds, ctx: Context) -> 
 
 
 
-_WANTED_CHECKS: dict[tuple[ClusterQueueSpec, frozenset[str] | None], tuple[str, ...]] = {}
-"""Memo of ``AdmissionChecksForWorkload`` by (queue spec, assigned flavors): the answer depends
-on nothing else, and every pass of every workload asks it.  Bounded; cleared when full."""
-_WANTED_CHECKS_LIMIT = 4096
-
-
 def _wanted_checks(wl: Workload, cq: ClusterQueue) -> tuple[str, ...]:
-    """``AdmissionChecksForWorkload``, sorted, through the memo."""
+    """``AdmissionChecksForWorkload``, sorted."""
     admission = wl.status.admission
     used = None if admission is None else frozenset(
         f for psa in admission.pod_set_assignments for f in psa.flavors.values())
-    memo_key = (cq.spec, used)
-    wanted = _WANTED_CHECKS.get(memo_key)
-    if wanted is None:
-        if len(_WANTED_CHECKS) >= _WANTED_CHECKS_LIMIT:
-            _WANTED_CHECKS.clear()
-        wanted = _WANTED_CHECKS[memo_key] = tuple(ws.checks_for_workload(wl, cq))
-    return wanted
+    return ws.checks_for_flavors(cq.spec, used)
 
 
 # --- step 5 ---------------------------------------------------------------------------
 
 
 def _sync_unadmitted(wl: Workload, conds: Conds, ctx: Context, events: list[Effect],
-                     fired: list[Transition]) -> Workload:
-    """``QuotaReserved=False Deactivated`` for an inactive workload without quota (gate
-    UnadmittedWorkloadsObservability), then ``SyncAdmittedCondition`` with its event; with
-    quota and every check Ready that is the workload machine's ``admit``."""
+                     fired: list[Transition], blocker: Callable[[], tuple[str, str] | None]) -> Workload:
+    """``syncQuotaReservedFalseCondition`` for a workload without quota (its ``QuotaReserved=False``
+    reason recomputed, :func:`_pending_reason`; one without a queue name is told that the
+    LocalQueue named "" does not exist, as upstream's lookup of it answers), then
+    ``SyncAdmittedCondition`` with its event;
+    with quota and every check Ready that is the workload machine's ``admit``."""
     now = ctx.now
     config = ctx.config
     observability = config.gate(c.GATE_UNADMITTED_OBSERVABILITY)
     new = wl
-    if observability and not wl.is_active and not _true(conds, c.WORKLOAD_QUOTA_RESERVED):
-        new = ws.set_cond(new, c.WORKLOAD_QUOTA_RESERVED, c.FALSE, c.REASON_DEACTIVATED,
-                          c.MSG_DEACTIVATED, now)
-    elif observability and not wl.spec.queue_name and not _true(conds, c.WORKLOAD_QUOTA_RESERVED):
-        # no queue name: the lookup of the LocalQueue named "" misses (getQueueBlocker)
-        new = ws.set_cond(new, c.WORKLOAD_QUOTA_RESERVED, c.FALSE, c.REASON_MISCONFIGURED,
-                          c.MSG_LQ_NOT_FOUND.format(lq=""), now)
-    elif _admitted_false_is_current(wl, conds, observability):
+    if not _true(conds, c.WORKLOAD_QUOTA_RESERVED):
+        wanted = _pending_reason(wl, conds, observability, blocker)
+        if wanted is not None:
+            new = ws.set_cond(new, c.WORKLOAD_QUOTA_RESERVED, c.FALSE, wanted[0],
+                              truncate(wanted[1], c.CONDITION_MESSAGE_LIMIT), now)
+    if new is wl and _admitted_false_is_current(wl, conds, observability):
         return wl
     if _true(conds, c.WORKLOAD_QUOTA_RESERVED) and ws.all_checks_ready(wl):
-        fired.append(ws.fire(wl, WorkloadTrigger.ADMIT))
-    new = ws.sync_admitted_condition(new, now, config)
+        new, admitting = write_workload(new, WorkloadTrigger.ADMIT, now=now, config=config)
+        fired.append(admitting)
+    else:
+        new = ws.sync_admitted_condition(new, now, config)  # Admitted=False: no phase moves
     if new.is_admitted() and new.status.admission is not None:
         reserved = _ltt(conds.get(c.WORKLOAD_QUOTA_RESERVED))
         events.append(_event(new, c.EVENT_TYPE_NORMAL, c.EVENT_ADMITTED, c.MSG_EVENT_ADMITTED.format(
             cq=new.status.admission.cluster_queue, seconds=now - reserved)))
     return new
+
+
+#: ``schedulerSetReasons``: what the scheduler wrote stays until its next cycle.
+_SCHEDULER_REASONS = frozenset({c.REASON_WAITING_FOR_QUOTA, c.REASON_NO_MATCHING_FLAVOR, c.REASON_EXCEEDS_MAX_QUOTA,
+                                c.REASON_WAITING_FOR_PREEMPTED_WORKLOADS, c.REASON_WAITING_FOR_PODS_READY,
+                                c.REASON_PENDING_EVALUATION})
+
+
+def _pending_reason(wl: Workload, conds: Conds, observability: bool,
+                    blocker: Callable[[], tuple[str, str] | None]) -> tuple[str, str] | None:
+    """The ``QuotaReserved=False`` (reason, message) a workload without quota should carry, in
+    upstream's precedence (``resolveGranularUnadmittedQuotaReservedCondition``): deactivated; on
+    hold as it is; the queue's blocker (:func:`_queue_blocker`); gated by an annotation as it is
+    (the gate's own sync writes it); a reason the scheduler wrote as it is; otherwise
+    ``PendingEvaluation``, unless there is no condition yet.  With UnadmittedWorkloadsObservability
+    off only a blocker is written, as ``Inadmissible``.  None: leave the condition as it is."""
+    if not observability:
+        found = blocker()
+        return None if found is None else (c.REASON_INADMISSIBLE, found[1])
+    cond = conds.get(c.WORKLOAD_QUOTA_RESERVED)
+    if not wl.is_active:
+        return c.REASON_DEACTIVATED, c.MSG_DEACTIVATED
+    if cond is not None and cond.reason == c.REASON_ON_HOLD:
+        return None
+    found = blocker()
+    if found is not None:
+        return found
+    if cond is None or cond.reason in _SCHEDULER_REASONS or cond.reason == c.REASON_ADMISSION_GATED:
+        return None
+    return c.REASON_PENDING_EVALUATION, c.MSG_PENDING_EVALUATION
+
+
+def _queue_blocker(txn: Txn, wl: Workload, lq: LocalQueue | None, cq: ClusterQueue | None) -> tuple[str, str] | None:
+    """``getQueueBlocker``: what keeps the workload's queue from admitting it, if anything."""
+    name = wl.spec.queue_name
+    if lq is None:
+        return c.REASON_MISCONFIGURED, c.MSG_LQ_NOT_FOUND.format(lq=name)
+    if lq.spec.stopped:
+        return c.REASON_SUSPENDED, c.MSG_LQ_INACTIVE.format(lq=name)
+    if cq is None:
+        return c.REASON_MISCONFIGURED, c.MSG_CQ_MISSING.format(cq=lq.spec.cluster_queue)
+    if inactive_reason(txn.world, cq) is not None or in_cycle(txn.world, cq):
+        # under a cohort cycle the scheduler's snapshot leaves the queue out as inactive too
+        return c.REASON_SUSPENDED, c.MSG_CQ_INACTIVE.format(cq=cq.metadata.name)
+    return None
 
 
 def _admitted_false_is_current(wl: Workload, conds: Conds, observability: bool) -> bool:
@@ -374,9 +391,12 @@ def _admitted_false_is_current(wl: Workload, conds: Conds, observability: bool) 
 
 
 def _reconcile_quota_held(wl: Workload, conds: Conds, ctx: Context, events: list[Effect],
-                          fired: list[Transition]) -> tuple[Workload, float | None]:
-    """Check-based eviction, else the PodsReady timeout; returns the workload and the
-    delay until the timeout is due.
+                          fired: list[Transition], queue_state: Callable[[Workload], Workload | None]
+                          ) -> tuple[Workload, float | None, bool]:
+    """Check-based eviction, else what the workload's stopped or missing queues do
+    (``queue_state``: :func:`_reconcile_queue_state`, whose write ends the pass), else the
+    PodsReady timeout; returns the workload, the delay until the timeout is due, and whether
+    the pass ends at this write.
 
     ``reconcileCheckBasedEviction``: a ``Rejected`` check sets ``DeactivationTarget`` even on a
     workload whose eviction is already in flight (#14309: rejection is terminal, and the
@@ -391,17 +411,20 @@ def _reconcile_quota_held(wl: Workload, conds: Conds, ctx: Context, events: list
         if new is not wl:
             events.append(_event(wl, c.EVENT_TYPE_WARNING, c.EVENT_ADMISSION_CHECK_REJECTED,
                                  c.DEACTIVATED_DUE_TO_EVENT_PREFIX + message))
-        return new, None
+        return new, None, False
     if not evicted and any(s.state == c.CHECK_RETRY for s in wl.status.admission_checks):
         retry = ws.checks_in(wl, c.CHECK_RETRY)
         message = c.EVICTED_RETRY_PREFIX + ws.admission_checks_message(retry, c.CHECK_RETRY)
         wl, evicting = _evict(wl, c.REASON_ADMISSION_CHECK, message, "", ctx.now, events)
         fired.extend(evicting)
-        return wl, None
+        return wl, None, False
+    held = queue_state(wl)
+    if held is not None:
+        return held, None, True
     cfg = ctx.config.wait_for_pods_ready
     if cfg is None or evicted or not wl.is_active or not _true(conds, c.WORKLOAD_ADMITTED):
-        return wl, None
-    return _reconcile_not_ready_timeout(wl, conds, cfg, ctx, events, fired)
+        return wl, None, False
+    return (*_reconcile_not_ready_timeout(wl, conds, cfg, ctx, events, fired), False)
 
 
 def _reconcile_not_ready_timeout(wl: Workload, conds: Conds, cfg: WaitForPodsReady, ctx: Context,
@@ -443,6 +466,68 @@ def _reconcile_not_ready_timeout(wl: Workload, conds: Conds, cfg: WaitForPodsRea
     return wl, None
 
 
+# --- queues that stop or go away ----------------------------------------------------------
+
+
+def _requeued_false(conds: Conds, reason: str) -> bool:
+    """``isDisabledRequeuedByReason``."""
+    found = conds.get(c.WORKLOAD_REQUEUED)
+    return found is not None and found.status == c.FALSE and found.reason == reason
+
+
+def _restarted(txn: Txn, wl: Workload, reason: str, message: str) -> Result:
+    """A stopped queue runs again: ``Requeued=True``, and the workload it held back returns to
+    the queue (unless a ``requeueAt`` still holds it)."""
+    rs = wl.status.requeue_state
+    held = rs is not None and rs.requeue_at is not None
+    return _write(txn, *write_workload(wl, WorkloadTrigger.REQUEUE, {Guard.BACKOFF: held}, now=txn.now,
+                                       clear_requeue_at=False, reason=reason, message=message))
+
+
+def _reconcile_queue_state(txn: Txn, wl: Workload, conds: Conds, lq: LocalQueue | None, ctx: Context,
+                           events: list[Effect], fired: list[Transition]) -> Workload | None:
+    """``reconcileOnLocalQueueActiveState`` then ``reconcileOnClusterQueueActiveState`` for a
+    workload holding quota: an admitted one is evicted by a ``HoldAndDrain`` queue
+    (``LocalQueueStopped`` / ``ClusterQueueStopped``, once); a reservation not yet admitted is
+    taken back when its queue is missing or terminating (``Misconfigured``) or stopped
+    (``Suspended``; both ``Inadmissible`` with UnadmittedWorkloadsObservability off).  The
+    ClusterQueue is the admission's.  None: nothing to do."""
+    admission = wl.status.admission
+    cq_name = "" if admission is None else admission.cluster_queue
+    found = txn.get(c.CLUSTER_QUEUE, "", cq_name)
+    cq = found if isinstance(found, ClusterQueue) else None
+    name = wl.spec.queue_name
+    if _true(conds, c.WORKLOAD_ADMITTED):
+        if _true(conds, c.WORKLOAD_EVICTED):
+            return None
+        if lq is not None and lq.spec.stop_policy == c.STOP_POLICY_HOLD_AND_DRAIN:
+            reason, message = c.REASON_LQ_STOPPED, c.MSG_EVICTED_LQ_STOPPED
+        elif cq is not None and cq.spec.stop_policy == c.STOP_POLICY_HOLD_AND_DRAIN:
+            reason, message = c.REASON_CQ_STOPPED_EVICTION, c.MSG_EVICTED_CQ_STOPPED
+        else:
+            return None
+        new, evicting = _evict(wl, reason, message, "", ctx.now, events)
+        fired.extend(evicting)
+        return new
+    if lq is None or lq.metadata.terminating:
+        reason, message = c.REASON_MISCONFIGURED, c.MSG_LQ_GONE.format(lq=name)
+    elif lq.spec.stopped:
+        reason, message = c.REASON_SUSPENDED, c.MSG_LQ_HELD.format(lq=name)
+    elif cq is None or cq.metadata.terminating:
+        reason, message = c.REASON_MISCONFIGURED, c.MSG_CQ_GONE.format(cq=cq_name)
+    elif cq.spec.stopped:
+        reason, message = c.REASON_SUSPENDED, c.MSG_CQ_HELD.format(cq=cq_name)
+    else:
+        return None
+    if not ctx.config.gate(c.GATE_UNADMITTED_OBSERVABILITY):
+        reason = c.REASON_INADMISSIBLE
+    # (unsetting the reservation leaves what holds a workload back as it was)
+    new, aside = write_workload(wl, WorkloadTrigger.SET_ASIDE, {Guard.BACKOFF: held_back(wl)}, reason=reason,
+                                message=message, now=ctx.now, config=ctx.config)
+    fired.append(aside)
+    return new
+
+
 # --- helpers ---------------------------------------------------------------------------
 
 
@@ -477,12 +562,12 @@ def _ltt(cond: Condition | None) -> Time:
     return cond.last_transition_time
 
 
-def _write(txn: Txn, wl: Workload, fired: ws.Fired = (), events: list[Effect] | None = None,
+def _write(txn: Txn, wl: Workload, fired: ws.Fired | Transition = (), events: list[Effect] | None = None,
            requeue_after: float | None = None, settled: bool = False) -> Result:
     """One workload write, carrying the fires that decided it; the events it reports follow it
     only if it succeeds.  Unless ``settled``, the pass ended early at the write (as upstream
     returns after each patch), and its own write wakes it again."""
-    err = txn.update(wl, fired)
+    err = txn.update(wl, (fired,) if isinstance(fired, Transition) else fired)
     if err is not None:
         return txn.result(error=err)
     if events:

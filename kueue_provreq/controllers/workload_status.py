@@ -7,124 +7,28 @@ caller's ``Txn``, because upstream emits them from the same call.
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any
 
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.config import Configuration
 from kueue_provreq.api.evolve import evolve
 from kueue_provreq.api.frozen import EMPTY, FrozenMap, freeze
-from kueue_provreq.api.meta import (
-    Condition,
-    Time,
-    find_condition,
-    is_true,
-    remove_condition,
-    set_condition,
-)
-from kueue_provreq.api.queues import ClusterQueue
-from kueue_provreq.api.workload import (
-    Admission,
-    AdmissionCheckState,
-    RequeueState,
-    Workload,
-)
-from kueue_provreq.machines import (
-    ADMISSION_CHECK_MACHINE,
-    WORKLOAD_MACHINE,
-    CheckTrigger,
-    Guard,
-    Transition,
-    WorkloadTrigger,
-)
-from kueue_provreq.machines.phases import workload_phase
+from kueue_provreq.api.memo import memo
+from kueue_provreq.api.meta import Time, remove_condition, set_condition
+from kueue_provreq.api.queues import ClusterQueue, ClusterQueueSpec
+from kueue_provreq.api.workload import AdmissionCheckState, Workload
+from kueue_provreq.machines import ADMISSION_CHECK_MACHINE, CheckTrigger, Transition, WorkloadTrigger, write_workload
+from kueue_provreq.machines.status import all_checks_ready as all_checks_ready
+from kueue_provreq.machines.status import reason_with_cause
+from kueue_provreq.machines.status import set_cond as set_cond
+from kueue_provreq.machines.status import set_requeue_state as set_requeue_state
+from kueue_provreq.machines.status import sync_admitted_condition as sync_admitted_condition
+from kueue_provreq.machines.status import unset_quota_reservation as unset_quota_reservation
 from kueue_provreq.world import Txn
 
 Fired = tuple[Transition, ...]
 """The fires that decided a write, carried on its ``Update``."""
-
-
-def fire(wl: Workload, trigger: WorkloadTrigger, guards: Mapping[Guard, bool] | None = None) -> Transition:
-    """Fire the workload machine from the phase ``wl`` stands in."""
-    return WORKLOAD_MACHINE.transition(workload_phase(wl), trigger, guards)
-
-
-def _set(wl: Workload, cond: Condition, now: Time) -> Workload:
-    conds, changed = set_condition(wl.status.conditions, cond, now)
-    return wl.with_status(conditions=conds) if changed else wl
-
-
-def condition(wl: Workload, type_: str, status: str, reason: str, message: str) -> Condition:
-    return Condition(type_, status, reason, message, None, wl.metadata.generation)
-
-
-# --- quota -------------------------------------------------------------------------
-
-
-def set_quota_reservation(wl: Workload, admission: Admission, now: Time) -> Workload:
-    """``workload.SetQuotaReservation``."""
-    # read off the workload as given: the writes below touch no other of these conditions
-    previous = [(type_, wl.condition(type_)) for type_ in
-                (c.WORKLOAD_EVICTED, c.WORKLOAD_PREEMPTED, c.WORKLOAD_BLOCKED_ON_PREEMPTION_GATES)]
-    wl = wl.with_status(admission=admission)
-    wl = _set(wl, condition(wl, c.WORKLOAD_QUOTA_RESERVED, c.TRUE, c.REASON_QUOTA_RESERVED,
-                            c.MSG_QUOTA_RESERVED.format(cq=admission.cluster_queue)), now)
-    for type_, old in previous:
-        if old is not None and old.status == c.TRUE:
-            wl = _set(wl, condition(wl, type_, c.FALSE, c.REASON_QUOTA_RESERVED,
-                                    c.MSG_PREVIOUSLY.format(message=old.message)), now)
-    return wl
-
-
-def unset_quota_reservation(wl: Workload, reason: str, message: str, now: Time,
-                            config: Configuration) -> Workload:
-    """``workload.UnsetQuotaReservationWithCondition``."""
-    wl = _set(wl, condition(wl, c.WORKLOAD_QUOTA_RESERVED, c.FALSE, reason, message), now)
-    if wl.status.admission is not None:
-        wl = wl.with_status(admission=None)
-    return sync_admitted_condition(wl, now, config)
-
-
-def all_checks_ready(wl: Workload) -> bool:
-    return all(s.state == c.CHECK_READY for s in wl.status.admission_checks)
-
-
-def sync_admitted_condition(wl: Workload, now: Time, config: Configuration,
-                            preemptions_pending: bool = False) -> Workload:
-    """``workload.SyncAdmittedCondition``: Admitted=True only with quota and every check Ready.
-
-    ``preemptions_pending`` (KEP-993 only): the quota is still held by the workloads the
-    reservation preempts, so it is ``Admitted=False`` ``WaitingForPreemptedWorkloads`` until
-    they release it (the KEP's "recheck that Admission settings are still valid")."""
-    conds = wl.status.conditions
-    has_reservation = is_true(conds, c.WORKLOAD_QUOTA_RESERVED)
-    ready = all_checks_ready(wl)
-    if has_reservation and ready and preemptions_pending:
-        return _set(wl, condition(wl, c.WORKLOAD_ADMITTED, c.FALSE, c.REASON_WAITING_FOR_PREEMPTED_WORKLOADS,
-                                  c.MSG_KEP_993_PREEMPTIONS_PENDING), now)
-    is_admitted = is_true(conds, c.WORKLOAD_ADMITTED)
-    observability = config.gate(c.GATE_UNADMITTED_OBSERVABILITY)
-    if observability:
-        if find_condition(conds, c.WORKLOAD_QUOTA_RESERVED) is None and \
-                find_condition(conds, c.WORKLOAD_ADMITTED) is None:
-            return wl
-    elif is_admitted == (has_reservation and ready):
-        return wl
-    if has_reservation and ready:
-        new = condition(wl, c.WORKLOAD_ADMITTED, c.TRUE, c.REASON_ADMITTED, c.MSG_ADMITTED)
-    elif not has_reservation and not ready:
-        new = (condition(wl, c.WORKLOAD_ADMITTED, c.FALSE, c.REASON_NO_RESERVATION, c.MSG_NO_RESERVATION)
-               if observability else
-               condition(wl, c.WORKLOAD_ADMITTED, c.FALSE, c.REASON_NO_RESERVATION_UNSATISFIED_CHECKS_LEGACY,
-                         c.MSG_NO_RESERVATION_UNSATISFIED_CHECKS_LEGACY))
-    elif not has_reservation:
-        new = condition(wl, c.WORKLOAD_ADMITTED, c.FALSE, c.REASON_NO_RESERVATION, c.MSG_NO_RESERVATION)
-    else:
-        new = condition(wl, c.WORKLOAD_ADMITTED, c.FALSE,
-                        c.REASON_UNSATISFIED_ADMISSION_CHECKS if observability else c.REASON_UNSATISFIED_CHECKS_LEGACY,
-                        c.MSG_UNSATISFIED_CHECKS)
-    return _set(wl, new, now)
 
 
 # --- admission gates -------------------------------------------------------------------
@@ -167,15 +71,24 @@ def set_admission_check_state(states: tuple[AdmissionCheckState, ...], new: Admi
 def checks_for_workload(wl: Workload, cq: ClusterQueue) -> list[str]:
     """``AdmissionChecksForWorkload``: with an admission, the checks whose flavors meet the
     assigned ones; without, only the checks that apply to every flavor of the queue."""
-    rules = cq.checks_with_flavors()
-    if not rules:
-        return []
     admission = wl.status.admission
-    if admission is None:
-        every = frozenset(cq.flavor_names())
-        return sorted(name for name, flavors in rules.items() if flavors >= every)
-    used = {f for psa in admission.pod_set_assignments for f in psa.flavors.values()}
-    return sorted(name for name, flavors in rules.items() if flavors & used)
+    used = None if admission is None else frozenset(
+        f for psa in admission.pod_set_assignments for f in psa.flavors.values())
+    return list(checks_for_flavors(cq.spec, used))
+
+
+@memo(4096)
+def checks_for_flavors(spec: ClusterQueueSpec, used: frozenset[str] | None) -> tuple[str, ...]:
+    """:func:`checks_for_workload` from the queue's spec and the assigned flavors (None: no
+    admission), on which alone it depends; memoised, since every pass of every workload asks."""
+    rules = spec.admission_checks_strategy
+    if rules is None:
+        return ()
+    every = frozenset(f.name for g in spec.resource_groups for f in g.flavors)
+    applies = {r.name: frozenset(r.on_flavors) if r.on_flavors else every for r in rules.admission_checks}
+    if used is None:
+        return tuple(sorted(name for name, flavors in applies.items() if flavors >= every))
+    return tuple(sorted(name for name, flavors in applies.items() if flavors & used))
 
 
 def sync_check_states(wl: Workload, wanted: Iterable[str], now: Time) -> Workload:
@@ -237,12 +150,6 @@ def reset_checks_on_eviction(states: tuple[AdmissionCheckState, ...], now: Time
 _CLEARED_ON_EVICTION = ("clusterName", "nominatedClusterNames", "unhealthyNodes")
 
 
-def reason_with_cause(reason: str, cause: str) -> str:
-    if reason == c.REASON_DEACTIVATED and cause:
-        return c.REASON_DEACTIVATED_DUE_TO + cause
-    return reason
-
-
 def _count_eviction(extra: FrozenMap[str, Any], reason: str, cause: str) -> tuple[FrozenMap[str, Any], bool]:
     """``status.schedulingStats.evictions`` with this eviction counted, and whether one for
     the same reason and cause was counted before."""
@@ -259,7 +166,7 @@ def _count_eviction(extra: FrozenMap[str, Any], reason: str, cause: str) -> tupl
     return extra.set("schedulingStats", stats.set("evictions", tuple(evictions))), seen_before
 
 
-@functools.lru_cache(maxsize=64)
+@memo(64)
 def _first_eviction(reason: str, cause: str) -> FrozenMap[str, Any]:
     """:func:`_count_eviction` of a status without other unmodelled fields: the same for every
     workload evicted for the same reason and cause, so built once and shared (three maps less
@@ -268,13 +175,12 @@ def _first_eviction(reason: str, cause: str) -> FrozenMap[str, Any]:
 
 
 def evict(txn: Txn, wl: Workload, reason: str, message: str, cause: str = "") -> tuple[Workload, Fired]:
-    """``evict.Evict`` after its CustomPrepare: Evicted=True, checks reset, scheduling stats,
-    and (only for a workload that had an admission) the metrics and the event.  Fires the
-    workload machine's ``evict`` and each check's ``reset_on_eviction``."""
+    """``evict.Evict`` after its CustomPrepare: Evicted=True (the workload machine's ``evict``),
+    checks reset (each check's ``reset_on_eviction``), scheduling stats, and (only for a
+    workload that had an admission) the metrics and the event."""
     now = txn.now
-    evicting = fire(wl, WorkloadTrigger.EVICT)
+    wl, evicting = write_workload(wl, WorkloadTrigger.EVICT, reason=reason, message=message, cause=cause, now=now)
     full_reason = reason_with_cause(reason, cause)
-    wl = _set(wl, condition(wl, c.WORKLOAD_EVICTED, c.TRUE, full_reason, message), now)
     extra = wl.status.extra
     for k in _CLEARED_ON_EVICTION:
         extra = extra.without(k)
@@ -286,7 +192,8 @@ def evict(txn: Txn, wl: Workload, reason: str, message: str, cause: str = "") ->
     wl = wl.with_status(extra=extra, admission_checks=checks)
     gated = wl.condition(c.WORKLOAD_BLOCKED_ON_PREEMPTION_GATES)
     if gated is not None and gated.status == c.TRUE:
-        wl = _set(wl, evolve(gated, status=c.FALSE, last_transition_time=None), now)
+        conds, _ = set_condition(wl.status.conditions, evolve(gated, status=c.FALSE, last_transition_time=None), now)
+        wl = wl.with_status(conditions=conds)
     if wl.status.admission is not None:
         labels = {"cluster_queue": wl.status.admission.cluster_queue, "reason": reason,
                   "underlying_cause": cause, "priority_class": priority_class(wl)}
@@ -307,16 +214,6 @@ def priority_class(wl: Workload) -> str:
 # --- requeueing ------------------------------------------------------------------------
 
 
-def set_requeue_state(wl: Workload, until: Time | None, increment: bool) -> Workload:
-    """``SetRequeueState``: requeueAt only moves forward; the count grows when asked."""
-    rs = wl.status.requeue_state or RequeueState()
-    if until is not None and (rs.requeue_at is None or rs.requeue_at < until):
-        rs = evolve(rs, requeue_at=until)
-    if increment:
-        rs = evolve(rs, count=(rs.count or 0) + 1)
-    return wl.with_status(requeue_state=rs)
-
-
 def queue_order_timestamp(wl: Workload, config: Configuration) -> Time:
     """``GetQueueOrderTimestamp`` (KEP-1282): eviction time for AdmissionCheck evictions always,
     and for PodsReady timeouts under the Eviction strategy; otherwise the creation time."""
@@ -333,6 +230,3 @@ def remove(wl: Workload, type_: str) -> Workload:
     conds, changed = remove_condition(wl.status.conditions, type_)
     return wl.with_status(conditions=conds) if changed else wl
 
-
-def set_cond(wl: Workload, type_: str, status: str, reason: str, message: str, now: Time) -> Workload:
-    return _set(wl, condition(wl, type_, status, reason, message), now)

@@ -27,6 +27,7 @@ _SHOWN_CONDITIONS = (c.WORKLOAD_QUOTA_RESERVED, c.WORKLOAD_ADMITTED, c.WORKLOAD_
 
 #: The key a ``reconcile`` step names its object by, per kind.
 _RECONCILE_KEYS = {c.WORKLOAD: "workload", c.ADMISSION_CHECK: "admissionCheck", c.CLUSTER_QUEUE: "clusterQueue",
+                   c.LOCAL_QUEUE: "localQueue",
                    c.JOB: "job", c.JOBSET: "jobSet", c.PYTORCH_JOB: "pyTorchJob"}
 
 

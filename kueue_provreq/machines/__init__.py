@@ -1,5 +1,6 @@
 """The three lifecycles, each declared once with ``transitions``, the frozen tables derived from
-them, their typed vocabulary, and the table of what a ProvisioningRequest's conditions mean."""
+them, their typed vocabulary, the table of what a ProvisioningRequest's conditions mean, and
+the one function that writes a Workload's phase change (``write_workload``)."""
 
 from kueue_provreq.machines.declarations import (
     ADMISSION_CHECK_MACHINE,
@@ -7,6 +8,7 @@ from kueue_provreq.machines.declarations import (
     PROVISIONING_REQUEST_MACHINE,
     WORKLOAD_MACHINE,
 )
+from kueue_provreq.machines.phases import write_workload
 from kueue_provreq.machines.requests import RequestPhase, RequestTrigger
 from kueue_provreq.machines.table import (
     Edge,
@@ -26,4 +28,4 @@ from kueue_provreq.machines.vocabulary import (
 
 __all__ = ["ADMISSION_CHECK_MACHINE", "MACHINES", "PROVISIONING_REQUEST_MACHINE", "WORKLOAD_MACHINE",
            "Actor", "CheckState", "CheckTrigger", "Edge", "Guard", "IllegalTransition", "MachineTable", "OptIn",
-           "RequestPhase", "RequestTrigger", "Transition", "WorkloadPhase", "WorkloadTrigger"]
+           "RequestPhase", "RequestTrigger", "Transition", "WorkloadPhase", "WorkloadTrigger", "write_workload"]

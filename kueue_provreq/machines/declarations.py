@@ -89,10 +89,17 @@ _workload = _declare(
         {"trigger": W.UNSET_QUOTA, "source": _QUOTA_HELD + [P.EVICTED], "dest": P.BACKOFF,
          "conditions": [Guard.BACKOFF]},
         {"trigger": W.UNSET_QUOTA, "source": _QUOTA_HELD + [P.EVICTED], "dest": P.PENDING},
+        # workload controller: a reservation not yet admitted whose LocalQueue or ClusterQueue is
+        # stopped, terminating or missing goes back to the queue (reconcileOn*QueueActiveState)
+        {"trigger": W.SET_ASIDE, "source": [P.QUOTA_RESERVED, P.EVICTED], "dest": P.BACKOFF,
+         "conditions": [Guard.BACKOFF]},
+        {"trigger": W.SET_ASIDE, "source": [P.QUOTA_RESERVED, P.EVICTED], "dest": P.PENDING},
         # workload controller: the backoff ends (requeueAt passed and cleared, or Requeued=True
         # with BackoffFinished / Reactivated), unless the other half still holds it back
         {"trigger": W.REQUEUE, "source": P.BACKOFF, "dest": P.PENDING, "unless": [Guard.BACKOFF]},
-        {"trigger": W.REQUEUE, "source": [P.BACKOFF, P.QUOTA_RESERVED, P.ADMITTED, P.EVICTED], "dest": None},
+        # (a stopped queue running again sets Requeued=True on a workload in any phase)
+        {"trigger": W.REQUEUE, "source": [P.BACKOFF, P.QUOTA_RESERVED, P.ADMITTED, P.EVICTED, P.INACTIVE],
+         "dest": None},
         # workload controller: requeueAt recorded for a delayed Retry; it holds back a workload
         # without quota (KEP-3258's race), and waits beside the quota of one that has it
         {"trigger": W.DELAY, "source": P.PENDING, "dest": P.BACKOFF},
@@ -108,7 +115,7 @@ _workload = _declare(
          "conditions": [Guard.REQUEUED]},
         {"trigger": W.REACTIVATE, "source": P.INACTIVE, "dest": P.BACKOFF},
         {"trigger": W.REACTIVATE, "source": _QUOTA_HELD + [P.EVICTED], "dest": None},
-        # the job finished (or Kueue finished the workload)
+        # the job finished (or Kueue finished the workload: a job that cannot start, FailedToStart)
         {"trigger": W.FINISH, "source": _ALIVE, "dest": P.FINISHED},
     ],
 )
@@ -126,11 +133,12 @@ WORKLOAD_MACHINE: MachineTable[P, W] = MachineTable.from_machine(
         W.EVICT: (Actor.WORKLOAD, Actor.SCHEDULER),
         W.RELEASE_QUOTA: (Actor.JOB,),
         W.UNSET_QUOTA: (Actor.USER,),
+        W.SET_ASIDE: (Actor.WORKLOAD,),
         W.REQUEUE: (Actor.WORKLOAD,),
         W.DELAY: (Actor.WORKLOAD,),
         W.DEACTIVATE: (Actor.WORKLOAD, Actor.USER),
         W.REACTIVATE: (Actor.USER,),
-        W.FINISH: (Actor.USER,),
+        W.FINISH: (Actor.USER, Actor.JOB),
     }, opt_in=(OptIn(_KEP_993, _KEP_993_ONLY, triggers=frozenset({W.REVOKE_RESERVATION}),
                      guards=frozenset({Guard.PREEMPTIONS_PENDING})),))
 

@@ -124,11 +124,43 @@ NOT_PROVISIONED = (
 
 BY_CONDITION = {row.condition: row for row in REQUEST_CONDITIONS}
 
-#: What Cluster Autoscaler writes for each trigger: (type, status, reason, message) conditions.
-CA_WRITES: dict[RequestTrigger, tuple[tuple[str, str, str, str], ...]] = {
+CaWrite = tuple[str, str, str, str]
+"""One condition Cluster Autoscaler writes: (type, status, reason, message)."""
+
+#: What Cluster Autoscaler writes for each trigger, for the row's own reason.
+CA_WRITES: dict[RequestTrigger, tuple[CaWrite, ...]] = {
     RequestTrigger.NOT_PROVISIONED: NOT_PROVISIONED,
     **{row.set_by: ((row.condition, c.TRUE, row.ca_reason, row.ca_message),) for row in REQUEST_CONDITIONS},
 }
+
+#: The other reasons Cluster Autoscaler fires a trigger for, each with the message it writes:
+#: a request that outlived ``defaultExpirationTime`` fails ``Expired``; a scale-up class is
+#: provisioned ``CapacityIsProvisioned`` (check-capacity, the row's own reason, ``CapacityIsFound``);
+#: a booking ends ``CapacityBookingConsumed`` once every pod is scheduled (the row's own reason:
+#: it ran out).
+CA_REASONS: dict[RequestTrigger, dict[str, str]] = {
+    RequestTrigger.FAIL: {c.CA_REASON_EXPIRED: c.CA_MSG_EXPIRED},
+    RequestTrigger.PROVISION: {c.CA_REASON_CAPACITY_IS_PROVISIONED: c.CA_MSG_CAPACITY_IS_PROVISIONED},
+    RequestTrigger.EXPIRE_BOOKING: {c.CA_REASON_CAPACITY_BOOKING_CONSUMED: c.CA_MSG_CAPACITY_BOOKING_CONSUMED},
+}
+
+#: Cluster Autoscaler accepts a request in the loop that answers it: ``Accepted=True``.
+CA_ACCEPTED: CaWrite = NOT_PROVISIONED[0]
+
+
+def ca_writes(trigger: RequestTrigger, reason: str | None = None, answer: bool = False) -> tuple[CaWrite, ...]:
+    """What Cluster Autoscaler writes when it fires ``trigger`` for ``reason`` (None: the
+    row's own); ``answer``: it answers a request it has not accepted yet, so ``Accepted``
+    comes first, in the same write.
+
+    >>> [w[2] for w in ca_writes(RequestTrigger.PROVISION, c.CA_REASON_CAPACITY_IS_PROVISIONED, answer=True)]
+    ['Accepted', 'CapacityIsProvisioned']
+    """
+    writes = CA_WRITES[trigger]
+    if reason is not None:
+        ((type_, status, _, _),) = writes
+        writes = ((type_, status, reason, CA_REASONS[trigger][reason]),)
+    return (CA_ACCEPTED, *writes) if answer and writes[0] != CA_ACCEPTED else writes
 
 
 def deciding(conditions: Sequence[Condition]) -> tuple[RequestCondition, Condition] | None:

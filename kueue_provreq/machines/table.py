@@ -13,13 +13,14 @@ each change stands for without guessing it back from the objects.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, MutableMapping
+from collections.abc import Mapping
 from enum import StrEnum
 from typing import Generic, TypeVar
 
 import attrs
 from transitions import Machine
 
+from kueue_provreq.api.memo import memo
 from kueue_provreq.errors import KueueProvreqError
 from kueue_provreq.machines.vocabulary import Actor, Guard
 
@@ -69,6 +70,12 @@ class Transition:
         what = f"check {self.item}" if self.item else self.machine
         return f"{what} {self.source} -{self.trigger}-> {self.target}"
 
+    @classmethod
+    def of(cls, table: MachineTable[S, T], state: str, trigger: str, target: S, item: str = "") -> Transition:
+        """The record of ``table``'s fire of ``trigger`` from ``state`` to ``target``, in plain
+        strings: the record ends up in objects, YAML and JSON."""
+        return cls(table.name, str(state), str(trigger), target.value, item)
+
 
 @attrs.frozen
 class OptIn:
@@ -86,10 +93,11 @@ class OptIn:
     guards: frozenset[Guard] = frozenset()
 
 
-@attrs.frozen
+@attrs.frozen(eq=False)
 class MachineTable(Generic[S, T]):
     """One lifecycle: its states, triggers, who fires each trigger, and every edge in
-    declaration order."""
+    declaration order.  Each table is one of a kind, compared and hashed as itself (its
+    answers are memoised by it)."""
 
     name: str
     title: str
@@ -105,10 +113,6 @@ class MachineTable(Generic[S, T]):
     """The ``transitions`` declaration itself, for diagrams and introspection only."""
     opt_in: tuple[OptIn, ...] = ()
     """The states, triggers and guards that belong to opt-in semantics switches."""
-    _answers: MutableMapping[tuple[str, str, tuple[tuple[Guard, bool], ...], str], Transition] = attrs.field(
-        factory=dict, init=False, eq=False, repr=False)
-    """:meth:`transition`'s answers: the table is frozen, so the answer to a question never
-    changes, and controllers ask the same few on every write."""
 
     @classmethod
     def from_machine(cls, name: str, title: str, machine: Machine, states: type[S], triggers: type[T],
@@ -177,14 +181,16 @@ class MachineTable(Generic[S, T]):
 
     def transition(self, state: str, trigger: str, guards: Mapping[Guard, bool] | None = None,
                    item: str = "") -> Transition:
-        """:meth:`fire`, with the record a write carries."""
-        question = (state, trigger, tuple(guards.items()) if guards else (), item)
-        found = self._answers.get(question)
-        if found is None:
-            target = self.fire(state, trigger, guards)
-            # plain strings: the record ends up in objects, YAML and JSON
-            found = self._answers[question] = Transition(self.name, str(state), str(trigger), target.value, item)
-        return found
+        """:meth:`fire`, with the record a write carries (memoised: the table is frozen, so
+        the answer to a question never changes, and controllers ask the same few on every
+        write)."""
+        return _transition(self, state, trigger, tuple(guards.items()) if guards else (), item)
 
     def declares(self, t: Transition) -> bool:
         return (t.source, t.trigger, t.target) in self.declared
+
+
+@memo(4096)
+def _transition(table: MachineTable[S, T], state: str, trigger: str, guards: tuple[tuple[Guard, bool], ...],
+                item: str) -> Transition:
+    return Transition.of(table, state, trigger, table.fire(state, trigger, dict(guards)), item)

@@ -35,6 +35,9 @@ class WorkloadTrigger(StrEnum):
     EVICT = "evict"
     RELEASE_QUOTA = "release_quota"
     UNSET_QUOTA = "unset_quota"
+    SET_ASIDE = "set_aside"
+    """A reservation not yet admitted is taken back: its LocalQueue or ClusterQueue is stopped,
+    terminating or missing."""
     REQUEUE = "requeue"
     DELAY = "delay"
     DEACTIVATE = "deactivate"
@@ -91,6 +94,7 @@ class Actor(StrEnum):
     JOB = "job"
     ADMISSION_CHECK = "admissioncheck"
     CLUSTER_QUEUE = "clusterqueue"
+    LOCAL_QUEUE = "localqueue"
     CLUSTER_AUTOSCALER = "cluster-autoscaler"
     USER = "user"
     """A person or a test step: (de)activating, finishing, Kueue's test helpers."""

@@ -138,7 +138,15 @@ def parse_time(text: str) -> int:
     if m.group(7):
         offset = int(m.group(8)) * 3600 + int(m.group(9)) * 60
         seconds += -offset if m.group(7) == "+" else offset
+    if not MIN_TIME <= seconds <= MAX_TIME:
+        raise ManifestError(f"{text!r} is outside RFC 3339's four-digit years (in UTC, 0001 to 9999)")
     return seconds
+
+
+#: The first and last instants RFC 3339 can write (``0001-01-01T00:00:00Z``,
+#: ``9999-12-31T23:59:59Z``): a time beyond is one that no reader of the output could parse.
+MIN_TIME = calendar.timegm((1, 1, 1, 0, 0, 0, 0, 0, 0))
+MAX_TIME = calendar.timegm((9999, 12, 31, 23, 59, 59, 0, 0, 0))
 
 
 def format_time(seconds: int) -> str:

@@ -12,6 +12,7 @@ once, each naming the file and line, the object and the field path, as a bad man
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,7 @@ from kueue_provreq.manifests.configuration import load_configuration
 from kueue_provreq.manifests.errors import ManifestError, ManifestErrors
 from kueue_provreq.manifests.nodes import Node, Problems, join
 from kueue_provreq.manifests.objects import check_object, in_file_order
-from kueue_provreq.manifests.yamlio import locate
+from kueue_provreq.manifests.yamlio import locate, path_problem
 
 
 def _below(path: str, inner: ManifestError) -> ManifestError:
@@ -97,7 +98,12 @@ class File(Node):
         if not isinstance(value, str) or not value:
             out.error(f"expected a file path, got {describe(value)}", path)
         elif not (self.base / value).is_file():
-            out.error(f"{self.base / value}: no such file", path)
+            try:
+                os.stat(self.base / value)
+                problem = "not a regular file"
+            except OSError as e:  # missing, a symbolic link loop, a path through a file
+                problem = path_problem(e)
+            out.error(f"{self.base / value}: {problem}", path)
 
 
 def check_document(schema: Node, data: Any, *, obj: str,

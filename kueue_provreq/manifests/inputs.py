@@ -33,14 +33,14 @@ from kueue_provreq.api.naming import generated_name
 from kueue_provreq.api.objects import KubeObject, key_of
 from kueue_provreq.errors import KueueProvreqError
 from kueue_provreq.manifests import kubernetes
-from kueue_provreq.manifests.codec import parse_time
+from kueue_provreq.manifests.codec import describe, parse_time
 from kueue_provreq.manifests.errors import ManifestError
 from kueue_provreq.manifests.objects import API_VERSIONS, STRICT, check_object
-from kueue_provreq.manifests.yamlio import SourcedDict, load_file, load_yaml_documents, locate
+from kueue_provreq.manifests.yamlio import SourcedDict, load_file, load_yaml_documents, locate, read_stream
 
 #: Real kinds of the groups the model reads that it does not use: skipped, not errors.
 UNUSED_KINDS: Final[dict[str, frozenset[str]]] = {
-    "kueue.x-k8s.io": frozenset({"Cohort", "Topology", "WorkloadPriorityClass", "MultiKueueCluster",
+    "kueue.x-k8s.io": frozenset({"Topology", "WorkloadPriorityClass", "MultiKueueCluster",
                                  "MultiKueueConfig"}),
     "autoscaling.x-k8s.io": frozenset(),
     "jobset.x-k8s.io": frozenset(),
@@ -101,7 +101,9 @@ def read_source(source: str, stdin: TextIO | None = None) -> list[dict[str, Any]
     """The documents of one ``-f`` argument: a file, a folder's ``*.yaml``, ``*.yml`` and
     ``*.json`` files in name order, or ``-`` for standard input."""
     if source == "-":
-        return load_yaml_documents((stdin or sys.stdin).read(), "<stdin>")
+        return load_yaml_documents(read_stream(stdin or sys.stdin), "<stdin>")
+    if source == "":
+        raise ManifestError("an empty path names no file", source="-f ''")
     path = Path(source)
     if path.is_dir():
         files = sorted(p for p in path.iterdir() if p.suffix in (".yaml", ".yml", ".json") and p.is_file())
@@ -117,22 +119,27 @@ def read_source(source: str, stdin: TextIO | None = None) -> list[dict[str, Any]
         if errors:
             raise InputErrors(errors)
         return docs
-    if not path.exists():
-        raise ManifestError("no such file or directory", source=str(path))
     return load_file(path)
 
 
 def list_items(doc: Mapping[str, Any]) -> Iterator[Any]:
     """A document, or the items of the ``List`` (or ``<Kind>List``) it is, with the list's
-    apiVersion and the kind its name says given to items that lack them."""
+    apiVersion and the kind its name says given to items that lack them; an item that is no
+    object comes as the :class:`ManifestError` saying so, with its line."""
     kind = doc.get("kind")
     items = doc.get("items")
     if not (isinstance(kind, str) and kind.endswith("List") and isinstance(items, list)):
         yield doc
         return
     item_kind = kind.removesuffix("List") if kind != "List" else None
-    for item in items:
-        if isinstance(item, dict) and item_kind and "kind" not in item:
+    lines = getattr(items, "item_lines", None)
+    for i, item in enumerate(items):
+        if not isinstance(item, dict):  # said here, where the list still knows the item's line
+            where = f"{getattr(items, 'source', '')}:{lines[i]}" if lines else ""
+            yield ManifestError(f"expected an object, got {describe(item)}", path=f"items[{i}]", obj=kind,
+                                source=where)
+            continue
+        if item_kind and "kind" not in item:
             item.setdefault("apiVersion", doc.get("apiVersion"))
             item["kind"] = item_kind
         yield item
@@ -212,10 +219,15 @@ def load_inputs(sources: Sequence[str], *, validation: str = STRICT, stdin: Text
             errors.append(e)
     skipped: Counter[str] = Counter()
     loaded: list[tuple[KubeObject, Any]] = []
+    read: list[Any] = []  # what is used (loaded or skipped): a refused document is not walked again
     for doc in documents:
+        if isinstance(doc, ManifestError):  # a List's item that is no object
+            errors.append(doc)
+            continue
         label = skipped_kind(doc) if isinstance(doc, Mapping) else None
         if label is not None:
             skipped[label] += 1
+            read.append(doc)
             continue
         if isinstance(doc, Mapping) and is_scenario(doc):
             errors.append(ManifestError("a conformance scenario, not a manifest: give scenarios to "
@@ -227,13 +239,14 @@ def load_inputs(sources: Sequence[str], *, validation: str = STRICT, stdin: Text
         warnings.extend(checked.warnings)
         if checked.obj is not None:
             loaded.append((checked.obj, doc))
+            read.append(doc)
     if errors and (not keep_going or not loaded):
         raise InputErrors(errors)
     objects = _merge_duplicates(_name_generated(_in_namespace(loaded)), warnings)
     if not objects and not skipped:
         raise InputErrors([ManifestError(f"no objects in {', '.join(sources)}")])
     return Inputs(objects=tuple(objects), warnings=tuple(warnings), skipped=dict(skipped),
-                  newest_timestamp=newest_timestamp(documents), errors=tuple(errors))
+                  newest_timestamp=newest_timestamp(read), errors=tuple(errors))
 
 
 def _in_namespace(loaded: list[tuple[KubeObject, Any]]) -> list[tuple[KubeObject, Any]]:

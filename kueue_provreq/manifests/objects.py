@@ -18,7 +18,7 @@ from kueue_provreq.manifests.validation import check_limits, validate
 from kueue_provreq.manifests.versions import from_v1beta1, to_v1beta1
 from kueue_provreq.manifests.yamlio import locate
 
-_KUEUE_KINDS = (c.WORKLOAD, c.CLUSTER_QUEUE, c.LOCAL_QUEUE, c.RESOURCE_FLAVOR,
+_KUEUE_KINDS = (c.WORKLOAD, c.CLUSTER_QUEUE, c.COHORT, c.LOCAL_QUEUE, c.RESOURCE_FLAVOR,
                 c.ADMISSION_CHECK, c.PROVISIONING_REQUEST_CONFIG)
 
 #: Served API versions of each kind, storage version first.
@@ -49,7 +49,7 @@ def _name_of(kind: Any, metadata: Any) -> str:
         return label
     name = metadata.get("name") or (f"{metadata.get('generateName')}*"
                                     if metadata.get("generateName") else "")
-    ns = metadata.get("namespace")
+    ns = metadata.get("namespace") if kind not in KINDS or KINDS[kind].NAMESPACED else None
     if not isinstance(name, str) or not name:
         return label
     return f"{label} {ns}/{name}" if isinstance(ns, str) and ns else f"{label} {name}"
@@ -111,6 +111,7 @@ def check_object(data: Any, *, validation: str = STRICT, semantics: frozenset[st
     body = {k: _copy(v) for k, v in data.items() if k not in ("apiVersion", "kind")}
     apply_defaults(kind, body)
     out = Problems()
+    _clear_namespace(kind, body, out)
     validate(kind, str(api_version), body, out, kep_993=SEMANTICS_KEP_993_PREEMPTION in semantics)
     errors = list(out.errors)
     warnings = list(out.warnings)
@@ -129,6 +130,17 @@ def check_object(data: Any, *, validation: str = STRICT, semantics: frozenset[st
     return Checked(obj, in_file_order(map(placed, errors)), in_file_order(map(placed, warnings)))
 
 
+def _clear_namespace(kind: str, body: dict[str, Any], out: Problems) -> None:
+    """A cluster-scoped object's ``metadata.namespace`` is cleared by the API server, not
+    refused (``kubectl apply -n`` of a folder that mixes scopes relies on it): a warning."""
+    meta = body.get("metadata")
+    if KINDS[kind].NAMESPACED or not isinstance(meta, dict) or not meta.get("namespace"):
+        return
+    out.warn(f"{kind} is cluster-scoped: the API server ignores its namespace {describe(meta['namespace'])}",
+             "metadata.namespace")
+    del meta["namespace"]
+
+
 def in_file_order(errors: Iterable[ManifestError]) -> tuple[ManifestError, ...]:
     """Each problem once (a built-in kind's metadata is checked by two readers), in the order
     of the lines they point at."""
@@ -144,8 +156,6 @@ def _decode(kind: str, api_version: str, body: dict[str, Any]) -> KubeObject:
     meta = obj.metadata
     if not meta.name and not meta.extra.get("generateName"):
         raise ManifestError("required value", path="metadata.name")
-    if meta.namespace and not obj.NAMESPACED:
-        raise ManifestError(f"{kind} is cluster-scoped and has no namespace", path="metadata.namespace")
     return obj
 
 

@@ -14,8 +14,9 @@ walks them beside the real CRDs, field by field.  The built-in kinds and every e
 template come from the pinned Kubernetes OpenAPI schemas (:mod:`~kueue_provreq.manifests.kubernetes`).
 What is deliberately not checked:
 
-* CEL *transition* rules (``self == oldSelf``, "immutable while quota reserved"): they need
-  the old object and never fire on create;
+* CEL *transition* rules (``self == oldSelf``, "immutable while quota reserved") on create:
+  they need the old object; :func:`update_refusal` checks the ones a scenario's updates
+  reach (a LocalQueue's ``spec.clusterQueue``);
 * references to other objects (a LocalQueue naming a missing ClusterQueue is accepted by
   the server too);
 * webhook rules behind feature gates that are off at the modelled snapshot.
@@ -457,6 +458,59 @@ def _cluster_queue_rules(spec: Mapping[str, Any], path: str, out: Problems) -> N
         _fair_weight(weight, f"{path}.fairSharing.weight", out)
 
 
+def _cohort_rules(spec: Mapping[str, Any], path: str, out: Problems) -> None:
+    """Webhook (``cohort_webhook.go``, ``validateResourceGroups`` with ``isCohort``): a
+    Cohort's borrowing and lending limits need a parent (its lending limit may exceed its own
+    nominal quota: it lends what its children lend too); limits are not negative."""
+    parent = spec.get("parentName")
+    for g, group in enumerate(spec.get("resourceGroups") or ()):
+        names = group.get("coveredResources") or ()
+        for f, flavor in enumerate(group.get("flavors") or ()):
+            for r, res in enumerate((flavor.get("resources") or ())[:len(names)]):
+                rwhere = f"{path}.resourceGroups[{g}].flavors[{f}].resources[{r}]"
+                if res.get("name") != names[r]:
+                    out.error("must match the name in coveredResources", f"{rwhere}.name")
+                for limit in ("nominalQuota", "borrowingLimit", "lendingLimit"):
+                    if res.get(limit) is None:
+                        continue
+                    if quantity_value(res[limit]) < 0:
+                        out.error("must be greater than or equal to 0", f"{rwhere}.{limit}")
+                    if limit != "nominalQuota" and not parent:
+                        out.error("must be nil when parent is empty", f"{rwhere}.{limit}")
+    weight = (spec.get("fairSharing") or {}).get("weight")
+    if weight is not None:
+        _fair_weight(weight, f"{path}.fairSharing.weight", out)
+
+
+def _covered_match(group: Mapping[str, Any], path: str, out: Problems) -> None:
+    """CEL: each flavor lists as many resources as the group covers."""
+    names = group.get("coveredResources") or ()
+    if any(len(f.get("resources") or ()) != len(names) for f in group.get("flavors") or ()):
+        out.error("flavors must have the same number of resources as the coveredResources", path)
+
+
+@functools.cache
+def cohort(v1beta1: bool) -> Obj:
+    """The Cohort CRD (v1beta1 and v1beta2 have the same fields)."""
+    del v1beta1
+    spec: dict[str, Node] = {
+        "fairSharing": _FAIR_WEIGHT,
+        "parentName": Str(max_length=253),
+        "resourceGroups": Arr(Obj({
+            "coveredResources": Arr(STRING, min_items=1, max_items=64),
+            "flavors": Arr(Obj({
+                "name": SUBDOMAIN,
+                "resources": Arr(Obj({
+                    "borrowingLimit": QUANTITY, "lendingLimit": QUANTITY, "name": STRING, "nominalQuota": QUANTITY,
+                }, required=("name", "nominalQuota")), min_items=1, max_items=64, map_keys=("name",)),
+            }, required=("name", "resources")), min_items=1, max_items=64, map_keys=("name",)),
+        }, required=("coveredResources", "flavors"), rules=(_covered_match,)), max_items=16),
+    }
+    status: dict[str, Node] = {"fairSharing": Obj({"weightedShare": Int(bits=64)}, required=("weightedShare",))}
+    return Obj({"apiVersion": STRING, "kind": STRING, "metadata": ANY,
+                "spec": Obj(spec, rules=(_cohort_rules,)), "status": Obj(status)})
+
+
 def _fair_weight(weight: Any, path: str, out: Problems) -> None:
     value = quantity_value(weight)
     if value < 0:
@@ -714,6 +768,8 @@ def schema_of(kind: str, api_version: str, kep_993: bool = False) -> Node:
         return cluster_queue(beta1)
     if kind == c.LOCAL_QUEUE:
         return local_queue(beta1)
+    if kind == c.COHORT:
+        return cohort(beta1)
     if kind == c.RESOURCE_FLAVOR:
         return RESOURCE_FLAVOR
     if kind == c.ADMISSION_CHECK:
@@ -748,9 +804,18 @@ def validate_metadata(kind: str, metadata: Mapping[str, Any], out: Problems) -> 
         if kind == c.JOB and len(name) > 63:
             out.error("must be no more than 63 characters (a Job's name is a label value of its pods)",
                       "metadata.name")
-    elif isinstance(generate, str) and generate:
-        # the server appends 5 characters; the prefix must make a valid name with them
-        SUBDOMAIN.check(generate[:-1] + "a" if generate.endswith("-") else generate, "metadata.generateName", out)
+    if isinstance(generate, str) and generate:
+        # checked beside a name too, as the server does; it appends 5 characters, so a prefix
+        # ending in '-' is checked as if they followed (``NameIsDNSSubdomain(name, prefix=true)``)
+        masked = generate[:-1] + "a" if generate.endswith("-") else generate
+        probe = Problems()
+        SUBDOMAIN.check(masked, "metadata.generateName", probe)
+        for e in probe.errors:  # said of the prefix as given
+            out.error(e.reason.replace(describe(masked), describe(generate)), e.path)
+    finalizers = metadata.get("finalizers")
+    for i, finalizer in enumerate(finalizers if isinstance(finalizers, list) else ()):
+        if isinstance(finalizer, str):
+            n.check_qualified_key(finalizer, f"metadata.finalizers[{i}]", out)
     namespace = metadata.get("namespace")
     if isinstance(namespace, str) and namespace:
         LABEL.check(namespace, "metadata.namespace", out)
@@ -797,6 +862,9 @@ def validate(kind: str, api_version: str, body: Mapping[str, Any], out: Problems
     against the schemas with KEP-993's extension (:func:`schema_of`)."""
     metadata = body.get("metadata")
     validate_metadata(kind, metadata if isinstance(metadata, Mapping) else {}, out)
+    if kind == c.JOB and not isinstance(body.get("spec"), Mapping):
+        # batch validation of a Job with no spec: its (empty) pod template has no containers
+        out.error("required value", "spec.template.spec.containers")
     mark = len(out.errors)
     schema_of(kind, api_version, kep_993).check(body, "", out)
     if kind == c.JOB and len(out.errors) == mark:
@@ -825,3 +893,16 @@ def _job_webhook_rules(job: Mapping[str, Any], out: Problems) -> None:
 
 _GO_INT: Final = re.compile(r"[+-]?[0-9]+")
 """What Go's ``strconv.Atoi`` reads."""
+
+
+def update_refusal(kind: str, name: str, old: Mapping[str, Any], new: Mapping[str, Any]) -> str | None:
+    """The API server's refusal of an update of ``old`` (a stored object, in the storage
+    version) into ``new``, by the CRDs' transition rules, or None: a LocalQueue's
+    ``spec.clusterQueue`` is immutable (``self == oldSelf``, "field is immutable")."""
+    if kind == c.LOCAL_QUEUE:
+        before = (old.get("spec") or {}).get("clusterQueue")
+        after = (new.get("spec") or {}).get("clusterQueue")
+        if before != after:
+            return f'{kind}.{c.KUEUE_GROUP} "{name}" is invalid: spec.clusterQueue: Invalid value: "string": ' \
+                   "field is immutable"
+    return None

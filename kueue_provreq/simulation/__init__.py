@@ -6,13 +6,13 @@ around the engine, :mod:`~kueue_provreq.simulation.loop`); randomness comes only
 ``random.Random`` generators (:mod:`~kueue_provreq.simulation.fleet`); the core stays as it is.
 
 * :func:`forecast` — the future of each workload among some manifests, Cluster Autoscaler
-  answering as a SCRIPT says (:mod:`~kueue_provreq.simulation.autoscaler`);
+  answering as a SCRIPT says (:mod:`~kueue_provreq.autoscaler`);
 * :func:`load_document` / :func:`parse` / :func:`simulate` — a simulation file, validated,
   then run into a :class:`Report`;
 * :func:`grid` / :func:`sweep` — one simulation per point of a grid of ``--set`` values.
 """
 
-from kueue_provreq.simulation.autoscaler import Script, ScriptError, parse_script
+from kueue_provreq.autoscaler import Script, ScriptError, parse_script
 from kueue_provreq.simulation.forecast import Entry, Forecast, WorkloadForecast, forecast
 from kueue_provreq.simulation.run import Report, Summary, WorkloadRecord, simulate
 from kueue_provreq.simulation.settings import Setting, SettingError, parse_setting

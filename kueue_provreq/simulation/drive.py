@@ -1,12 +1,18 @@
-"""Playing Cluster Autoscaler and the jobs' pods in simulated time.
+"""The processes that play the rest of the cluster in simulated time.
 
-:class:`AutoscalerDriver` gives every ProvisioningRequest the controllers create to a
-:class:`Model`, which decides what CA answers (a script for ``forecast``, sampled distributions
-for ``simulate``), and writes what :func:`autoscaler.reconcile` says CA writes, when it says
-so.  :class:`JobDriver` stands for each admitted Job's pods and for the job integration's
-view of them: after a while the pods are ready (``PodsReady=True``, which also consumes the
-capacity booking), and later the Job completes (``Finished=True``), releasing the quota.
-Both write from outside the controllers, through the :class:`~loop.Loop`.
+Each subscribes itself to the :class:`~loop.Loop` when it is made, acts on what it hears by
+scheduling events, and writes from outside the controllers, through the loop:
+
+* :class:`JobDriver` stands for each admitted Job's pods and for the job integration's view of
+  them: after a while the pods are ready (``PodsReady=True``), and later the Job completes
+  (``Finished=True``), releasing the quota;
+* :class:`AutoscalerDriver` gives every ProvisioningRequest the controllers create to a
+  :class:`Model`, which decides what CA answers (a script for ``forecast``, sampled
+  distributions for ``simulate``), and writes what :func:`autoscaler.reconcile` says CA writes,
+  when it says so; it looks at a workload's requests again when the job driver says its pods
+  are ready (which consumes the capacity booking);
+* :class:`Retention` deletes a workload that is finished or deactivated and owns no request
+  any more, as an object retention policy would.
 """
 
 from __future__ import annotations
@@ -14,18 +20,19 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
+from kueue_provreq import autoscaler
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.meta import Time
 from kueue_provreq.api.objects import Key, key_of
 from kueue_provreq.api.provisioning import ProvisioningRequest
 from kueue_provreq.api.workload import Workload
+from kueue_provreq.autoscaler import Answer, Decision, Script
 from kueue_provreq.controllers import workload_status as ws
-from kueue_provreq.machines import WORKLOAD_MACHINE, Actor, Transition, WorkloadTrigger
-from kueue_provreq.machines.phases import workload_phase
-from kueue_provreq.simulation import autoscaler
-from kueue_provreq.simulation.autoscaler import Answer, Decision, Script
+from kueue_provreq.machines import Actor, WorkloadTrigger, write_workload
+from kueue_provreq.machines import WorkloadPhase as P
 from kueue_provreq.simulation.loop import Event, Loop
-from kueue_provreq.world import Update
+from kueue_provreq.simulation.watch import Subscriber
+from kueue_provreq.world import Delete, Update
 
 
 class Model(Protocol):
@@ -64,20 +71,24 @@ class ScriptModel:
         pass
 
 
-class AutoscalerDriver:
+class AutoscalerDriver(Subscriber):
     """Cluster Autoscaler over a run: one pending wake-up per request, as CA's own loop
-    would revisit it."""
+    would revisit it.  Whether a request's pods are all scheduled is the job driver's to say
+    (``pods_scheduled`` instead, where the run reads it otherwise)."""
 
-    def __init__(self, loop: Loop, model: Model, pods_scheduled: Callable[[ProvisioningRequest], bool]) -> None:
+    def __init__(self, loop: Loop, model: Model, jobs: JobDriver,
+                 pods_scheduled: Callable[[ProvisioningRequest], bool] | None = None) -> None:
         self.loop = loop
         self.model = model
-        self.pods_scheduled = pods_scheduled
+        self.pods_scheduled = pods_scheduled or jobs.pods_scheduled
         self.decisions: dict[Key, Decision] = {}
         self._unresolved: set[Key] = set()
         self._tries: dict[Key, int] = {}
         self._due: dict[Key, Event] = {}
+        loop.subscribe(self)
+        jobs.when_pods_ready(self.pods_ready)
 
-    def created(self, pr: ProvisioningRequest) -> None:
+    def on_request_created(self, actor: str, pr: ProvisioningRequest) -> None:
         decision = self.model.first(pr)
         if decision is None:
             return
@@ -86,7 +97,7 @@ class AutoscalerDriver:
         self._unresolved.add(key)
         self._schedule(key, decision.at)
 
-    def deleted(self, key: Key) -> None:
+    def on_request_deleted(self, actor: str, key: Key) -> None:
         if self.decisions.pop(key, None) is not None:
             self._unresolved.discard(key)
             self._tries.pop(key, None)
@@ -95,10 +106,12 @@ class AutoscalerDriver:
                 due.cancel()
             self.model.released(key)
 
-    def poke(self, key: Key) -> None:
-        """Look at the request now (its pods were scheduled, say)."""
-        if key in self.decisions:
-            self._schedule(key, self.loop.now)
+    def pods_ready(self, wl: Workload) -> None:
+        """The workload's pods are ready: look at its requests now (the booking is consumed)."""
+        for pr in self.loop.world.owned_by_name(c.PROVISIONING_REQUEST, wl.metadata.namespace, wl.metadata.name):
+            key = key_of(pr)
+            if key in self.decisions:
+                self._schedule(key, self.loop.now)
 
     def revocations_pending(self) -> bool:
         """Whether some request still has a capacity revocation to come."""
@@ -136,36 +149,58 @@ class AutoscalerDriver:
             self._schedule(key, done.next_at)
 
 
-Durations = Callable[[Workload], tuple[int, int | None]]
-"""A workload's job model: (seconds from admission to pods ready, seconds from pods ready to
-the Job's completion or None for never)."""
+Durations = Callable[[Workload, int], tuple[int, int | None]]
+"""A workload's job model, given which admission of it this is (1 for the first): (seconds
+from admission to pods ready, seconds from pods ready to the Job's completion or None for
+never)."""
 
 
-class JobDriver:
+class JobDriver(Subscriber):
     """The pods of each admitted Job: ready after a while, done later (or never).
 
     Each admission starts the clock again; an eviction before the pods are ready or the Job
     completes cancels what was to come (the job integration stops the Job)."""
 
-    def __init__(self, loop: Loop, durations: Durations, on_pods_ready: Callable[[Workload], None]) -> None:
+    def __init__(self, loop: Loop, durations: Durations) -> None:
         self.loop = loop
         self.durations = durations
-        self.on_pods_ready = on_pods_ready
         self._next: dict[Key, Event] = {}  # what is to come for each admitted workload
-        self.running: set[Key] = set()
+        self._admissions: dict[Key, int] = {}
+        self._on_pods_ready: list[Callable[[Workload], None]] = []
+        self._running: set[Key] = set()
+        loop.subscribe(self)
 
-    def admitted(self, wl: Workload) -> None:
+    def when_pods_ready(self, callback: Callable[[Workload], None]) -> None:
+        """Call ``callback`` with the workload each time its pods become ready."""
+        self._on_pods_ready.append(callback)
+
+    def pods_scheduled(self, pr: ProvisioningRequest) -> bool:
+        """Whether the pods of the workload owning ``pr`` are running."""
+        ref = pr.metadata.controller_ref()
+        return ref is not None and (c.WORKLOAD, pr.metadata.namespace, ref.name) in self._running
+
+    def on_phase(self, actor: str, wl: Workload, before: str, after: str) -> None:
+        if after == P.ADMITTED:
+            self._admitted(wl)
+        elif before == P.ADMITTED:
+            self._stopped(key_of(wl))
+
+    def on_workload_deleted(self, actor: str, key: Key, phase: str) -> None:
+        self._admissions.pop(key, None)
+
+    def _admitted(self, wl: Workload) -> None:
         key = key_of(wl)
-        self.stopped(key)
-        ready_after, run_for = self.durations(wl)
+        self._stopped(key)
+        admission = self._admissions[key] = self._admissions.get(key, 0) + 1
+        ready_after, run_for = self.durations(wl, admission)
         self._next[key] = self.loop.at(self.loop.now + ready_after, lambda: self._pods_ready(key, run_for))
 
-    def stopped(self, key: Key) -> None:
+    def _stopped(self, key: Key) -> None:
         """The workload left Admitted: its pods are gone, what was planned is off."""
         planned = self._next.pop(key, None)
         if planned is not None:
             planned.cancel()
-        self.running.discard(key)
+        self._running.discard(key)
 
     def _current(self, key: Key) -> Workload | None:
         del self._next[key]
@@ -176,11 +211,12 @@ class JobDriver:
         wl = self._current(key)
         if wl is None:
             return
-        self.running.add(key)
+        self._running.add(key)
         new = ws.set_cond(wl, c.WORKLOAD_PODS_READY, c.TRUE, c.REASON_STARTED, c.MSG_PODS_READY, self.loop.now)
         if new is not wl:
             self.loop.write(Actor.JOB, Update(new))
-        self.on_pods_ready(new)
+        for callback in self._on_pods_ready:
+            callback(new)
         if run_for is not None:
             self._next[key] = self.loop.at(self.loop.now + run_for, lambda: self._finish(key))
 
@@ -188,9 +224,28 @@ class JobDriver:
         wl = self._current(key)
         if wl is None:
             return
-        self.running.discard(key)
-        phase = workload_phase(wl)
-        finished = Transition(WORKLOAD_MACHINE.name, phase, WorkloadTrigger.FINISH,
-                              WORKLOAD_MACHINE.fire(phase, WorkloadTrigger.FINISH))
-        self.loop.write(Actor.JOB, Update(ws.set_cond(wl, c.WORKLOAD_FINISHED, c.TRUE, c.REASON_FINISHED_SUCCEEDED,
-                                                      c.MSG_JOB_FINISHED, self.loop.now), (finished,)))
+        self._running.discard(key)
+        new, finished = write_workload(wl, WorkloadTrigger.FINISH, reason=c.REASON_FINISHED_SUCCEEDED,
+                                       message=c.MSG_JOB_FINISHED, now=self.loop.now)
+        self.loop.write(Actor.JOB, Update(new, (finished,)))
+
+
+class Retention(Subscriber):
+    """Deletes each workload that finished or was deactivated, once the settle that did it is
+    over and the workload owns no request any more (as an object retention policy would): it
+    matters to nobody after that, and the scheduler need not walk it again."""
+
+    def __init__(self, loop: Loop) -> None:
+        self.loop = loop
+        loop.subscribe(self)
+
+    def on_phase(self, actor: str, wl: Workload, before: str, after: str) -> None:
+        if after in (P.FINISHED, P.INACTIVE):
+            key = key_of(wl)
+            self.loop.after_settle(lambda: self._remove(key))
+
+    def _remove(self, key: Key) -> None:
+        world = self.loop.world
+        if not isinstance(world.get(*key), Workload) or world.owned_by_name(c.PROVISIONING_REQUEST, key[1], key[2]):
+            return
+        self.loop.write("retention", Delete(*key))

@@ -18,8 +18,8 @@ from kueue_provreq.api.meta import Time
 from kueue_provreq.api.objects import Key, key_of
 from kueue_provreq.api.provisioning import PodTemplate, ProvisioningRequest
 from kueue_provreq.api.workload import PodSet
+from kueue_provreq.autoscaler import Answer, Decision, ca_backoff, no_capacity_answer
 from kueue_provreq.controllers.usage import pod_requests
-from kueue_provreq.simulation.autoscaler import Answer, Decision, ca_backoff, no_capacity_answer
 from kueue_provreq.simulation.spec import ClassModel, Simulation
 from kueue_provreq.world import World
 

@@ -3,7 +3,7 @@
 The manifests become a world as ``explain`` builds it (jobs as Kueue's webhook creates them; the
 engine's job reconciler gives them their Workloads), and the controllers run forward in simulated time
 (:mod:`~kueue_provreq.simulation.loop`) with Cluster Autoscaler answering each
-ProvisioningRequest as a SCRIPT says (:mod:`~kueue_provreq.simulation.autoscaler`).  The
+ProvisioningRequest as a SCRIPT says (:mod:`~kueue_provreq.autoscaler`).  The
 run stops when every workload is admitted, deactivated or finished (and no scripted
 revocation is still to come), or when ``until`` has passed.
 
@@ -14,7 +14,7 @@ a Job; ``simulate`` has a job model for that.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
@@ -22,21 +22,22 @@ import attrs
 from kueue_provreq.api import constants as c
 from kueue_provreq.api import naming
 from kueue_provreq.api.config import Configuration
-from kueue_provreq.api.meta import OwnerReference, Time
+from kueue_provreq.api.meta import OwnerReference, Time, TimeLike
 from kueue_provreq.api.objects import JOB_KINDS, Key, KubeObject, key_of
 from kueue_provreq.api.provisioning import ProvisioningRequest, ProvisioningRequestConfig
 from kueue_provreq.api.queues import AdmissionCheck
 from kueue_provreq.api.workload import Workload
+from kueue_provreq.autoscaler import PROVISION_AT_ONCE, Script, attempt_of
 from kueue_provreq.controllers import job
 from kueue_provreq.controllers.queues import cluster_queue_name
 from kueue_provreq.machines import WorkloadPhase as P
 from kueue_provreq.machines.phases import provisioning_request_phase
 from kueue_provreq.manifests.codec import format_duration, format_time
-from kueue_provreq.simulation.autoscaler import PROVISION_AT_ONCE, Script, attempt_of
 from kueue_provreq.simulation.drive import AutoscalerDriver, JobDriver, ScriptModel
 from kueue_provreq.simulation.loop import Loop
 from kueue_provreq.simulation.outcomes import FINAL, Outcome, outcome_of
-from kueue_provreq.simulation.watch import Watch
+from kueue_provreq.simulation.watch import Subscriber
+from kueue_provreq.timestamps import to_time
 from kueue_provreq.world import World
 from kueue_provreq.world_builder import build_world
 
@@ -137,23 +138,22 @@ def _job_of(wl: Workload) -> OwnerReference | None:
     return next((r for r in wl.metadata.owner_references if r.kind in JOB_KINDS), None)
 
 
-class _Story(Watch):
-    """Writes each workload's timeline as the run goes."""
+class _Story(Subscriber):
+    """Writes each workload's timeline as the run goes; it only reads."""
 
-    def __init__(self, world: World, start: Time, loop: Loop) -> None:
-        super().__init__(world)
-        self.world = world
-        self.start = start
+    def __init__(self, loop: Loop) -> None:
+        self.world = loop.world
+        self.start = loop.now
         self.loop = loop
+        self.phases = loop.watch.phases
         self.entries: dict[Key, list[Entry]] = {}
         self.attempts: dict[Key, int] = {}
         self.admitted_at: dict[Key, Time] = {}
         self.request_phases: dict[Key, str] = {}
-        self.autoscaler: AutoscalerDriver | None = None
-        self.jobs: JobDriver | None = None
-        for wl in world.objects(c.WORKLOAD):
+        for wl in self.world.objects(c.WORKLOAD):
             assert isinstance(wl, Workload)
             self._created(wl, given=True)
+        loop.subscribe(self)
 
     def _add(self, wl_key: Key, entry: Entry) -> None:
         self.entries.setdefault(wl_key, []).append(entry)
@@ -181,13 +181,16 @@ class _Story(Watch):
         self._created(wl)
 
     def on_phase(self, actor: str, wl: Workload, before: str, after: str) -> None:
+        previous = self.entries.get(key_of(wl), [])[-1:]
+        if (after == P.PENDING and before == P.BACKOFF and previous and previous[0].time == self.loop.now
+                and previous[0].after == P.BACKOFF):
+            # a backoff of no time: one entry says it ("back in the queue"), not two at one instant
+            self.entries[key_of(wl)][-1] = attrs.evolve(previous[0], what=previous[0].what.replace(
+                " after a backoff", ""), after=after)
+            return
         self._add(key_of(wl), Entry(self.loop.now, self._phase_text(wl, before, after), "phase", "", before, after))
         if after == P.ADMITTED:
             self.admitted_at[key_of(wl)] = self.loop.now
-            if self.jobs is not None:
-                self.jobs.admitted(wl)
-        elif before == P.ADMITTED and self.jobs is not None:
-            self.jobs.stopped(key_of(wl))
 
     def _phase_text(self, wl: Workload, before: str, after: str) -> str:
         admission = wl.status.admission
@@ -273,15 +276,13 @@ class _Story(Watch):
         owner = self._owner(pr)
         key = key_of(pr)
         self.request_phases[key] = provisioning_request_phase(pr)
-        if self.autoscaler is not None:
-            self.autoscaler.created(pr)
         if owner is None:
             return
         self.attempts[owner] = self.attempts.get(owner, 0) + 1
         pods = sum(ps.count for ps in pr.spec.pod_sets)
-        what = "created" if actor else f"already exists, {self.request_phases[key]},"
-        self._add(owner, Entry(self.loop.now, f"request {pr.metadata.name} {what} "
-                                              f"({pr.spec.provisioning_class_name}, {pods} pods)",
+        what = "created (" if actor else f"already exists ({self.request_phases[key]}, "
+        self._add(owner, Entry(self.loop.now, f"request {pr.metadata.name} {what}"
+                                              f"{pr.spec.provisioning_class_name}, {pods} pod{'s' * (pods != 1)})",
                                "request", pr.metadata.name, None, self.request_phases[key]))
 
     def on_request_updated(self, actor: str, pr: ProvisioningRequest) -> None:
@@ -297,14 +298,6 @@ class _Story(Watch):
 
     def on_request_deleted(self, actor: str, key: Key) -> None:
         self.request_phases.pop(key, None)
-        if self.autoscaler is not None:
-            self.autoscaler.deleted(key)
-
-    def settled(self) -> bool:
-        """Every workload admitted, deactivated or finished, and no scripted revocation to come."""
-        if any(phase not in FINAL for phase in self.phases.values()):
-            return False
-        return self.autoscaler is None or not self.autoscaler.revocations_pending()
 
     def timeline(self, key: Key) -> tuple[Entry, ...]:
         """The workload's entries, a request's own line dropped where the check line that
@@ -320,10 +313,12 @@ class _Story(Watch):
         return tuple(kept)
 
 
-def forecast(objects: Sequence[KubeObject], at: Time, script: Script = PROVISION_AT_ONCE,
+def forecast(objects: Sequence[KubeObject], at: TimeLike, script: Script = PROVISION_AT_ONCE,
              config: Configuration = Configuration(), until: int = DEFAULT_UNTIL) -> Forecast:
     """The future of every workload among ``objects`` (Jobs become their Workloads) from
-    ``at``, Cluster Autoscaler answering as ``script`` says, for at most ``until`` seconds."""
+    ``at`` (seconds since the epoch, RFC 3339 text or an aware ``datetime``, as ``explain``
+    takes it), Cluster Autoscaler answering as ``script`` says, for at most ``until`` seconds."""
+    at = to_time(at)
     world = build_world(objects, at, config)
     unmanaged = []
     for kind in JOB_KINDS:
@@ -331,26 +326,18 @@ def forecast(objects: Sequence[KubeObject], at: Time, script: Script = PROVISION
             verdict = job.management(world, obj, config)  # type: ignore[arg-type]
             if not verdict.managed:
                 unmanaged.append(f"{obj.KIND} {obj.metadata.namespace}/{obj.metadata.name}: {verdict.why}")
-    story: _Story | None = None
-
-    def listener(actor: str, effect: Any) -> None:
-        assert story is not None
-        story(actor, effect)
-
-    loop = Loop(world, config, at, listener, verify=True)
-    story = _Story(world, at, loop)
-    story.autoscaler = AutoscalerDriver(loop, ScriptModel(script), pods_scheduled=_admitted_owner(world))
-    autoscaler = story.autoscaler
-
-    def pods_ready(wl: Workload) -> None:
-        for pr in world.owned_by_name(c.PROVISIONING_REQUEST, wl.metadata.namespace, wl.metadata.name):
-            autoscaler.poke(key_of(pr))
-
-    story.jobs = JobDriver(loop, lambda wl: (0, None), pods_ready)
+    loop = Loop(world, config, at, verify=True)
+    story = _Story(loop)
+    jobs = JobDriver(loop, lambda wl, admission: (0, None))
+    autoscaler = AutoscalerDriver(loop, ScriptModel(script), jobs, pods_scheduled=_admitted_owner(world))
     for pr in world.objects(c.PROVISIONING_REQUEST):  # requests a cluster dump already holds
-        assert isinstance(pr, ProvisioningRequest)
-        story.on_request_created("", pr)
-    loop.run(at + until, story.settled)
+        loop.report(pr)
+
+    def settled() -> bool:
+        """Every workload admitted, deactivated or finished, and no scripted revocation to come."""
+        return all(phase in FINAL for phase in loop.watch.phases.values()) and not autoscaler.revocations_pending()
+
+    loop.run(at + until, settled)
 
     out = []
     for wl in sorted((o for o in world.objects(c.WORKLOAD) if isinstance(o, Workload)),
@@ -358,13 +345,13 @@ def forecast(objects: Sequence[KubeObject], at: Time, script: Script = PROVISION
         key = key_of(wl)
         owner = _job_of(wl)
         out.append(WorkloadForecast(wl.metadata.namespace, wl.metadata.name, owner.name if owner else None,
-                                    outcome_of(story.phases[key]), story.admitted_at.get(key),
+                                    outcome_of(loop.watch.phases[key]), story.admitted_at.get(key),
                                     story.attempts.get(key, 0), story.timeline(key),
                                     owner.kind if owner else None))
     return Forecast(at, script, until, tuple(out), tuple(unmanaged))
 
 
-def _admitted_owner(world: World) -> Any:
+def _admitted_owner(world: World) -> Callable[[ProvisioningRequest], bool]:
     """Forecasts start the pods at admission: a request's pods are scheduled once its
     workload is admitted."""
     def scheduled(pr: ProvisioningRequest) -> bool:

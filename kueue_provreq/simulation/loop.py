@@ -7,8 +7,11 @@ loop applies the events that are due, as writes from outside the controllers, an
 controllers; whatever the settle makes happen at the same instant (a zero delay) is applied
 and settled in turn before time moves on.  The controllers never learn that time is simulated.
 
-Everything the engine and the events change is reported, effect by effect, to one listener,
-which is how forecasts and simulations observe a run without instrumenting the core.
+Everything the engine and the events change is reported, effect by effect, to the loop's
+:class:`~kueue_provreq.simulation.watch.Watch`, which reads it once and calls whoever
+subscribed (:meth:`Loop.subscribe`): the processes that play the rest of the cluster, and the
+observers that measure or tell the run.  That is how forecasts and simulations follow a run
+without instrumenting the core.
 """
 
 from __future__ import annotations
@@ -19,34 +22,40 @@ from itertools import count
 
 from kueue_provreq.api.config import Configuration
 from kueue_provreq.api.meta import Time
-from kueue_provreq.api.objects import Key
+from kueue_provreq.api.objects import Key, KubeObject
 from kueue_provreq.controllers.context import Context
 from kueue_provreq.engine import Manager, Recorder
+from kueue_provreq.simulation.watch import Subscriber, Watch
 from kueue_provreq.world import Create, Delete, Effect, Update, World
 
 Callback = Callable[[], None]
-
-Listener = Callable[[str, Effect], None]
-"""``(actor, effect)``, called after ``effect`` is applied: ``actor`` is the controller, or for
-an outside write the name of who made it (``autoscaler``, ``job``, ``arrival``...)."""
 
 
 class Loop:
     """One simulated run: a world, its controllers, and the events still to come."""
 
-    def __init__(self, world: World, config: Configuration, start: Time, listener: Listener,
-                 verify: bool = False) -> None:
+    def __init__(self, world: World, config: Configuration, start: Time, verify: bool = False) -> None:
         self.world = world
         self.config = config
         self.now = start
-        self.listener = listener
+        self.watch = Watch(world)
         self.manager = Manager(world, Recorder(self._record), verify=verify)
         self._events: list[Event] = []
         self._seq = count()
         self._after_settle: list[Callback] = []
 
     def _record(self, controller: str, key: Key, effect: Effect) -> None:
-        self.listener(controller, effect)
+        self.watch(controller, effect)
+
+    def subscribe(self, subscriber: Subscriber) -> None:
+        """Have ``subscriber``'s hooks called for every effect from now on, after those of the
+        subscribers before it."""
+        self.watch.subscribe(subscriber)
+
+    def report(self, obj: KubeObject) -> None:
+        """Tell the subscribers of an object the world held before the run began, as a
+        creation with no actor (a request a cluster dump holds, to be answered)."""
+        self.watch("", Create(obj))
 
     def at(self, time: int, action: Callback) -> Event:
         """Run ``action`` at ``time`` (now at the earliest), before that instant's settle."""
@@ -63,7 +72,7 @@ class Loop:
     def write(self, actor: str, effect: Create | Update | Delete) -> None:
         """A write from outside the controllers (the engine learns of it from the world)."""
         self.world.apply(effect)
-        self.listener(actor, effect)
+        self.watch(actor, effect)
 
     @property
     def context(self) -> Context:

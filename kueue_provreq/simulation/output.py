@@ -11,6 +11,7 @@ import io
 import json
 from pathlib import Path
 
+from kueue_provreq.extras import SIM, require
 from kueue_provreq.manifests.codec import format_duration
 from kueue_provreq.simulation.run import Report
 
@@ -39,6 +40,8 @@ def _blank(value: int | None) -> str | int:
 
 def write(report: Report, out: Path, plots: bool = True) -> list[Path]:
     """``summary.json``, ``workloads.csv`` and (``plots``) the PNG plots, in ``out``."""
+    if plots:
+        require(SIM, "matplotlib", "plots")  # before any file is written
     out.mkdir(parents=True, exist_ok=True)
     written = [out / "summary.json", out / "workloads.csv"]
     written[0].write_text(summary_json(report), encoding="utf-8")
@@ -72,4 +75,10 @@ def table(report: Report) -> str:
     if waiting:
         lines.append("  quota held waiting   " + ", ".join(
             f"{k} {float(v) / 3600:.4g}" for k, v in sorted(waiting.items())) + "  (resource-hours)")
+    for name, q in sorted(s.cluster_queues.items()):
+        lat = q.admission_latency
+        held = ", ".join(f"{k} {float(v) / 3600:.4g}" for k, v in sorted(q.reserved_waiting_quota_seconds.items()))
+        lines.append(f"  ClusterQueue {name}: {q.workloads} workloads (finished {q.finished}, pending {q.pending}), "
+                     f"latency p50 {_duration(lat.p50)}, p90 {_duration(lat.p90)}, max {_duration(lat.max)}"
+                     + (f"; held waiting {held} (resource-hours)" if held else ""))
     return "\n".join(lines) + "\n"

@@ -2,7 +2,8 @@
 
 tqdm draws it: maintained, light, and its ``delay`` shows the bar only once a run has taken
 a couple of seconds.  It is imported only when standard error is a terminal and ``--quiet``
-was not given, so pipes, files and tests never see it.
+was not given, so pipes, files and tests never see it; without the ``sim`` extra there is no
+bar (a bar is no result: the run goes on, the results are the same).
 """
 
 from __future__ import annotations
@@ -21,7 +22,11 @@ def progress_bar(total: int, unit: str, quiet: bool = False) -> Iterator[Callabl
     if quiet or not sys.stderr.isatty():
         yield None
         return
-    from tqdm import tqdm
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        yield None
+        return
 
     with tqdm(total=total, unit=unit, file=sys.stderr, delay=DELAY_SECONDS, leave=False,
               dynamic_ncols=True) as bar:

@@ -13,13 +13,16 @@ deactivated, and owns no request any more, leaves the cluster (as an object rete
 would delete it): it matters to nobody after that, and the scheduler need not walk it again.
 The run ends when nothing is left to happen, or ``horizon`` after the last arrival.
 
-Metrics are read off the applied effects (:class:`~kueue_provreq.simulation.watch.Watch`).
+The processes that play the cluster (:mod:`~kueue_provreq.simulation.drive`: Cluster
+Autoscaler, the jobs' pods, the retention policy) and the metrics each subscribe to the loop;
+the metrics only read what the loop reports (:mod:`~kueue_provreq.simulation.watch`).  A new
+metric is one more thing :class:`_Metrics` keeps and one more field of the report.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from decimal import Decimal
 from typing import Any
 
@@ -30,16 +33,17 @@ from kueue_provreq.api.frozen import FrozenMap
 from kueue_provreq.api.meta import Time
 from kueue_provreq.api.objects import JobObject, Key, key_of
 from kueue_provreq.api.provisioning import ProvisioningRequest
+from kueue_provreq.api.queues import LocalQueue
 from kueue_provreq.api.workload import Workload
 from kueue_provreq.controllers import job as jobs
 from kueue_provreq.machines import WorkloadPhase as P
-from kueue_provreq.simulation.drive import AutoscalerDriver, JobDriver
+from kueue_provreq.simulation.drive import AutoscalerDriver, JobDriver, Retention
 from kueue_provreq.simulation.fleet import Draws, FleetModel
 from kueue_provreq.simulation.loop import Loop
 from kueue_provreq.simulation.outcomes import Outcome, outcome_of
 from kueue_provreq.simulation.spec import POISSON, Simulation
-from kueue_provreq.simulation.watch import Watch
-from kueue_provreq.world import Create, Delete, World
+from kueue_provreq.simulation.watch import Subscriber
+from kueue_provreq.world import Create, Effect, World
 from kueue_provreq.world_builder import build_world
 
 GANTT_LIMIT = 50
@@ -71,6 +75,8 @@ class WorkloadRecord:
     evictions: int
     outcome: str
     """``Finished``, ``Admitted`` (still running at the end), ``Deactivated`` or ``Pending``."""
+    cluster_queue: str = ""
+    """Its LocalQueue's ClusterQueue when it arrived (empty: none)."""
 
 
 @attrs.frozen
@@ -109,6 +115,10 @@ class RequestCounts:
 
 @attrs.frozen
 class Summary:
+    """The run in numbers.  Each field is one metric: :class:`_Metrics` computes it
+    (:meth:`_Metrics.summary`), and ``summary.json`` writes it under its camelCase name (or the
+    field's ``json`` metadata), so a new metric is a field here and its value there."""
+
     simulation: str
     seed: int
     workloads: int
@@ -118,31 +128,54 @@ class Summary:
     pending: int
     """Neither admitted, finished nor deactivated at the end."""
     finished: int
-    admission_latency: Percentiles
+    admission_latency: Percentiles = attrs.field(metadata={"json": "admissionLatencySeconds"})
     """From creation to first admission, over the workloads ever admitted."""
-    requests: RequestCounts
+    requests: RequestCounts = attrs.field(metadata={"json": "provisioningRequests"})
     evictions: FrozenMap[str, int]
     """By the ``Evicted`` condition's reason."""
     reserved_waiting_quota_seconds: FrozenMap[str, Decimal]
     """Per resource, the quota held by workloads whose admission checks were not all Ready,
     integrated over time: what a slow or failing autoscaler costs everyone else."""
     simulated_seconds: int
+    cluster_queues: FrozenMap[str, QueueSummary] = FrozenMap()
+    """The same figures per ClusterQueue (a workload's: its LocalQueue's when it arrived), for
+    runs where several queues share quota through a cohort."""
 
     def to_json(self) -> dict[str, Any]:
-        lat = self.admission_latency
-        req = self.requests
-        return {
-            "simulation": self.simulation, "seed": self.seed, "workloads": self.workloads,
-            "admitted": self.admitted, "deactivated": self.deactivated, "pending": self.pending,
-            "finished": self.finished,
-            "admissionLatencySeconds": {"p50": lat.p50, "p90": lat.p90, "p99": lat.p99, "max": lat.max},
-            "provisioningRequests": {"created": req.created, "provisioned": req.provisioned, "failed": req.failed,
-                                     "bookingExpired": req.booking_expired, "bookingConsumed": req.booking_consumed,
-                                     "capacityRevoked": req.capacity_revoked},
-            "evictions": dict(sorted(self.evictions.items())),
-            "reservedWaitingQuotaSeconds": {k: _number(v) for k, v in sorted(self.reserved_waiting_quota_seconds.items())},
-            "simulatedSeconds": self.simulated_seconds,
-        }
+        out = dict(_json(self))
+        if not self.cluster_queues:
+            del out["clusterQueues"]  # one queue: the totals say it all
+        return out
+
+
+@attrs.frozen
+class QueueSummary:
+    """One ClusterQueue's share of the :class:`Summary`."""
+
+    workloads: int
+    finished: int
+    admitted: int
+    pending: int
+    deactivated: int
+    admission_latency: Percentiles = attrs.field(metadata={"json": "admissionLatencySeconds"})
+    reserved_waiting_quota_seconds: FrozenMap[str, Decimal]
+
+
+def _json(value: Any) -> Any:
+    """A summary value as JSON: an attrs class as an object of its fields, maps with sorted keys,
+    exact numbers (:func:`_number`)."""
+    if attrs.has(type(value)):
+        return {f.metadata.get("json", _camel(f.name)): _json(getattr(value, f.name)) for f in attrs.fields(type(value))}
+    if isinstance(value, Mapping):
+        return {k: _json(v) for k, v in sorted(value.items())}
+    if isinstance(value, Decimal):
+        return _number(value)
+    return value
+
+
+def _camel(name: str) -> str:
+    first, *rest = name.split("_")
+    return first + "".join(part.capitalize() for part in rest)
 
 
 def _number(value: Decimal) -> int | float:
@@ -186,25 +219,26 @@ class _Life:
     deactivated: int | None = None
     attempts: int = 0
     evictions: int = 0
-    admissions: int = 0
     outcome: str = Outcome.PENDING.value
+    cluster_queue: str = ""
 
 
+class _Metrics(Subscriber):
+    """Everything the report needs, updated effect by effect; it only reads."""
 
-
-class _Metrics(Watch):
-    """Everything the report needs, updated effect by effect."""
-
-    def __init__(self, loop: Loop, sim: Simulation) -> None:
-        super().__init__()
+    def __init__(self, loop: Loop, sim: Simulation, templates: dict[Key, str],
+                 progress: Callable[[int], None] | None) -> None:
         self.loop = loop
         self.start = sim.start
         self.lives: dict[Key, _Life] = {}
-        self.templates: dict[Key, str] = {}
+        self.templates = templates
         self.phase_counts: dict[str, int] = {}
-        self.quota: dict[Key, tuple[str, dict[str, Decimal]]] = {}
+        self.quota: dict[Key, tuple[str, dict[str, Decimal], str]] = {}
         self.totals: dict[str, dict[str, Decimal]] = {WAITING: {}, ADMITTED: {}}
         self.waiting_seconds: dict[str, Decimal] = {}
+        self.queue_waiting: dict[str, dict[str, Decimal]] = {}
+        """Per ClusterQueue, the quota its waiting workloads hold now."""
+        self.queue_waiting_seconds: dict[str, dict[str, Decimal]] = {}
         self.request_conditions: dict[Key, set[str]] = {}
         self.requests = {"created": 0, c.PR_PROVISIONED: 0, c.PR_FAILED: 0, c.PR_BOOKING_EXPIRED: 0,
                          c.CA_REASON_CAPACITY_BOOKING_CONSUMED: 0, c.PR_CAPACITY_REVOKED: 0}
@@ -214,15 +248,13 @@ class _Metrics(Watch):
         self.spacing = 0
         self.category_counts: dict[str, int] = {}
         self.done = 0
-        self.autoscaler: AutoscalerDriver | None = None
-        self.jobs: JobDriver | None = None
-        self.on_done: Callable[[int], None] | None = None
+        self.on_done = progress
         self.histories: dict[Key, list[tuple[int, str]]] | None = {} if sim.count <= GANTT_LIMIT else None
+        loop.subscribe(self)
 
-    def __call__(self, actor: str, effect: Any) -> None:
+    def on_effect(self, actor: str, effect: Effect) -> None:
         if self.loop.now != self.t:
             self._advance(self.loop.now)
-        super().__call__(actor, effect)
 
     # --- time -------------------------------------------------------------------------
     def _advance(self, now: int) -> None:
@@ -230,6 +262,11 @@ class _Metrics(Watch):
         for resource, amount in self.totals[WAITING].items():
             if amount:
                 self.waiting_seconds[resource] = self.waiting_seconds.get(resource, Decimal(0)) + amount * dt
+        for cq, held in self.queue_waiting.items():
+            seconds = self.queue_waiting_seconds.setdefault(cq, {})
+            for resource, amount in held.items():
+                if amount:
+                    seconds[resource] = seconds.get(resource, Decimal(0)) + amount * dt
         self._sample()
         self.t = Time(now)
 
@@ -257,10 +294,13 @@ class _Metrics(Watch):
 
     def on_workload_created(self, actor: str, wl: Workload) -> None:
         key = key_of(wl)
-        self.lives[key] = _Life(self.templates.pop(key, ""), self.loop.now - self.start)
-        self._phase_count(self.phases[key], 1)
+        phase = self.loop.watch.phases[key]
+        lq = self.loop.world.get(c.LOCAL_QUEUE, wl.metadata.namespace, wl.spec.queue_name)
+        cq = lq.spec.cluster_queue if isinstance(lq, LocalQueue) else ""
+        self.lives[key] = _Life(self.templates.get(key, ""), self.loop.now - self.start, cluster_queue=cq)
+        self._phase_count(phase, 1)
         if self.histories is not None:
-            self.histories[key] = [(self.loop.now - self.start, self.phases[key])]
+            self.histories[key] = [(self.loop.now - self.start, phase)]
 
     def on_phase(self, actor: str, wl: Workload, before: str, after: str) -> None:
         key = key_of(wl)
@@ -272,14 +312,8 @@ class _Metrics(Watch):
             self.histories[key].append((now, after))
         if after in (P.QUOTA_RESERVED, P.ADMITTED) and before in (P.PENDING, P.BACKOFF) and life.quota_reserved is None:
             life.quota_reserved = now
-        if after == P.ADMITTED:
-            life.admissions += 1
-            if life.admitted is None:
-                life.admitted = now
-            if self.jobs is not None:
-                self.jobs.admitted(wl)
-        elif before == P.ADMITTED and self.jobs is not None:
-            self.jobs.stopped(key)
+        if after == P.ADMITTED and life.admitted is None:
+            life.admitted = now
         if after == P.EVICTED:
             life.evictions += 1
             evicted = wl.condition(c.WORKLOAD_EVICTED)
@@ -293,7 +327,6 @@ class _Metrics(Watch):
             self.done += 1
             if self.on_done is not None:
                 self.on_done(self.done)
-            self.loop.after_settle(lambda: self._remove(key))
         life.outcome = outcome_of(after)
 
     def on_workload_updated(self, actor: str, wl: Workload) -> None:
@@ -317,28 +350,24 @@ class _Metrics(Watch):
             for psa in status.admission.pod_set_assignments:
                 for resource, q in psa.resource_usage.items():
                     usage[resource] = usage.get(resource, Decimal(0)) + q.value
-            self.quota[key] = (category, usage)
+            self.quota[key] = (category, usage, status.admission.cluster_queue)
             self._hold(self.quota[key], 1)
 
-    def _hold(self, held: tuple[str, dict[str, Decimal]], sign: int) -> None:
-        category, usage = held
+    def _hold(self, held: tuple[str, dict[str, Decimal], str], sign: int) -> None:
+        category, usage, cq = held
         totals = self.totals[category]
+        queue = self.queue_waiting.setdefault(cq, {}) if category == WAITING else None
         for resource, amount in usage.items():
             totals[resource] = totals.get(resource, Decimal(0)) + sign * amount
+            if queue is not None:
+                queue[resource] = queue.get(resource, Decimal(0)) + sign * amount
         self.category_counts[category] = self.category_counts.get(category, 0) + sign
 
-    def on_workload_deleted(self, actor: str, key: Key) -> None:
+    def on_workload_deleted(self, actor: str, key: Key, phase: str) -> None:
+        self._phase_count(phase, -1)
         held = self.quota.pop(key, None)
         if held is not None:
             self._hold(held, -1)
-
-    def _remove(self, key: Key) -> None:
-        world = self.loop.world
-        wl = world.get(*key)
-        if not isinstance(wl, Workload) or world.owned_by_name(c.PROVISIONING_REQUEST, key[1], key[2]):
-            return
-        self._phase_count(self.phases.get(key), -1)
-        self.loop.write("retention", Delete(*key))
 
     # --- requests ---------------------------------------------------------------------
     def on_request_created(self, actor: str, pr: ProvisioningRequest) -> None:
@@ -349,8 +378,6 @@ class _Metrics(Watch):
             life = self.lives.get((c.WORKLOAD, pr.metadata.namespace, ref.name))
             if life is not None:
                 life.attempts += 1
-        if self.autoscaler is not None:
-            self.autoscaler.created(pr)
 
     def on_request_updated(self, actor: str, pr: ProvisioningRequest) -> None:
         seen = self.request_conditions.setdefault(key_of(pr), set())
@@ -362,8 +389,29 @@ class _Metrics(Watch):
 
     def on_request_deleted(self, actor: str, key: Key) -> None:
         self.request_conditions.pop(key, None)
-        if self.autoscaler is not None:
-            self.autoscaler.deleted(key)
+
+    # --- the report -------------------------------------------------------------------
+    def records(self) -> tuple[WorkloadRecord, ...]:
+        return tuple(WorkloadRecord(ns, name, life.template, life.created, life.quota_reserved, life.admitted,
+                                    life.finished, life.deactivated, life.attempts, life.evictions, life.outcome,
+                                    life.cluster_queue)
+                     for (_, ns, name), life in self.lives.items())
+
+    def summary(self, records: tuple[WorkloadRecord, ...]) -> dict[str, Any]:
+        """Each metric of :class:`Summary` but the run's name, seed and length."""
+        outcomes = [r.outcome for r in records]
+        req = self.requests
+        return {
+            "workloads": len(records), "admitted": outcomes.count(Outcome.ADMITTED),
+            "deactivated": outcomes.count(Outcome.DEACTIVATED), "pending": outcomes.count(Outcome.PENDING),
+            "finished": outcomes.count(Outcome.FINISHED),
+            "admission_latency": Percentiles.of([r.admitted - r.created for r in records if r.admitted is not None]),
+            "requests": RequestCounts(req["created"], req[c.PR_PROVISIONED], req[c.PR_FAILED], req[c.PR_BOOKING_EXPIRED],
+                                      req[c.CA_REASON_CAPACITY_BOOKING_CONSUMED], req[c.PR_CAPACITY_REVOKED]),
+            "evictions": FrozenMap(self.evictions),
+            "reserved_waiting_quota_seconds": FrozenMap(self.waiting_seconds),
+            "cluster_queues": _per_queue(records, self),
+        }
 
 
 def _arrival_times(sim: Simulation, draws: Draws) -> Iterator[int]:
@@ -386,10 +434,11 @@ def _arrival_times(sim: Simulation, draws: Draws) -> Iterator[int]:
 class _Arrivals:
     """Creates the i-th workload when its time comes, and schedules the next one."""
 
-    def __init__(self, sim: Simulation, loop: Loop, metrics: _Metrics, draws: Draws) -> None:
+    def __init__(self, sim: Simulation, loop: Loop, draws: Draws) -> None:
         self.sim = sim
         self.loop = loop
-        self.metrics = metrics
+        self.templates: dict[Key, str] = {}
+        """Each arrival's template (``""``: a trace's own Workload)."""
         self.times = list(_arrival_times(sim, draws))
         self.choices = draws.rng("templates") if not sim.trace else None
         self.weights = [t.weight for t in sim.templates]
@@ -430,7 +479,7 @@ class _Arrivals:
         wl = attrs.evolve(wl, metadata=attrs.evolve(meta, namespace=meta.namespace or c.DEFAULT_NAMESPACE,
                                                     uid=world.next_uid(), generation=1,
                                                     creation_timestamp=self.loop.now))
-        self.metrics.templates[key_of(wl)] = name
+        self.templates[key_of(wl)] = name
         self._next()
         self.loop.write("arrival", Create(wl))
 
@@ -455,41 +504,21 @@ def simulate(sim: Simulation, *, verify: bool = False, progress: Callable[[int],
     (finished or deactivated) each time one is."""
     draws = Draws(sim.seed)
     world: World = build_world(sim.setup, sim.start)
-    metrics: _Metrics | None = None
+    loop = Loop(world, sim.config, sim.start, verify=verify)
+    arrivals = _Arrivals(sim, loop, draws)
+    metrics = _Metrics(loop, sim, arrivals.templates, progress)
 
-    def listener(actor: str, effect: Any) -> None:
-        assert metrics is not None
-        metrics(actor, effect)
-
-    loop = Loop(world, sim.config, sim.start, listener, verify=verify)
-    metrics = _Metrics(loop, sim)
-    metrics.on_done = progress
-    fleet = FleetModel(sim, world, draws)
-    running: set[Key] = set()
-
-    def pods_scheduled(pr: ProvisioningRequest) -> bool:
-        ref = pr.metadata.controller_ref()
-        return ref is not None and (c.WORKLOAD, pr.metadata.namespace, ref.name) in running
-
-    autoscaler = AutoscalerDriver(loop, fleet, pods_scheduled)
-    lives = metrics.lives
-
-    def durations(wl: Workload) -> tuple[int, int | None]:
-        key = key_of(wl)
-        life = lives[key]
-        model = sim.template(life.template).jobs if life.template else sim.jobs
-        ready = model.pods_ready_time.draw(draws.rng("ready", key[1], key[2], life.admissions))
-        run = model.running_time.draw(draws.rng("run", key[1], key[2]))
+    def durations(wl: Workload, admission: int) -> tuple[int, int | None]:
+        _, ns, name = key_of(wl)
+        template = arrivals.templates.get((c.WORKLOAD, ns, name), "")
+        model = sim.template(template).jobs if template else sim.jobs
+        ready = model.pods_ready_time.draw(draws.rng("ready", ns, name, admission))
+        run = model.running_time.draw(draws.rng("run", ns, name))
         return ready, run
 
-    def pods_ready(wl: Workload) -> None:
-        for pr in world.owned_by_name(c.PROVISIONING_REQUEST, wl.metadata.namespace, wl.metadata.name):
-            autoscaler.poke(key_of(pr))
-
-    jobs = JobDriver(loop, durations, pods_ready)
-    running = jobs.running
-    metrics.autoscaler, metrics.jobs = autoscaler, jobs
-    arrivals = _Arrivals(sim, loop, metrics, draws)
+    jobs = JobDriver(loop, durations)
+    AutoscalerDriver(loop, FleetModel(sim, world, draws), jobs)
+    Retention(loop)
     arrivals.start()
     until = sim.start + arrivals.last + sim.horizon
     end = until if loop.run(until) else loop.now
@@ -497,23 +526,26 @@ def simulate(sim: Simulation, *, verify: bool = False, progress: Callable[[int],
     return _report(sim, metrics, end)
 
 
+def _per_queue(records: tuple[WorkloadRecord, ...], m: _Metrics) -> FrozenMap[str, QueueSummary]:
+    """The figures per ClusterQueue, when the workloads went to more than one."""
+    names = sorted({r.cluster_queue for r in records})
+    if len(names) < 2:
+        return FrozenMap()
+    out = {}
+    for name in names:
+        mine = [r for r in records if r.cluster_queue == name]
+        outcomes = [r.outcome for r in mine]
+        out[name] = QueueSummary(
+            len(mine), outcomes.count(Outcome.FINISHED), outcomes.count(Outcome.ADMITTED),
+            outcomes.count(Outcome.PENDING), outcomes.count(Outcome.DEACTIVATED),
+            Percentiles.of([r.admitted - r.created for r in mine if r.admitted is not None]),
+            FrozenMap({k: v for k, v in m.queue_waiting_seconds.get(name, {}).items() if v}))
+    return FrozenMap(out)
+
+
 def _report(sim: Simulation, m: _Metrics, end: int) -> Report:
-    records = []
-    for (_, ns, name), life in m.lives.items():
-        records.append(WorkloadRecord(ns, name, life.template, life.created, life.quota_reserved, life.admitted,
-                                      life.finished, life.deactivated, life.attempts, life.evictions, life.outcome))
-    outcomes = [r.outcome for r in records]
-    latencies = [r.admitted - r.created for r in records if r.admitted is not None]
-    req = m.requests
-    summary = Summary(
-        simulation=sim.name, seed=sim.seed, workloads=len(records), admitted=outcomes.count(Outcome.ADMITTED),
-        deactivated=outcomes.count(Outcome.DEACTIVATED), pending=outcomes.count(Outcome.PENDING),
-        finished=outcomes.count(Outcome.FINISHED), admission_latency=Percentiles.of(latencies),
-        requests=RequestCounts(req["created"], req[c.PR_PROVISIONED], req[c.PR_FAILED], req[c.PR_BOOKING_EXPIRED],
-                               req[c.CA_REASON_CAPACITY_BOOKING_CONSUMED], req[c.PR_CAPACITY_REVOKED]),
-        evictions=FrozenMap(m.evictions),
-        reserved_waiting_quota_seconds=FrozenMap({k: v for k, v in m.waiting_seconds.items()}),
-        simulated_seconds=end - sim.start)
+    records = m.records()
+    summary = Summary(simulation=sim.name, seed=sim.seed, simulated_seconds=end - sim.start, **m.summary(records))
     resources = sorted(set().union(*(s[4].keys() | s[5].keys() for s in m.samples))) if m.samples else []
     samples = m.samples
     series = Series(
@@ -522,7 +554,7 @@ def _report(sim: Simulation, m: _Metrics, end: int) -> Report:
         waiting_quota=FrozenMap({r: tuple(float(s[4].get(r, 0)) for s in samples) for r in resources}),
         admitted_quota=FrozenMap({r: tuple(float(s[5].get(r, 0)) for s in samples) for r in resources}))
     histories = FrozenMap({f"{ns}/{name}": tuple(h) for (_, ns, name), h in (m.histories or {}).items()})
-    return Report(sim, summary, tuple(records), series, histories)
+    return Report(sim, summary, records, series, histories)
 
 
-__all__ = ["Percentiles", "Report", "RequestCounts", "Series", "Summary", "WorkloadRecord", "simulate"]
+__all__ = ["Percentiles", "QueueSummary", "Report", "RequestCounts", "Series", "Summary", "WorkloadRecord", "simulate"]

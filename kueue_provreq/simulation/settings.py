@@ -16,9 +16,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
-import yaml
 
 from kueue_provreq.errors import KueueProvreqError
+from kueue_provreq.manifests import ManifestError
+from kueue_provreq.manifests.yamlio import load_yaml_value
 
 RETRY_STRATEGY_FIELDS = ("backoffLimitCount", "backoffBaseSeconds", "backoffMaxSeconds")
 SHORTHANDS = tuple(f"retryStrategy.{f}" for f in RETRY_STRATEGY_FIELDS)
@@ -101,8 +102,8 @@ def parse_setting(text: str) -> Setting:
     values = []
     for item in raw.split(","):
         try:
-            value = yaml.safe_load(item) if item.strip() else None
-        except yaml.YAMLError:
+            value = load_yaml_value(item, f"--set {path}") if item.strip() else None
+        except ManifestError:
             value = item.strip()
         if value is None or isinstance(value, (dict, list)):
             shown = repr(item.strip()) if item.strip() else "an empty item"

@@ -38,7 +38,7 @@ from kueue_provreq.manifests import (
     load_object,
     load_yaml_documents,
 )
-from kueue_provreq.manifests.codec import describe, format_duration, parse_time
+from kueue_provreq.manifests.codec import MAX_TIME, describe, format_duration, format_time, parse_time
 from kueue_provreq.manifests.documents import File, KueueConfiguration, Manifest, check_document, place
 from kueue_provreq.manifests.nodes import (
     Arr,
@@ -57,7 +57,7 @@ from kueue_provreq.manifests.nodes import (
     quantity_value,
 )
 from kueue_provreq.manifests.objects import check_object
-from kueue_provreq.manifests.yamlio import locate
+from kueue_provreq.manifests.yamlio import locate, read_text
 from kueue_provreq.simulation.settings import RETRY_STRATEGY_FIELDS, parse_keys
 from kueue_provreq.world import World
 
@@ -67,6 +67,15 @@ Path_ = tuple[str | int, ...]
 DEFAULT_START = "2024-01-01T00:00:00Z"
 DEFAULT_HORIZON = 24 * 3600
 DEFAULT_COUNT = 100
+#: The most workloads one simulation runs (``count``, ``--workloads``): ten times the largest
+#: benchmark, minutes of work; checked before any work, the limit in the message.
+MAX_WORKLOADS = 1_000_000
+#: The slowest and fastest Poisson arrivals: one in six weeks, a thousand a second (a slower
+#: rate spells gaps hundreds of digits long; a faster one more workloads an hour than a run holds).
+MIN_RATE_PER_HOUR = 0.001
+MAX_RATE_PER_HOUR = 3_600_000.0
+#: The widest lognormal spread: beyond it a sample's tail is longer than any horizon.
+MAX_SIGMA = 10.0
 DEFAULT_RUNNING_TIME = 3600
 DEFAULT_REVOCATION_TIME = 3600
 ALL_AT_ONCE, POISSON = "AllAtOnce", "Poisson"
@@ -195,8 +204,6 @@ class Document:
 def load_document(path: str | Path) -> Document:
     """Read a simulation file (one YAML document)."""
     path = Path(path)
-    if not path.is_file():
-        raise ManifestError("no such file", source=str(path))
     documents = load_file(path)
     if len(documents) != 1:
         raise ManifestError(f"expected one simulation document, found {len(documents)}", source=str(path))
@@ -216,7 +223,8 @@ class _Distribution(Node):
             "fixed": duration,
             "uniform": Obj({"min": duration, "max": duration}, required=("min", "max"), rules=(_min_max,)),
             "exponential": Obj({"mean": duration}, required=("mean",)),
-            "lognormal": Obj({"median": duration, "sigma": Num(minimum=0)}, required=("median", "sigma")),
+            "lognormal": Obj({"median": Duration(minimum=1), "sigma": Num(minimum=0, maximum=MAX_SIGMA)},
+                             required=("median", "sigma")),
         }, what="distribution")
 
     def check(self, value: Any, path: str, out: Problems) -> None:
@@ -272,6 +280,15 @@ def _setup_rules(value: Mapping[str, Any], path: str, out: Problems) -> None:
         out.error("no objects: the setup holds the queues, checks and configs workloads use", path)
 
 
+def _end_within_rfc3339(value: Mapping[str, Any], path: str, out: Problems) -> None:
+    """``start`` plus ``horizon`` within RFC 3339's years: every time the run writes can be read back."""
+    start = parse_time(value.get("start") or DEFAULT_START)
+    horizon = DEFAULT_HORIZON if value.get("horizon") is None else duration_seconds(value["horizon"])
+    if start + horizon > MAX_TIME:
+        out.error(f"start plus horizon passes {format_time(MAX_TIME)}, the last time RFC 3339 can write",
+                  join(path, "horizon"))
+
+
 class _Trace(Node):
     """An explicit trace: a list of arrivals, or ``{file: PATH}`` (``kubectl get workloads -o json``)."""
 
@@ -318,9 +335,9 @@ class _Schema:
             "horizon": Duration(minimum=0), "configuration": _ConfigurationSource(base),
             "setup": Obj({"files": Arr(File(base)), "manifests": Arr(self.manifests)}, rules=(_setup_rules,)),
             "workloads": Obj({
-                "count": Int(minimum=1, bits=64),
+                "count": Int(minimum=1, maximum=MAX_WORKLOADS, bits=64),
                 "arrival": Obj({"process": Str(enum=(ALL_AT_ONCE, POISSON)),
-                                "ratePerHour": Num(minimum=0, exclusive_minimum=True)},
+                                "ratePerHour": Num(minimum=MIN_RATE_PER_HOUR, maximum=MAX_RATE_PER_HOUR)},
                                required=("process",), rules=(_arrival_rules,)),
                 "templates": Arr(Obj({"name": Str(min_length=1), "weight": Num(minimum=0, exclusive_minimum=True),
                                       "job": self.manifests, "workload": self.manifests, **job_model},
@@ -333,7 +350,7 @@ class _Schema:
                 "capacity": Obj(values=Qty(non_negative=True)), "revocationProbability": probability,
                 "revocationTime": distribution,
             })),
-        }, required=("workloads",))
+        }, required=("workloads",), rules=(_end_within_rfc3339,))
 
 
 # --- reading ------------------------------------------------------------------------------------
@@ -366,8 +383,8 @@ def parse(document: Document, *, config: Configuration | None = None, count: int
     source = _overridden_by(overridden or {})
     schema = _Schema(document.base)
     check_document(schema.root, data, obj=obj, source=source)
-    if count is not None and count < 1:
-        raise ManifestError("must be at least 1", path="--workloads")
+    if count is not None and not 1 <= count <= MAX_WORKLOADS:
+        raise ManifestError(f"must be between 1 and {MAX_WORKLOADS:,}", path="--workloads")
     if config is None:
         config = _configuration(document, data.get("configuration"))
     setup = _setup(document, schema, data.get("setup") or {}, retry_strategy or {}, source)
@@ -504,12 +521,14 @@ def kubectl_trace(path: Path) -> tuple[Arrival, ...]:
     Workload arrives at its creationTimestamp, relative to the earliest, with its podSets,
     queue name, priority, labels and annotations; its status, owners and ``spec.active`` are
     left behind (a replay starts every workload afresh)."""
-    text = path.read_text(encoding="utf-8")
+    text = read_text(path)
     if text.lstrip()[:1] in ("{", "["):  # JSON, as kubectl writes it: read fast
         try:
             loaded = json.loads(text)
         except json.JSONDecodeError as e:
             raise ManifestError(e.msg, source=f"{path}:{e.lineno}") from None
+        except RecursionError:
+            raise ManifestError("nested too deeply", source=str(path)) from None
         documents = loaded if isinstance(loaded, list) else [loaded]
     else:
         documents = load_yaml_documents(text, str(path))

@@ -16,8 +16,11 @@ from __future__ import annotations
 import csv
 import io
 import itertools
+import math
 import multiprocessing
 import os
+import socket
+import urllib.parse
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
@@ -26,12 +29,24 @@ from typing import Any
 import attrs
 
 from kueue_provreq.api.config import Configuration
+from kueue_provreq.errors import KueueProvreqError
+from kueue_provreq.extras import SIM, require
 from kueue_provreq.simulation import settings as s
 from kueue_provreq.simulation.run import simulate
 from kueue_provreq.simulation.spec import Document, Simulation, parse
 
+#: Seconds to reach a Dask scheduler before the sweep says it cannot (Dask's own default is 30).
+DASK_CONNECT_TIMEOUT = 3.0
+
+#: The most points a sweep runs: each is a whole simulation.
+MAX_POINTS = 10_000
+
 LOCAL = "local"
 """``dask="local"``: start a Dask ``LocalCluster`` for this sweep."""
+
+
+class SweepError(KueueProvreqError):
+    """The sweep cannot run where it was asked to (a Dask scheduler that does not answer)."""
 
 
 @attrs.frozen
@@ -66,6 +81,8 @@ class SweepResult:
 
     def write(self, out: Path, plot: bool = True) -> list[Path]:
         """``sweep.csv`` and (``plot``) ``sweep.png``, in ``out``."""
+        if plot:
+            require(SIM, "matplotlib", "plots")  # before any file is written
         out.mkdir(parents=True, exist_ok=True)
         path = out / "sweep.csv"
         path.write_text(self.csv(), encoding="utf-8")
@@ -103,7 +120,18 @@ def flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
 
 def grid(document: Document, settings: Sequence[s.Setting], *, config: Configuration | None = None,
          count: int | None = None, seed: int | None = None) -> list[Point]:
-    """Every combination of the settings' values, each validated into its simulation."""
+    """Every combination of the settings' values, each validated into its simulation; a path
+    set twice, or more than :data:`MAX_POINTS` combinations, refused before any is made."""
+    seen: set[tuple[Any, ...]] = set()
+    for setting in settings:
+        key = setting.keys if setting.shorthand is None else (setting.text,)
+        if key in seen:
+            raise s.SettingError(f"--set {setting.text}: given twice (give its values once, comma-separated)")
+        seen.add(key)
+    size = math.prod(len(setting.values) for setting in settings)
+    if size > MAX_POINTS:
+        raise s.SettingError(f"--set: the grid has {size:,} points, more than {MAX_POINTS:,} (one simulation "
+                             "each): fewer values, or several sweeps")
     points = []
     for values in itertools.product(*(setting.values for setting in settings)):
         assignments = list(zip(settings, values, strict=True))
@@ -164,8 +192,22 @@ def _gather(futures: Mapping[Any, int], completed: Iterable[Any], n: int,
     return [r for r in results if r is not None]
 
 
+def check_scheduler(address: str) -> None:
+    """A ``tcp://host:port`` scheduler that refuses connections is said at once, before Dask's
+    own connection loop waits out its timeout (``local`` and other addresses: Dask says)."""
+    parsed = urllib.parse.urlsplit(address)
+    if parsed.scheme != "tcp" or parsed.hostname is None or parsed.port is None:
+        return
+    try:
+        socket.create_connection((parsed.hostname, parsed.port), timeout=DASK_CONNECT_TIMEOUT).close()
+    except OSError as e:
+        raise SweepError(f"--dask {address}: no Dask scheduler answers there ({e.strerror or e})") from None
+
+
 def _on_dask(sims: Sequence[Simulation], address: str, jobs: int | None,
              progress: Callable[[int], None] | None) -> list[dict[str, Any]]:
+    require(SIM, "dask.distributed", "a Dask sweep")
+    check_scheduler(address)  # before Dask's own import, which takes seconds
     from dask.distributed import Client, LocalCluster
     from dask.distributed import as_completed as dask_completed
 
@@ -174,7 +216,13 @@ def _on_dask(sims: Sequence[Simulation], address: str, jobs: int | None,
                                dashboard_address=None)
         client = Client(cluster)
     else:
-        cluster, client = None, Client(address)
+        cluster = None
+        try:
+            client = Client(address, timeout=DASK_CONNECT_TIMEOUT)
+        except (OSError, TimeoutError, ValueError) as e:  # refused, unreachable, or not an address
+            reason = " ".join(str(e).split()) or type(e).__name__
+            raise SweepError(f"--dask {address}: no Dask scheduler answers there within "
+                             f"{DASK_CONNECT_TIMEOUT:g} s ({reason})") from None
     try:
         futures = client.map(run_point, sims, pure=False)
         index = {f: i for i, f in enumerate(futures)}

@@ -1,83 +1,37 @@
-"""Observing a run: workload phase and check-state changes read off the applied effects.
+"""Following a run: every applied effect, read once and handed to whoever subscribed.
 
-A :class:`Watch` is the loop's listener.  It keeps, per workload, the phase and the check
-states it last saw (the same reading as the conformance timeline's: ``workload_phase`` and
-``status.admissionChecks[].state``) and turns every applied effect into calls of the hooks a
-subclass overrides; the forecast's timeline and the simulation's metrics are two such
-subclasses.  Nothing in the core is instrumented: the engine reports its effects, and writes
-from outside the controllers are reported by the loop.
+The :class:`~kueue_provreq.simulation.loop.Loop` owns one :class:`Watch`.  It reads each
+effect the engine applies or an outside writer makes (a workload's phase and check changes
+come from :class:`~kueue_provreq.changes.WorkloadStates`, the reading the conformance timeline
+shares) and calls the hooks of each :class:`Subscriber`, in the order they subscribed.
+
+Two kinds of subscriber: *processes* (Cluster Autoscaler, the jobs' pods, the retention
+policy, :mod:`~kueue_provreq.simulation.drive`) act on what they hear by scheduling events or
+writing through the loop; *observers* (the simulation's metrics, the forecast's story) only
+read.  A new process or observer subscribes itself; nothing else changes.  Nothing in the core
+is instrumented: the engine reports its effects, and the loop reports outside writes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from kueue_provreq.api import constants as c
-from kueue_provreq.api.objects import Key, KubeObject, key_of
+from kueue_provreq.api.objects import Key, KubeObject
 from kueue_provreq.api.provisioning import ProvisioningRequest
 from kueue_provreq.api.workload import Workload
-from kueue_provreq.machines.phases import workload_phase
+from kueue_provreq.changes import WorkloadStates
 from kueue_provreq.world import Create, Delete, Effect, MetricInc, Update
 
-CheckStates = dict[str, str]
 
+class Subscriber:
+    """The hooks a run calls; every one does nothing here, a subscriber overrides those it needs
+    (and only those are called)."""
 
-def check_states(wl: Workload) -> CheckStates:
-    return {s.name: s.state for s in wl.status.admission_checks}
+    def on_effect(self, actor: str, effect: Effect) -> None:
+        """Any applied effect, before the hooks it gives rise to.  ``actor`` is the controller,
+        or for an outside write who made it (``autoscaler``, ``job``, ``arrival``...)."""
 
-
-class Watch:
-    """Base listener: tracks phases and check states, dispatches to the ``on_*`` hooks."""
-
-    def __init__(self, initial: Iterable[KubeObject] = ()) -> None:
-        self.phases: dict[Key, str] = {}
-        self.checks: dict[Key, CheckStates] = {}
-        for obj in initial:
-            if isinstance(obj, Workload):
-                self.phases[key_of(obj)] = workload_phase(obj)
-                self.checks[key_of(obj)] = check_states(obj)
-
-    def __call__(self, actor: str, effect: Effect) -> None:
-        if isinstance(effect, (Create, Update)):
-            obj = effect.obj
-            if isinstance(obj, Workload):
-                self._workload(actor, obj, isinstance(effect, Create))
-            elif isinstance(obj, ProvisioningRequest):
-                if isinstance(effect, Create):
-                    self.on_request_created(actor, obj)
-                else:
-                    self.on_request_updated(actor, obj)
-        elif isinstance(effect, Delete):
-            key = (effect.kind, effect.namespace, effect.name)
-            if effect.kind == c.PROVISIONING_REQUEST:
-                self.on_request_deleted(actor, key)
-            elif effect.kind == c.WORKLOAD:
-                self.phases.pop(key, None)
-                self.checks.pop(key, None)
-                self.on_workload_deleted(actor, key)
-        elif isinstance(effect, MetricInc):
-            self.on_metric(effect)
-
-    def _workload(self, actor: str, wl: Workload, created: bool) -> None:
-        key = key_of(wl)
-        phase = workload_phase(wl)
-        states = check_states(wl) if wl.status.admission_checks or self.checks.get(key) else {}
-        if created or key not in self.phases:
-            self.phases[key], self.checks[key] = phase, states
-            self.on_workload_created(actor, wl)
-            return
-        before, old_states = self.phases[key], self.checks[key]
-        self.phases[key], self.checks[key] = phase, states
-        if before != phase:
-            self.on_phase(actor, wl, before, phase)
-        if old_states != states:
-            for name in sorted(old_states.keys() | states.keys()):
-                old, new = old_states.get(name), states.get(name)
-                if old != new:
-                    self.on_check(actor, wl, name, old, new)
-        self.on_workload_updated(actor, wl)
-
-    # --- hooks: every one does nothing here -----------------------------------------------
     def on_workload_created(self, actor: str, wl: Workload) -> None:
         """A workload appeared (an arrival, or the job integration created it)."""
 
@@ -91,11 +45,12 @@ class Watch:
     def on_workload_updated(self, actor: str, wl: Workload) -> None:
         """Any write of a known workload, after the phase and check hooks."""
 
-    def on_workload_deleted(self, actor: str, key: Key) -> None:
-        """A workload left the world."""
+    def on_workload_deleted(self, actor: str, key: Key, phase: str) -> None:
+        """A workload left the world, in ``phase``."""
 
     def on_request_created(self, actor: str, pr: ProvisioningRequest) -> None:
-        """A ProvisioningRequest was created (by the provisioning controller)."""
+        """A ProvisioningRequest was created (by the provisioning controller; with no actor,
+        one the world already held when the run began)."""
 
     def on_request_updated(self, actor: str, pr: ProvisioningRequest) -> None:
         """A ProvisioningRequest changed (Cluster Autoscaler wrote its conditions)."""
@@ -105,3 +60,69 @@ class Watch:
 
     def on_metric(self, metric: MetricInc) -> None:
         """A controller incremented a counter."""
+
+
+_HOOKS = tuple(name for name in vars(Subscriber) if name.startswith("on_"))
+
+
+class Watch:
+    """Reads each effect once and calls the subscribers' hooks."""
+
+    def __init__(self, initial: Iterable[KubeObject] = ()) -> None:
+        self.states = WorkloadStates(initial)
+        #: Per hook, the subscribers' bound methods that override it (a run reports millions
+        #: of effects: a hook nobody overrides costs nothing).
+        self._hooks: dict[str, list[Callable[..., None]]] = {name: [] for name in _HOOKS}
+        hooks = self._hooks
+        self._effect, self._created, self._phase = hooks["on_effect"], hooks["on_workload_created"], hooks["on_phase"]
+        self._check, self._updated = hooks["on_check"], hooks["on_workload_updated"]
+
+    @property
+    def phases(self) -> dict[Key, str]:
+        """Each known workload's phase (read only)."""
+        return self.states.phases
+
+    def subscribe(self, subscriber: Subscriber) -> None:
+        for name, hooks in self._hooks.items():
+            if getattr(type(subscriber), name) is not getattr(Subscriber, name):
+                hooks.append(getattr(subscriber, name))
+
+    def __call__(self, actor: str, effect: Effect) -> None:
+        for fn in self._effect:
+            fn(actor, effect)
+        if isinstance(effect, (Create, Update)):
+            obj = effect.obj
+            if isinstance(obj, Workload):
+                self._workload(actor, obj, effect)
+            elif isinstance(obj, ProvisioningRequest):
+                for fn in self._hooks["on_request_created" if isinstance(effect, Create) else "on_request_updated"]:
+                    fn(actor, obj)
+        elif isinstance(effect, Delete):
+            key = (effect.kind, effect.namespace, effect.name)
+            if effect.kind == c.PROVISIONING_REQUEST:
+                for fn in self._hooks["on_request_deleted"]:
+                    fn(actor, key)
+            elif effect.kind == c.WORKLOAD:
+                change = self.states.deleted(key)
+                if change is not None:
+                    for fn in self._hooks["on_workload_deleted"]:
+                        fn(actor, key, change.before)
+        elif isinstance(effect, MetricInc):
+            for fn in self._hooks["on_metric"]:
+                fn(effect)
+
+    def _workload(self, actor: str, wl: Workload, effect: Create | Update) -> None:
+        change = self.states.written(wl, effect.transitions if isinstance(effect, Update) else ())
+        if isinstance(effect, Create) or (change is not None and change.before is None):
+            for fn in self._created:
+                fn(actor, wl)
+            return
+        if change is not None:
+            if change.before != change.after:
+                for fn in self._phase:
+                    fn(actor, wl, change.before, change.after)
+            for check in change.checks:
+                for fn in self._check:
+                    fn(actor, wl, check.check, check.before, check.after)
+        for fn in self._updated:
+            fn(actor, wl)

@@ -1,8 +1,9 @@
 """Cluster Autoscaler's side of a ProvisioningRequest, as a pure model.
 
 Every driver that plays Cluster Autoscaler shares this module: ``kueue-provreq forecast`` and
-``simulate`` (simulated time) and a stand-in for CA on a real cluster (wall-clock time).  It
-is pure: no clock, no randomness, no I/O; time comes in as an argument.  Two things live here:
+``simulate`` (simulated time, :mod:`kueue_provreq.simulation`) and a stand-in for CA on a real
+cluster (wall-clock time, :mod:`kueue_provreq.cluster.autoscaler`); it sits below both, since
+neither edge imports the other.  It is pure: no clock, no randomness, no I/O; time comes in as an argument.  Two things live here:
 
 * **the SCRIPT grammar** (:func:`parse_script`): what CA answers to each attempt, as written on
   the command line (``--autoscaler fail@1m,provision@5m``);
@@ -10,7 +11,8 @@ is pure: no clock, no randomness, no I/O; time comes in as an argument.  Two thi
   answer CA has decided on (:class:`Decision`, from a script item or drawn by a sampled model)
   and whether the request's pods are scheduled, the request with the conditions CA writes and
   the time CA next has something to do with it.  Every change is decided by the declared
-  ProvisioningRequest machine (``PROVISIONING_REQUEST_MACHINE.fire``) and only then written.
+  ProvisioningRequest machine (``PROVISIONING_REQUEST_MACHINE.fire``) and only then written,
+  as :func:`~kueue_provreq.machines.requests.ca_writes` declares CA writes it for that trigger.
 
 What CA does follows ``autoscaler-provisioningrequest-api.md`` (CA's
 ``processors/provreq`` and ``provisioningrequest/conditions``):
@@ -37,15 +39,17 @@ transition time set to now and ``observedGeneration`` to the request's generatio
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable, Mapping
 
 import attrs
 
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.meta import Condition, Conditions, Time
-from kueue_provreq.api.provisioning import ProvisioningRequest
+from kueue_provreq.api.provisioning import ProvisioningRequest, ProvisioningRequestConfig
 from kueue_provreq.errors import KueueProvreqError
 from kueue_provreq.machines import PROVISIONING_REQUEST_MACHINE, RequestPhase, RequestTrigger, Transition
 from kueue_provreq.machines.phases import provisioning_request_phase
+from kueue_provreq.machines.requests import ca_writes
 from kueue_provreq.manifests.codec import format_duration, parse_duration
 
 BOOKING_TIME = 600
@@ -110,6 +114,23 @@ class ScriptItem:
         return Decision(Answer(self.answer), Time(created + self.after))
 
 
+def retrying_classes(script: Script, configs: Iterable[ProvisioningRequestConfig]) -> list[str]:
+    """A warning per config whose requests a ``fail`` item fails where Cluster Autoscaler would
+    not: an upstream class without ``noRetry: "true"`` answers a try without capacity with
+    ``Provisioned=False`` and tries again itself (:func:`no_capacity_answer`)."""
+    if not any(item.answer == Answer.FAIL for item in script.items):
+        return []
+    out = []
+    for prc in configs:
+        spec = prc.spec
+        if _no_capacity_answer(spec.provisioning_class_name, spec.parameters) == Answer.NOT_FOUND:
+            without = ' without noRetry: "true"' if spec.provisioning_class_name == c.CLASS_CHECK_CAPACITY else ""
+            out.append(f"ProvisioningRequestConfig {prc.metadata.name} ({spec.provisioning_class_name}{without}): "
+                       "Cluster Autoscaler would answer a try without capacity with Provisioned=False and try "
+                       "again itself, not with the Failed=True of fail@")
+    return out
+
+
 @attrs.frozen
 class Script:
     """What CA answers to each attempt: item *i* to attempt *i* of every provisioning check,
@@ -144,7 +165,7 @@ def parse_script(text: str) -> Script:
     >>> parse_script("provison@5m")
     Traceback (most recent call last):
     ...
-    kueue_provreq.simulation.autoscaler.ScriptError: item 1 'provison@5m': unknown answer 'provison' (expected provision, fail, expire or revoke)
+    kueue_provreq.autoscaler.ScriptError: item 1 'provison@5m': unknown answer 'provison' (expected provision, fail, expire or revoke)
     """
     items = []
     for i, raw in enumerate(text.split(","), 1):
@@ -188,11 +209,14 @@ def no_capacity_answer(pr: ProvisioningRequest) -> Answer:
     """What a try that finds no capacity ends with: check-capacity with ``noRetry: "true"``
     fails; the upstream classes otherwise answer ``Provisioned=False`` and retry; a provider's
     class is assumed to fail (upstream CA never handles it)."""
-    spec = pr.spec
-    if spec.provisioning_class_name == c.CLASS_CHECK_CAPACITY:
-        no_retry = spec.parameters is not None and spec.parameters.get(c.PARAMETER_NO_RETRY) == "true"
+    return _no_capacity_answer(pr.spec.provisioning_class_name, pr.spec.parameters)
+
+
+def _no_capacity_answer(class_name: str, parameters: Mapping[str, str] | None) -> Answer:
+    if class_name == c.CLASS_CHECK_CAPACITY:
+        no_retry = parameters is not None and parameters.get(c.PARAMETER_NO_RETRY) == "true"
         return Answer.FAIL if no_retry else Answer.NOT_FOUND
-    if spec.provisioning_class_name == c.CLASS_BEST_EFFORT_ATOMIC:
+    if class_name == c.CLASS_BEST_EFFORT_ATOMIC:
         return Answer.NOT_FOUND
     return Answer.FAIL
 
@@ -224,63 +248,51 @@ def reconcile(pr: ProvisioningRequest, now: Time, decision: Decision, pods_sched
     created = pr.metadata.creation_timestamp or Time(0)
     generation = pr.metadata.generation
 
-    def move(trigger: RequestTrigger, *conds: tuple[str, str, str, str]) -> None:
+    def move(trigger: RequestTrigger, reason: str | None = None, answer: bool = False) -> None:
+        """Fire ``trigger`` and write what the declaration says CA writes for it."""
         nonlocal conditions, phase
         target = RequestPhase(PROVISIONING_REQUEST_MACHINE.fire(phase, trigger))
         fired.append(Transition(PROVISIONING_REQUEST_MACHINE.name, phase, trigger, target))
         phase = target
-        for type_, status, reason, message in conds:
-            cond = Condition(type_, status, reason, message, now, generation)
+        for type_, status, why, message in ca_writes(trigger, reason, answer):
+            cond = Condition(type_, status, why, message, now, generation)
             conditions = tuple(x for x in conditions if x.type != type_) + (cond,)
             written.append(cond)
 
-    accepted = (c.PR_ACCEPTED, c.TRUE, c.CA_REASON_ACCEPTED, c.CA_MSG_ACCEPTED)
-    provisioned = _provisioned(pr.spec.provisioning_class_name)
     next_at: list[int] = []
     if phase in (RequestPhase.NEW, RequestPhase.ACCEPTED):
         if now >= created + EXPIRATION_TIME:
-            move(RequestTrigger.FAIL, accepted, (c.PR_FAILED, c.TRUE, c.CA_REASON_EXPIRED, c.CA_MSG_EXPIRED))
+            move(RequestTrigger.FAIL, c.CA_REASON_EXPIRED, answer=True)
         elif _answered_since(conditions, decision.at):
             next_at.append(created + EXPIRATION_TIME)  # answered "not found": a new decision comes
         elif now < decision.at:
             next_at += [decision.at, created + EXPIRATION_TIME]
         elif decision.answer == Answer.NOT_FOUND:
-            move(RequestTrigger.NOT_PROVISIONED, accepted, (c.PR_PROVISIONED, c.FALSE, c.CA_REASON_CAPACITY_IS_NOT_FOUND,
-                                               c.CA_MSG_CAPACITY_IS_NOT_FOUND))
+            move(RequestTrigger.NOT_PROVISIONED, answer=True)
         elif decision.answer == Answer.FAIL:
-            move(RequestTrigger.FAIL, accepted, (c.PR_FAILED, c.TRUE, c.CA_REASON_CAPACITY_IS_NOT_FOUND,
-                                    c.CA_MSG_FAILED_CAPACITY_NOT_FOUND))
+            move(RequestTrigger.FAIL, answer=True)
         else:
-            move(RequestTrigger.PROVISION, accepted, provisioned)
+            scale_up = pr.spec.provisioning_class_name != c.CLASS_CHECK_CAPACITY
+            move(RequestTrigger.PROVISION, c.CA_REASON_CAPACITY_IS_PROVISIONED if scale_up else None, answer=True)
             if decision.answer == Answer.EXPIRE:
-                move(RequestTrigger.EXPIRE_BOOKING, (c.PR_BOOKING_EXPIRED, c.TRUE, c.CA_REASON_CAPACITY_RESERVATION_TIME_EXPIRED,
-                                        c.CA_MSG_CAPACITY_RESERVATION_TIME_EXPIRED))
+                move(RequestTrigger.EXPIRE_BOOKING)
     revoke_at = decision.revoke_at
     if phase in (RequestPhase.PROVISIONED, RequestPhase.BOOKING_EXPIRED) and revoke_at is not None:
         if now >= revoke_at:
-            move(RequestTrigger.REVOKE_CAPACITY, (c.PR_CAPACITY_REVOKED, c.TRUE, c.CA_REASON_CAPACITY_REVOKED,
-                                                  c.CA_MSG_CAPACITY_REVOKED))
+            move(RequestTrigger.REVOKE_CAPACITY)
         else:
             next_at.append(revoke_at)
     if phase == RequestPhase.PROVISIONED:
         since = _transition_time(conditions, c.PR_PROVISIONED, now)
         if pods_scheduled:
-            move(RequestTrigger.EXPIRE_BOOKING, (c.PR_BOOKING_EXPIRED, c.TRUE, c.CA_REASON_CAPACITY_BOOKING_CONSUMED,
-                                    c.CA_MSG_CAPACITY_BOOKING_CONSUMED))
+            move(RequestTrigger.EXPIRE_BOOKING, c.CA_REASON_CAPACITY_BOOKING_CONSUMED)
         elif now >= since + BOOKING_TIME:
-            move(RequestTrigger.EXPIRE_BOOKING, (c.PR_BOOKING_EXPIRED, c.TRUE, c.CA_REASON_CAPACITY_RESERVATION_TIME_EXPIRED,
-                                    c.CA_MSG_CAPACITY_RESERVATION_TIME_EXPIRED))
+            move(RequestTrigger.EXPIRE_BOOKING)
         else:
             next_at.append(since + BOOKING_TIME)
     if written:
         pr = attrs.evolve(pr, status=attrs.evolve(pr.status, conditions=conditions))
     return Reconciled(pr, tuple(written), Time(min(next_at)) if next_at else None, tuple(fired))
-
-
-def _provisioned(class_name: str) -> tuple[str, str, str, str]:
-    if class_name == c.CLASS_CHECK_CAPACITY:
-        return c.PR_PROVISIONED, c.TRUE, c.CA_REASON_CAPACITY_IS_FOUND, c.CA_MSG_CAPACITY_IS_FOUND
-    return c.PR_PROVISIONED, c.TRUE, c.CA_REASON_CAPACITY_IS_PROVISIONED, c.CA_MSG_CAPACITY_IS_PROVISIONED
 
 
 def _answered_since(conditions: Conditions, at: Time) -> bool:

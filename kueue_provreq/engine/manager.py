@@ -1,0 +1,290 @@
+"""The controller manager: runs the sans-IO controllers over a World until nothing changes.
+
+This is the one driver loop shared by the conformance runner, the simulator, the benchmarks and
+the explorer.  It is deterministic: a FIFO queue of dirty (controller, key) pairs, drained
+before each scheduler cycle, as the conformance format's ``settle`` step specifies.  This
+module is the fast engine; ``Manager(world)`` (verify mode, the default) is its verifying
+subclass (:mod:`.verify`), which checks every state change and every reconcile left out.
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Callable, Iterable
+from typing import ClassVar
+
+import attrs
+
+from kueue_provreq.api.evolve import same
+from kueue_provreq.api.objects import Key, KubeObject
+from kueue_provreq.api.workload import Workload
+from kueue_provreq.controllers import registry, scheduler
+from kueue_provreq.controllers.context import Context
+from kueue_provreq.engine.due import Due, Item
+from kueue_provreq.engine.quiet import QuietBook, unquiet
+from kueue_provreq.engine.routing import Router, Witness
+from kueue_provreq.errors import KueueProvreqError
+from kueue_provreq.machines import Actor
+from kueue_provreq.world import Create, Delete, Effect, Result, Update, World
+
+SCHEDULER = Actor.SCHEDULER
+ALL_CONTROLLERS: tuple[str, ...] = (SCHEDULER.value, *(ctl.name.value for ctl in registry.CONTROLLERS))
+
+
+class SettleError(KueueProvreqError):
+    """A settle that cannot finish: a reconcile keeps failing, or the controllers never agree."""
+
+
+@attrs.define
+class Recorder:
+    """Where the engine reports what happened besides object changes."""
+
+    on_effect: Callable[[str, Key, Effect], None] | None = None
+
+    def __call__(self, controller: str, key: Key, effect: Effect) -> None:
+        if self.on_effect is not None:
+            self.on_effect(controller, key, effect)
+
+
+class Manager:
+    """Runs controllers to a fixed point at one instant.
+
+    Like a controller manager, it reconciles only what has reason to change: objects some write
+    touched (its own reconciles' writes through the registry's watches, and writes made to the
+    world by anybody else, which the world's journal records), reconciles whose wake-up time has
+    come (``Result.requeue_after``), and reconciles that failed.  The first settle reconciles
+    everything.  The ClusterQueue and AdmissionCheck reconcilers, one per queue or check and
+    time-dependent through the queue counts, run at every settle.  A write does not wake a
+    Workload reconcile that last left it with nothing to do unless it changes what that pass
+    read (:mod:`.quiet`); nor a reconcile whose own pass settled the write
+    (``Result.settled``).
+
+    ``Manager(world)`` verifies (:class:`~.verify.VerifyingManager`); ``verify=False`` gives
+    this fast engine, which runs none of the verification.
+    """
+
+    verify = False
+    verifying: ClassVar[type[Manager]]
+    """What ``Manager(world)`` makes in verify mode: :class:`~.verify.VerifyingManager`, which
+    names itself here (the engine package imports both), so that this module imports none of
+    verify mode."""
+
+    def __new__(cls, world: World, record: Recorder | None = None, verify: bool = True,
+                max_reconciles: int | None = None) -> Manager:
+        return super().__new__(cls.verifying if verify and cls is Manager else cls)
+
+    def __init__(self, world: World, record: Recorder | None = None, verify: bool = True,
+                 max_reconciles: int | None = None) -> None:
+        self.world = world
+        self.record = record or Recorder()
+        #: reconciles one settle may take before it is declared non-terminating; by default
+        #: proportional to the world, since every object may legitimately need many passes
+        self.max_reconciles = max_reconciles
+        self.reconciles = 0
+        #: of those, the ones that changed an object
+        self.changing_reconciles = 0
+        #: the controllers this Manager runs (the registry's, as it stands when it starts)
+        self.controllers: dict[str, registry.Controller] = dict(registry.BY_NAME)
+        self.due = Due()
+        self.quiet = QuietBook(self.controllers.values())
+        self._books = {name: (quiet, self.quiet.read[name]) for name, quiet in self.quiet.of.items()}
+        self.router = Router(world, self.controllers, self.due, self.quiet, self._witness())
+        self._journal: dict[Key, KubeObject | None] = {}
+        self._swept = False
+        world.hooks.journal = self._journal
+        #: what an update is checked by before it is applied: nothing, in fast mode
+        self._check_change: Callable[[KubeObject | None, Update], None] | None = None
+
+    def _witness(self) -> Witness | None:
+        """Who is told of the reconciles the routing leaves out: nobody, in fast mode."""
+        return None
+
+    # --- one reconcile (the conformance `reconcile` step) ----------------------------
+    def reconcile(self, controller: str, key: Key, ctx: Context) -> tuple[Result, list[Key]]:
+        """One reconcile, its effects applied; returns its Result and the keys it changed."""
+        world = self.world
+        settled = False
+        if controller == SCHEDULER:
+            result = scheduler.schedule(world, ctx, None if key[0] == SCHEDULER else key)
+        else:
+            result = self.controllers[controller].reconcile(world, key, ctx)
+            if result.requeue_after is not None or result.error is not None:
+                self.due.wake_up(ctx.now + (result.requeue_after or 0.0), controller, key)
+            books = self._books.get(controller)
+            if books is not None:
+                quiet = books[0]
+                unquiet(quiet, books[1], key)
+                if result.error is None:
+                    if not result.effects:
+                        wl = world.get(*key)
+                        if isinstance(wl, Workload):
+                            quiet[key] = wl
+                    else:
+                        settled = result.settled
+            else:
+                settled = result.settled and result.error is None
+        self.reconciles += 1
+        if not result.effects:  # most reconciles change nothing
+            return result, []
+        changes = self._apply(controller, key, result.effects)
+        if not changes:
+            return result, []
+        self.changing_reconciles += 1
+        self.router.on_change(controller, changes.items(), ctx.config, (controller, key) if settled else None)
+        if settled:
+            books = self._books.get(controller)
+            wl = world.get(*key)
+            if books is not None and isinstance(wl, Workload) and (controller, key) not in self.due.queued:
+                books[0][key] = wl
+        return result, list(changes)
+
+    def _apply(self, controller: str, key: Key, effects: tuple[Effect, ...]) -> dict[Key, KubeObject | None]:
+        """Apply effects in order; returns the keys of the objects that really changed, each
+        with the object it held before the first of these effects.  Updates that change nothing
+        are dropped."""
+        world, on_effect, check = self.world, self.record.on_effect, self._check_change
+        changed: dict[Key, KubeObject | None] = {}
+        hooks = world.hooks
+        journal, hooks.journal = hooks.journal, None  # routed by the caller, not as an outside write
+        try:
+            for effect in effects:
+                if isinstance(effect, Update):
+                    obj = effect.obj
+                    old = world.get(obj.KIND, obj.metadata.namespace, obj.metadata.name)
+                    if same(old, obj):
+                        continue
+                    if check is not None:
+                        check(old, effect)
+                elif not isinstance(effect, (Create, Delete)):  # an event or a metric
+                    if on_effect is not None:
+                        on_effect(controller, key, effect)
+                    continue
+                for k, before in world.apply_changes(effect):
+                    # the reconciled object's own key rather than the world's fresh copy of it:
+                    # what the engine keeps per object (quiet passes, wake-ups) then shares one
+                    changed.setdefault(key if k == key else k, before)
+                if on_effect is not None:
+                    on_effect(controller, key, effect)
+        finally:
+            hooks.journal = journal
+        return changed
+
+    # --- settle -------------------------------------------------------------------
+    def settle(self, ctx: Context | float, controllers: Iterable[str] = ALL_CONTROLLERS) -> None:
+        """Reconcile what is due until nothing changes at ``ctx.now``.  ``ctx`` may be a time
+        alone (seconds since the epoch): the default Configuration then."""
+        if not isinstance(ctx, Context):
+            ctx = Context(now=ctx)
+        # The models hold no reference cycles (a test checks that), so reference counting frees
+        # every object a settle drops; the cyclic collector would only walk the whole world
+        # again and again, which makes large settles superlinear.  It is paused meanwhile.
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            self._settle(ctx, controllers)
+        finally:
+            if collecting:
+                gc.enable()
+
+    def _settle(self, ctx: Context, controllers: Iterable[str]) -> None:
+        wanted = set(controllers)
+        self._collect_due(ctx)
+        self._drain(ctx, wanted)
+
+    def _drain(self, ctx: Context, wanted: set[str]) -> None:
+        """Reconcile what is due to ``wanted`` controllers, then a scheduler cycle, until neither
+        changes anything; failed reconciles are retried while others make progress."""
+        run_scheduler = SCHEDULER in wanted
+        queue, queued = self.due.queue, self.due.queued
+        later: list[Item] = []  # due for controllers this settle does not run
+        errors: dict[Item, str] = {}
+        started = self.reconciles
+        budget = self.max_reconciles or 10_000 + 200 * len(self.world)
+        retried = False
+        world, reconcile = self.world, self.reconcile
+        try:
+            while True:
+                changed_any = False
+                while queue:
+                    item = queue.popleft()
+                    name, key = item
+                    if name not in wanted:
+                        later.append(item)
+                        continue
+                    queued.discard(item)
+                    if key not in world:
+                        if errors:
+                            errors.pop(item, None)
+                        continue
+                    result, changed = reconcile(name, key, ctx)
+                    if result.error is not None:
+                        errors[item] = result.error
+                    elif errors:
+                        errors.pop(item, None)
+                    if changed:
+                        changed_any = True
+                        if self.reconciles - started > budget:
+                            raise SettleError(f"controllers did not settle after {budget} reconciles")
+                if run_scheduler:
+                    _, changed = reconcile(SCHEDULER, (SCHEDULER, "", ""), ctx)
+                    if changed:
+                        retried = False
+                        continue
+                if errors:
+                    if retried and not changed_any:
+                        (name, key), error = next(iter(errors.items()))
+                        raise SettleError(f"{name} reconcile of {key[1]}/{key[2]} keeps failing: {error}")
+                    retried = True
+                    for item in list(errors):
+                        self.due.enqueue(*item)
+                    continue
+                break
+        finally:
+            queue.extendleft(reversed(later))
+
+    def _collect_due(self, ctx: Context) -> None:
+        """Make due what became due since the last settle: outside writes, ended wake-ups."""
+        world, config, quiet = self.world, ctx.config, self.quiet
+        if quiet.config is not config and quiet.config != config:
+            # what the quiet passes read was read under another configuration
+            quiet.clear()
+            self._swept = self._swept and quiet.config is None
+        quiet.config = config
+        if not self._swept or world.hooks.journal is not self._journal:
+            # first settle, or another Manager took over the journal: nothing is known
+            self._swept = True
+            self._journal.clear()
+            world.hooks.journal = self._journal
+            quiet.clear()
+            self.router.enqueue_all(config)
+        elif self._journal:
+            changed = list(self._journal.items())
+            self._journal.clear()
+            self.router.on_change("", changed, config)
+        for name, key in self.due.ended(ctx.now):
+            self.router.due_for(self.controllers[name], key, None)
+        for ctl in self.controllers.values():
+            if ctl.every_settle:
+                self.router.enqueue_every(ctl, config)
+
+    @property
+    def next_wake_up(self) -> float | None:
+        """The earliest time a reconcile asked to be woken at (``requeue_after``), if any: when
+        a driver should settle next, if nothing else happens first."""
+        return self.due.next_wake_up(self.world)
+
+
+def changes_world(world: World, result: Result) -> bool:
+    """Whether applying ``result`` would create, delete or change an object."""
+    for e in result.effects:
+        if isinstance(e, (Create, Delete)):
+            return True
+        if isinstance(e, Update) and not same(world.get(e.obj.KIND, e.obj.metadata.namespace,
+                                                        e.obj.metadata.name), e.obj):
+            return True
+    return False
+
+
+def describe(result: Result) -> str:
+    return ", ".join(f"{type(e).__name__} {e.obj.KIND} {e.obj.metadata.name}" if isinstance(e, (Create, Update))
+                     else f"{type(e).__name__}" for e in result.effects)

@@ -1,0 +1,192 @@
+"""The watches at work: which reconciles a change makes due (``controllers.registry``: each
+controller's ``Watch`` of a kind and its ``Route``, the routes to other objects implemented
+there), with the quiet passes a write leaves alone."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Protocol
+
+from kueue_provreq.api import constants as c
+from kueue_provreq.api.config import Configuration
+from kueue_provreq.api.objects import Key, KubeObject
+from kueue_provreq.api.workload import Workload
+from kueue_provreq.controllers import queues, registry
+from kueue_provreq.controllers.parts import Parts, changed_parts
+from kueue_provreq.controllers.registry import ROUTE_TARGETS, Route, Watch
+from kueue_provreq.engine.due import Due, Item
+from kueue_provreq.engine.quiet import QuietBook, unquiet
+from kueue_provreq.machines import Actor
+from kueue_provreq.world import World
+
+
+class Witness(Protocol):
+    """Told of every reconcile the routing leaves out (verify mode proves it quiet)."""
+
+    def skipped(self, name: str, key: Key, why: str) -> None: ...
+
+    def gone(self, name: str, key: Key) -> None: ...
+
+
+class Router:
+    """Routes changes to the reconciles they make due."""
+
+    def __init__(self, world: World, controllers: dict[str, registry.Controller], due: Due, quiet: QuietBook,
+                 witness: Witness | None) -> None:
+        self.world, self.controllers, self.due, self.quiet, self.witness = world, controllers, due, quiet, witness
+        #: who watches each kind, in the registry's order (the order reconciles become due)
+        self.watchers: dict[str, list[tuple[registry.Controller, Watch]]] = {}
+        for ctl in controllers.values():
+            for w in ctl.watches:
+                self.watchers.setdefault(w.kind, []).append((ctl, w))
+        workload_watches = self.watchers.get(c.WORKLOAD, ())
+        self._workload_routes = [(ctl, w.route, w.unless_written_by, quiet.of.get(ctl.name), quiet.read.get(ctl.name))
+                                 for ctl, w in workload_watches if w.route is not Route.QUEUES]
+        #: who recounts a ClusterQueue when the queue index says a Workload change moved its counts
+        self._recounters = [ctl.name for ctl, w in workload_watches if w.route is Route.QUEUES]
+        self.index = queues.index(world)
+        self.index.moves = []
+        self._cq_keys: list[Key] | None = None
+
+    def _skip(self, name: str, key: Key, why: str) -> None:
+        if self.witness is not None:
+            self.witness.skipped(name, key, why)
+
+    def enqueue_all(self, config: Configuration) -> None:
+        self._cq_keys = None
+        for ctl in self.controllers.values():
+            self.enqueue_every(ctl, config)
+
+    def enqueue_every(self, ctl: registry.Controller, config: Configuration) -> None:
+        """Every object ``ctl`` reconciles is due, but the Workloads in which it has nothing
+        to do (``registry.Controller.idle``)."""
+        keys = self._cluster_queues() if ctl.kinds == (c.CLUSTER_QUEUE,) else ctl.keys(self.world)
+        name, enqueue = ctl.name, self.due.enqueue
+        idle, quiet, read = ctl.idle, self.quiet.of.get(name), self.quiet.read.get(name)
+        if idle is None or quiet is None or read is None:
+            for key in keys:
+                enqueue(name, key)
+            return
+        world, queued = self.world, self.due.queued
+        for key in keys:
+            wl = world.get(*key)
+            if isinstance(wl, Workload) and (name, key) not in queued and idle(wl, config):
+                quiet[key] = wl
+                self._skip(name, key, "it has nothing to do for such a Workload")
+            else:
+                unquiet(quiet, read, key)
+                enqueue(name, key)
+
+    def on_change(self, writer: str, changes: Iterable[tuple[Key, KubeObject | None]], config: Configuration,
+                  origin: Item | None = None) -> None:
+        """Which reconciles a change made by ``writer`` makes due.  ``changes`` are the keys
+        changed, each with the object it held before; ``origin``: the reconcile that made them,
+        when its pass settled them."""
+        world = self.world
+        for key, old in changes:
+            kind = key[0]
+            obj = world.get(*key)
+            if obj is old:
+                continue  # created and deleted again, or put back as it was
+            if kind == c.WORKLOAD:
+                self._workload_changed(writer, key, old, obj, origin, config)
+                continue
+            if kind == c.CLUSTER_QUEUE and (writer != Actor.CLUSTER_QUEUE or obj is None):
+                # queues come by writes from outside, and go by them or by their last finalizer
+                self._cq_keys = None
+            for ctl, watch in self.watchers.get(kind, ()):
+                if watch.unless_written_by == writer and obj is not None:
+                    # its own status write is no news; the object's going (its last finalizer
+                    # removed) is
+                    continue
+                route = watch.route
+                if route is Route.SELF:
+                    if obj is not None:
+                        self.due_for(ctl, key, origin)
+                elif route is Route.ALL:
+                    self.enqueue_every(ctl, config)
+                else:
+                    for target in ROUTE_TARGETS[route](world, key, old, obj):
+                        self.due_for(ctl, target, origin)
+        self._recounted()
+
+    def _recounted(self) -> None:
+        """The ClusterQueues and LocalQueues whose counts the changes moved (``Route.QUEUES``, as
+        the queue index saw them) are due."""
+        if self.index.moves:
+            names, refs = self.index.recounted(self.world)
+            for name in self._recounters:
+                if self.controllers[name].kinds == (c.LOCAL_QUEUE,):
+                    for ref in refs:
+                        self.due.enqueue(name, (c.LOCAL_QUEUE, *ref))
+                else:
+                    for cq in names:
+                        self.due.enqueue(name, (c.CLUSTER_QUEUE, "", cq))
+
+    def _workload_changed(self, writer: str, key: Key, was: KubeObject | None, wl: KubeObject | None,
+                          origin: Item | None, config: Configuration) -> None:
+        """:meth:`on_change` for a Workload (most changes are): its own reconcilers are woken
+        by what their last quiet pass read of it (``registry.Controller.reads``)."""
+        assert (was is None or type(was) is Workload) and (wl is None or type(wl) is Workload)
+        queued, witness = self.due.queued, self.witness
+        diff: Parts | None = None
+        for ctl, route, unless, quiet, read in self._workload_routes:
+            if unless is not None and unless == writer:
+                continue
+            name = ctl.name
+            if route is Route.SELF:
+                if wl is None:
+                    if quiet is not None:
+                        self.quiet.forget(name, key)
+                    if witness is not None:
+                        witness.gone(name, key)
+                    continue  # nothing left to reconcile
+                item = (name, key)
+                if item in queued:
+                    if quiet is not None and read is not None:
+                        unquiet(quiet, read, key)
+                    continue
+                if quiet is not None and read is not None:
+                    if origin == item:
+                        if witness is not None:
+                            witness.skipped(name, key, "its own write settled it")
+                        continue  # reconcile() notes what its pass left
+                    last = quiet.get(key)
+                    if last is not None and was is not None:
+                        if diff is None:
+                            diff = changed_parts(was, wl)
+                        if self.quiet.still_quiet(ctl, self.world, key, last, wl, diff, config):
+                            if witness is not None:
+                                witness.skipped(name, key, f"its watch ignored a change by {writer or 'a client'}")
+                            continue
+                    elif last is None and was is None and ctl.idle is not None and ctl.idle(wl, config):
+                        quiet[key] = wl
+                        if witness is not None:
+                            witness.skipped(name, key, "it has nothing to do for such a Workload")
+                        continue
+                    if last is not None:
+                        unquiet(quiet, read, key)
+                queued.add(item)
+                self.due.queue.append(item)
+            elif route is Route.ALL:
+                self.enqueue_every(ctl, config)
+            else:
+                for target in ROUTE_TARGETS[route](self.world, key, was, wl):
+                    self.due_for(ctl, target, origin)
+
+    def due_for(self, ctl: registry.Controller, key: Key, origin: Item | None) -> None:
+        """``key`` is due for ``ctl``, unless the reconcile that made the change is that very
+        one and its pass settled it."""
+        if origin is not None and origin == (ctl.name, key):
+            self._skip(ctl.name, key, "its own write settled it")
+            return
+        quiet = self.quiet.of.get(ctl.name)
+        if quiet is not None:
+            unquiet(quiet, self.quiet.read[ctl.name], key)
+        self.due.enqueue(ctl.name, key)
+
+    def _cluster_queues(self) -> list[Key]:
+        """The ClusterQueues' keys, kept between calls (every Workload change asks for them)."""
+        if self._cq_keys is None:
+            self._cq_keys = self.world.keys(c.CLUSTER_QUEUE)
+        return self._cq_keys

@@ -1,0 +1,98 @@
+"""Random stories: the generator, their replay on the model, and the real Kueue against the model.
+
+The fixed set (seeds 0-19) runs on the testbed's real Kueue (skipped, with the reason, where
+``make oracle`` has not built it); ``kueue-provreq stories --cluster KUBECONFIG --count N`` (or
+``make stories STORIES=N``) runs more."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from kueue_provreq.cli import main
+from kueue_provreq.conformance.runner import Run
+from kueue_provreq.conformance.scenario import parse_scenario
+from kueue_provreq.conformance.stories import HORIZON, MIN_BACKOFF, story
+
+#: The fixed set CI runs on both sides.
+CI_SEEDS = range(20)
+
+
+def _kinds(doc: dict[str, Any]) -> Counter[str]:
+    """What a story does: each step's kind, autoscaler steps by condition, patches by field."""
+    seen: Counter[str] = Counter()
+    for step in doc["steps"]:
+        ((kind, body),) = step.items()
+        if kind == "autoscaler":
+            seen[f"autoscaler {body['condition']}"] += 1
+        elif kind == "patch":
+            seen["finish" if "status" in body["merge"] else f"active={body['merge']['spec']['active']}"] += 1
+        else:
+            seen[kind] += 1
+    return seen
+
+
+def test_a_seed_gives_the_same_story() -> None:
+    assert story(3) == story(3)
+    assert story(3) != story(4)
+
+
+@given(st.integers(min_value=0, max_value=2**32 - 1), st.integers(min_value=1, max_value=10))
+def test_the_model_replays_every_story_it_tells(seed: int, length: int) -> None:
+    """A story's expectations are the model's settled states: the runner, replaying the
+    scenario from scratch, reaches each of them again."""
+    doc = story(seed, length)
+    outcome = Run(parse_scenario(doc, doc["name"])).run()
+    assert outcome.passed, outcome.line()
+    # every action is followed by a settle and an expectation
+    assert sum(1 for s in doc["steps"] if "expect" in s) == sum(1 for s in doc["steps"] if "settle" in s)
+
+
+def test_while_a_backoff_runs_the_next_step_is_an_advance() -> None:
+    """Real time flows between steps on a cluster: a story never acts while a backoff runs."""
+    retries = 0
+    for seed in CI_SEEDS:
+        doc = story(seed)
+        for prc in (o for o in doc["objects"] if o["kind"] == "ProvisioningRequestConfig"):
+            assert prc["spec"]["retryStrategy"]["backoffBaseSeconds"] >= MIN_BACKOFF
+        steps = doc["steps"]
+        for i, step in enumerate(steps[:-1]):
+            expected = step.get("expect", {}).get("objects", ())
+            if any(s["state"] == "Retry" for o in expected for s in o.get("status", {}).get("admissionChecks", ())):
+                retries += 1
+                assert "advance" in steps[i + 1], (seed, i, steps[i + 1])
+                assert int(steps[i + 1]["advance"].removesuffix("s")) <= HORIZON + 1
+    assert retries > 0
+
+
+def test_the_fixed_set_tells_every_answer_and_every_user_action() -> None:
+    seen = sum((_kinds(story(seed)) for seed in CI_SEEDS), Counter())
+    for kind in ("autoscaler Provisioned", "autoscaler Failed", "autoscaler BookingExpired",
+                 "autoscaler CapacityRevoked", "finish", "active=False", "active=True", "apply", "advance"):
+        assert seen[kind] > 0, (kind, seen)
+
+
+def test_the_command_replays_stories_on_the_model(capsys: pytest.CaptureFixture[str], tmp_path: Any) -> None:
+    assert main(["stories", "--count", "3", "--seed", "5", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert [line.split(" (")[0] for line in out[:3]] == ["PASS story 5", "PASS story 6", "PASS story 7"]
+    assert out[-1].startswith("3 passed, 0 failed; model ")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["story-5.yaml", "story-6.yaml", "story-7.yaml"]
+    assert main(["conform", str(tmp_path)]) == 0
+
+
+@pytest.mark.xfail(reason="the known differences of docs/real-kueue.rst ('What the stories found'): half of the "
+                          "set runs into the Retry backoff the model starts too late (specs/stories/retry-backoff-"
+                          "starts-at-the-retry.yaml), whose fix changes six scenarios of specs/provisioning",
+                   strict=False)
+def test_the_fixed_set_agrees_with_the_real_kueue(testbed: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    """The CI set on the testbed's real Kueue: every settled state the model reaches, the real
+    Kueue reaches too."""
+    status = main(["stories", "--cluster", testbed.kubeconfig, "--count", str(len(CI_SEEDS)), "--parallel", "2",
+                   "--seed", str(CI_SEEDS[0])])
+    out = capsys.readouterr().out.splitlines()
+    assert out[-2] == f"{len(CI_SEEDS)} agree, 0 disagree, 0 skipped", "\n".join(out)
+    assert status == 0
