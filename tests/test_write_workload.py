@@ -82,6 +82,9 @@ WHAT: dict[W, st.SearchStrategy[dict[str, Any]]] = {
     W.UNSET_QUOTA: st.fixed_dictionaries({
         "reason": st.just(c.REASON_EVICTED_BY_TEST), "message": st.just("m"), "now": st.just(NOW),
         "config": st.just(CONFIG)}),
+    W.SET_ASIDE: st.fixed_dictionaries({
+        "reason": st.just(c.REASON_SUSPENDED), "message": st.just("m"), "now": st.just(NOW),
+        "config": st.just(CONFIG)}),
     W.REQUEUE: st.fixed_dictionaries({
         "now": st.just(NOW), "clear_requeue_at": st.booleans(),
         "reason": st.sampled_from(("", c.REASON_REACTIVATED, c.REASON_BACKOFF_FINISHED)), "message": st.just("m")}),
@@ -98,7 +101,7 @@ def guards_of(wl: Workload, trigger: W, what: Mapping[str, Any]) -> dict[Guard, 
     if trigger is W.RESERVE_QUOTA:
         return {Guard.ALL_CHECKS_READY: what["checks_complete"] and all_checks_ready(wl),
                 Guard.PREEMPTIONS_PENDING: what["preemptions_pending"]}
-    if trigger in (W.REVOKE_RESERVATION, W.UNSET_QUOTA):
+    if trigger in (W.REVOKE_RESERVATION, W.UNSET_QUOTA, W.SET_ASIDE):
         return {Guard.DEACTIVATED: not wl.is_active, Guard.BACKOFF: held_back(wl)}
     if trigger is W.RELEASE_QUOTA:
         rs = wl.status.requeue_state
@@ -159,6 +162,7 @@ _FIXED: dict[W, dict[str, Any]] = {
     W.EVICT: {"reason": c.REASON_PREEMPTED, "message": "m", "now": NOW},
     W.RELEASE_QUOTA: {"reason": c.REASON_PREEMPTED, "message": "m", "now": NOW, "config": CONFIG},
     W.UNSET_QUOTA: {"reason": c.REASON_EVICTED_BY_TEST, "message": "m", "now": NOW, "config": CONFIG},
+    W.SET_ASIDE: {"reason": c.REASON_SUSPENDED, "message": "m", "now": NOW, "config": CONFIG},
     W.REQUEUE: {"now": NOW, "message": "m"},
     W.DELAY: {"until": Time(T0 + 120)},
     W.DEACTIVATE: {},

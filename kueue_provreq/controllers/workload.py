@@ -507,6 +507,8 @@ def _reconcile_queue_state(txn: Txn, wl: Workload, conds: Conds, lq: LocalQueue 
         new, evicting = _evict(wl, reason, message, "", ctx.now, events)
         fired.extend(evicting)
         return new
+    if _true(conds, c.WORKLOAD_EVICTED):
+        return None  # an eviction under way: the job integration releases the quota
     if lq is None or lq.metadata.terminating:
         reason, message = c.REASON_MISCONFIGURED, c.MSG_LQ_GONE.format(lq=name)
     elif lq.spec.stopped:
@@ -520,7 +522,8 @@ def _reconcile_queue_state(txn: Txn, wl: Workload, conds: Conds, lq: LocalQueue 
     if not ctx.config.gate(c.GATE_UNADMITTED_OBSERVABILITY):
         reason = c.REASON_INADMISSIBLE
     # (unsetting the reservation leaves what holds a workload back as it was)
-    new, aside = write_workload(wl, WorkloadTrigger.SET_ASIDE, {Guard.BACKOFF: held_back(wl)}, reason=reason,
+    new, aside = write_workload(wl, WorkloadTrigger.SET_ASIDE, {Guard.DEACTIVATED: not wl.is_active,
+                                                                Guard.BACKOFF: held_back(wl)}, reason=reason,
                                 message=message, now=ctx.now, config=ctx.config)
     fired.append(aside)
     return new
