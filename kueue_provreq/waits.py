@@ -18,6 +18,7 @@ import attrs
 from kueue_provreq.api import constants as c
 from kueue_provreq.api import naming
 from kueue_provreq.api.meta import Condition, Time
+from kueue_provreq.api.objects import JOB_KINDS
 from kueue_provreq.api.provisioning import ProvisioningRequest, ProvisioningRequestConfig
 from kueue_provreq.api.queues import AdmissionCheck, ClusterQueue, LocalQueue
 from kueue_provreq.api.workload import AdmissionCheckState, Workload
@@ -53,17 +54,20 @@ class Wait:
 
     workload: str
     job: str | None
+    """The job that owns the workload, ``namespace/name``."""
     waits_for: tuple[Record, ...]
     next: tuple[str, ...]
+    job_kind: str = c.JOB
 
     def lines(self) -> list[str]:
-        head = f"workload {self.workload}" + (f" (Job {self.job})" if self.job else "")
+        head = f"workload {self.workload}" + (f" ({self.job_kind} {self.job})" if self.job else "")
         return [head, *(f"  {w.text}" for w in self.waits_for), *(f"  next: {n}" for n in self.next)]
 
     def to_json(self) -> dict[str, Any]:
         """``waitsFor`` as records (kind, object, reason, since, next), the last of each
         check's or the queue's records carrying its next step."""
-        return {"workload": self.workload, "job": self.job, "waitsFor": [w.to_json() for w in self.waits_for]}
+        return {"workload": self.workload, "job": self.job, "jobKind": self.job_kind if self.job else None,
+                "waitsFor": [w.to_json() for w in self.waits_for]}
 
 
 def relative(now: Time, t: Time) -> str:
@@ -112,9 +116,10 @@ def _last_condition(pr: ProvisioningRequest) -> Condition | None:
     return found
 
 
-def _job_of(wl: Workload) -> str | None:
-    ref = next((r for r in wl.metadata.owner_references if r.kind == c.JOB), None)
-    return f"{wl.metadata.namespace}/{ref.name}" if ref is not None else None
+def _job_of(wl: Workload) -> tuple[str | None, str]:
+    """The owning job (a Job, JobSet or PyTorchJob) as ``namespace/name``, and its kind."""
+    ref = next((r for r in wl.metadata.owner_references if r.kind in JOB_KINDS), None)
+    return (f"{wl.metadata.namespace}/{ref.name}", ref.kind) if ref is not None else (None, c.JOB)
 
 
 def _config(world: World, check: str) -> ProvisioningRequestConfig | None:
@@ -311,5 +316,6 @@ def waits(world: World, ctx: Context) -> list[Wait]:
                 add([_said(c.WORKLOAD, label, "every check is Ready", text)], [])
         else:
             add(*_queued(world, wl, ctx, found, positions))
-        out.append(Wait(label, _job_of(wl), tuple(waits_for), tuple(nexts)))
+        job, kind = _job_of(wl)
+        out.append(Wait(label, job, tuple(waits_for), tuple(nexts), kind))
     return out

@@ -17,6 +17,7 @@ from kueue_provreq.explore.search import (
     Action,
     Explorer,
     Options,
+    OptionsError,
     Violation,
     _Node,
     explore,
@@ -44,6 +45,20 @@ def test_every_single_reconcile_interleaving_keeps_every_invariant(keep_quota: b
 def test_two_checks_keep_every_invariant() -> None:
     report, _ = explore(Options(depth=6, checks=2, backoff_limit=1))
     assert report.violation is None, report.violation
+
+
+@pytest.mark.parametrize("preemption", [False, True])
+def test_two_queues_in_a_cohort_keep_every_invariant(preemption: bool) -> None:
+    """``--cohort``: wla borrows cq2's quota; with preemption, wlb arrives in cq2 and reclaims
+    it (which once made wla borrow it back in the same cycle, for ever: workloads within their
+    queue's quota now go first)."""
+    report, _ = explore(Options(depth=6, workloads=2, cohort=True, preemption=preemption))
+    assert report.violation is None and report.states > 20
+
+
+def test_the_cohort_world_is_refused_under_kep_993() -> None:
+    with pytest.raises(OptionsError, match="kep-993"):
+        Options(workloads=2, cohort=True, semantics="kep-993-preemption")
 
 
 def test_symmetry_reduction_identifies_identical_workloads() -> None:
@@ -121,7 +136,7 @@ def test_pre_kep_3258_stuck_also_through_a_rejection() -> None:
 
 def test_kep_3258_specs_pass() -> None:
     outcomes = list(conform(sorted(SPECS.glob("*.yaml"))))
-    assert len(outcomes) == 2
+    assert len(outcomes) == 3  # the two stories and the settle twin of the unit-style one
     assert all(o.passed for o in outcomes), [o.failure for o in outcomes]
 
 

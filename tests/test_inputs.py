@@ -267,9 +267,9 @@ items:
 
 def test_a_kubectl_list_dump_loads_its_modelled_objects_and_counts_the_rest(tmp_path: Path) -> None:
     inputs = load_inputs([write(tmp_path, "dump.yaml", DUMP)])
-    assert [o.metadata.name for o in inputs.objects] == ["default-flavor"]
+    assert [(o.KIND, o.metadata.name) for o in inputs.objects] == [("ResourceFlavor", "default-flavor"), ("Cohort", "all")]
     assert inputs.skipped_line() == (
-        "skipped 5 objects of kinds the model does not use: 1 Cohort (kueue.x-k8s.io/v1beta2), "
+        "skipped 4 objects of kinds the model does not use: "
         "1 ConfigMap (v1), 1 Event (v1), 1 Pod (v1), 1 Widget (example.com/v1)")
     assert inputs.newest_timestamp == 1704067500  # the Event's 00:05, newer than every other time
 

@@ -13,7 +13,9 @@ import attrs
 import pytest
 from kueue_provreq import invariants as inv
 from kueue_provreq.api import constants as c
+from kueue_provreq.api.objects import KubeObject
 from kueue_provreq.api.provisioning import RetryStrategy
+from kueue_provreq.api.queues import ClusterQueue
 from kueue_provreq.api.workload import AdmissionCheckState, RequeueState
 from kueue_provreq.explore.search import EPOCH
 from kueue_provreq.world import World
@@ -33,6 +35,7 @@ from invariant_builders import (
     RETRY,
     WAIT_BROKEN,
     Replay,
+    base_objects,
     cond,
     good_world,
     replaced,
@@ -64,7 +67,14 @@ CASES: dict[str, Callable[[], tuple[World, inv.CheckContext]]] = {
     "pods_ready_timeout_enforced": lambda: (world_with(workload("wl", *NOT_READY)),
                                             inv.CheckContext(now=at(1800))),
     "no_stuck_workload": lambda: (world_with(workload("wl", *PENDING_WL, checks=(RETRY,))), QUIET),
+    # cq (2 cpu) alone in cohort eng: 3 cpu held is more than the cohort has
+    "cohort_quota_within_limits": lambda: (World([*in_cohort(base_objects()), workload(cpu=2), workload("wl2")]), CTX),
 }
+
+
+def in_cohort(objs: list[KubeObject]) -> list[KubeObject]:
+    return [attrs.evolve(o, spec=attrs.evolve(o.spec, cohort_name="eng")) if isinstance(o, ClusterQueue) else o
+            for o in objs]
 
 
 CASES.update(test_invariants_preemption.STATE_CASES)

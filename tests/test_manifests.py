@@ -324,9 +324,9 @@ def test_v1beta1_cluster_queue_checks_and_cohort() -> None:
     cq = load_object(data)
     assert isinstance(cq, ClusterQueue)
     assert cq.checks_with_flavors() == {"a": frozenset(), "b": frozenset()}
-    assert cq.spec.extra["cohortName"] == "all"
+    assert cq.spec.cohort_name == "all"
     ff = cq.spec.flavor_fungibility
-    assert ff is not None and (ff.when_can_preempt, ff.extra) == ("MayStopSearch", {"whenCanBorrow": "MayStopSearch"})
+    assert ff is not None and (ff.when_can_preempt, ff.when_can_borrow) == ("MayStopSearch", "MayStopSearch")
     assert "pendingWorkloadsStatus" not in cq.status.extra
     v1 = dump_object(cq, V1B1)
     assert v1["spec"]["cohort"] == "all" and "cohortName" not in v1["spec"]

@@ -105,7 +105,7 @@ def test_message_names_the_preemptor_and_the_queue_path(job_uid: str | None, exp
         import attrs
         from kueue_provreq.api.frozen import FrozenMap
         wl = attrs.evolve(wl, metadata=attrs.evolve(wl.metadata, labels=FrozenMap({c.LABEL_JOB_UID: job_uid})))
-    assert preemption.preemption_message(wl, "cq") == (
+    assert preemption.preemption_message(wl, c.REASON_IN_CLUSTER_QUEUE, "/cq", "/cq") == (
         f"Preempted to accommodate a workload (UID: uid-p, JobUID: {expected}) due to prioritization in the "
         "ClusterQueue; preemptor path: /cq; preemptee path: /cq")
 
@@ -114,14 +114,15 @@ def test_issue_evicts_with_the_preempted_condition_events_and_metrics() -> None:
     victim, _ = held("victim", 2, priority=1)
     preemptor = workload("p", uid="uid-p", priority=10)
     txn = Txn(World([victim, preemptor]), Time(T0 + 5))
-    assert preemption.issue(txn, preemptor, [victim], "cq") == (1, None)
+    assert preemption.issue(txn, preemptor, preemption.within_queue([victim], "cq"), "cq") == (1, None)
     [update] = [e for e in txn.effects if isinstance(e, Update)]
     new = update.obj
     assert isinstance(new, Workload)
     evicted, preempted = new.condition(c.WORKLOAD_EVICTED), new.condition(c.WORKLOAD_PREEMPTED)
     assert evicted is not None and (evicted.status, evicted.reason) == (c.TRUE, "Preempted")
     assert preempted is not None and (preempted.status, preempted.reason) == (c.TRUE, "InClusterQueue")
-    assert evicted.message == preempted.message == preemption.preemption_message(preemptor, "cq")
+    assert evicted.message == preempted.message == preemption.preemption_message(
+        preemptor, c.REASON_IN_CLUSTER_QUEUE, "/cq", "/cq")
     assert [t.trigger for t in update.transitions] == ["evict"]
     events = [(e.reason, e.name) for e in txn.effects if isinstance(e, Event)]
     assert events == [("EvictedDueToPreempted", "victim"), ("Preempted", "victim"), ("PreemptedWorkload", "p")]
@@ -136,5 +137,5 @@ def test_issue_evicts_with_the_preempted_condition_events_and_metrics() -> None:
 def test_issue_leaves_an_evicted_target_alone_and_counts_it() -> None:
     victim, _ = held("victim", 2, priority=1, evicted=True)
     txn = Txn(World([victim]), Time(T0))
-    assert preemption.issue(txn, PREEMPTOR, [victim], "cq") == (1, None)
+    assert preemption.issue(txn, PREEMPTOR, preemption.within_queue([victim], "cq"), "cq") == (1, None)
     assert txn.effects == []

@@ -139,7 +139,7 @@ def test_request_above_nominal_quota_never_fits_and_settles() -> None:
     world = setup(workload("big", "5"))
     result = cycle(world)
     message = ("couldn't assign flavors to pod set main: insufficient quota for cpu in flavor default, "
-               "request > maximum capacity (5 > 4)")
+               "previously considered podsets requests (0) + current podset request (5) > maximum capacity (4)")
     wl = get(world, "big")
     assert cond(wl, c.WORKLOAD_QUOTA_RESERVED) == ("False", "ExceedsMaxQuota", message)
     assert cond(wl, c.WORKLOAD_ADMITTED) == ("False", "NoReservation", "The workload has no reservation")

@@ -6,12 +6,14 @@ import csv
 import json
 from pathlib import Path
 
+import attrs
 import pytest
 import yaml
 from kueue_provreq import cli
 from kueue_provreq.simulation import load_document, parse, simulate
 from kueue_provreq.simulation.output import summary_json, workloads_csv
 from kueue_provreq.simulation.run import GANTT_LIMIT, Report
+from kueue_provreq.simulation.settings import apply, parse_setting
 
 from builders import EXAMPLES, SETUP, job, objects, simulation_file
 
@@ -203,3 +205,21 @@ def test_a_world_forgets_the_owners_of_what_it_deleted() -> None:
         world.apply(Delete(wl.KIND, wl.metadata.namespace, wl.metadata.name))
     assert world.objects(c.PROVISIONING_REQUEST) == world.objects(c.POD_TEMPLATE) == []
     assert world._owned_by_name == {} and world._dependents == {}
+
+
+def test_three_teams_borrowing_from_a_pool_get_figures_per_queue() -> None:
+    """The per-queue figures add up to the totals, and leaving the pool changes them: team A,
+    with more work than its own quota holds, waits longer alone."""
+    path = EXAMPLES / "three-teams-gpu-pool.yaml"
+    shared = run(path, count=60).summary
+    queues = shared.cluster_queues
+    assert sorted(queues) == ["team-a", "team-b", "team-c"]
+    assert sum(q.workloads for q in queues.values()) == shared.workloads
+    assert sum(q.finished for q in queues.values()) == shared.finished
+    assert sum(sum(q.reserved_waiting_quota_seconds.values()) for q in queues.values()) == \
+        sum(shared.reserved_waiting_quota_seconds.values())
+    document = load_document(path)
+    setting = parse_setting("setup.manifests[2].spec.cohortName=solo-a")
+    data = apply(document.data, [(setting, "solo-a")])
+    alone = simulate(parse(attrs.evolve(document, data=data), count=60)).summary.cluster_queues
+    assert (alone["team-a"].admission_latency.p90 or 0) > (queues["team-a"].admission_latency.p90 or 0)

@@ -103,6 +103,8 @@ def guards_of(wl: Workload, trigger: W, what: Mapping[str, Any]) -> dict[Guard, 
                 Guard.PREEMPTIONS_PENDING: what["preemptions_pending"]}
     if trigger in (W.REVOKE_RESERVATION, W.UNSET_QUOTA, W.SET_ASIDE):
         return {Guard.DEACTIVATED: not wl.is_active, Guard.BACKOFF: held_back(wl)}
+    if trigger is W.SET_ASIDE:  # the workload controller's, for a queue stopped or gone
+        return {Guard.BACKOFF: held_back(wl)}
     if trigger is W.RELEASE_QUOTA:
         rs = wl.status.requeue_state
         return {Guard.DEACTIVATED: not wl.is_active,
@@ -116,9 +118,12 @@ def guards_of(wl: Workload, trigger: W, what: Mapping[str, Any]) -> dict[Guard, 
 
 def _applies(wl: Workload, trigger: W) -> bool:
     """The callers' preconditions beyond the declared source phases: the scheduler revokes only
-    active reservations, and a workload is admitted only when its checks are all Ready."""
+    active reservations, the workload controller sets aside only active ones, and a workload
+    is admitted only when its checks are all Ready."""
     if trigger is W.REVOKE_RESERVATION:
         return wl.is_active
+    if trigger is W.SET_ASIDE and not wl.is_active:
+        return False  # the workload controller deactivates an inactive one first
     if trigger is W.ADMIT:
         return all_checks_ready(wl)
     return (workload_phase(wl), trigger) in WORKLOAD_MACHINE.by_key
@@ -200,6 +205,8 @@ def test_a_write_whose_phase_is_not_the_fires_target_is_refused() -> None:
 _PHASE_CONDITIONS = {"WORKLOAD_FINISHED", "WORKLOAD_QUOTA_RESERVED", "WORKLOAD_ADMITTED", "WORKLOAD_EVICTED",
                      "WORKLOAD_REQUEUED"}
 _CONDITION_WRITERS = {"set_cond", "set_condition", "_set", "condition"}
+_OTHER_MACHINES = {"ADMISSION_CHECK_MACHINE", "PROVISIONING_REQUEST_MACHINE"}
+"""The machines a controller may fire itself: a check's or a request's state is no phase."""
 
 
 def _phase_writes_by_hand(tree: ast.AST) -> Iterator[tuple[int, str]]:
@@ -222,7 +229,8 @@ def _phase_writes_by_hand(tree: ast.AST) -> Iterator[tuple[int, str]]:
         if not isinstance(node, ast.Call):
             continue
         func = _name(node.func)
-        if func in ("Transition", "fire"):
+        receiver = _name(node.func.value) if isinstance(node.func, ast.Attribute) else None
+        if func == "Transition" or func == "fire" and receiver not in _OTHER_MACHINES:
             yield node.lineno, f"{func}(...)"
         if func in _CONDITION_WRITERS:
             types = {n for a in node.args if (n := _name(a)) is not None}
@@ -257,6 +265,7 @@ def reconcile(wl, now):
     spec = evolve(wl.spec, active=False)
     record = Transition("workload", "Pending", "admit", "Admitted")
     new, ok = write_workload(wl, WorkloadTrigger.ADMIT, now=now)
+    check = ADMISSION_CHECK_MACHINE.fire(state, trigger)
 '''
     found = sorted(_phase_writes_by_hand(ast.parse(by_hand)))
     assert found == [(3, "WorkloadTrigger.ADMIT outside write_workload"), (3, "fire(...)"),

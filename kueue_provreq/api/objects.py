@@ -16,12 +16,13 @@ from kueue_provreq.api.provisioning import (
 from kueue_provreq.api.queues import (
     AdmissionCheck,
     ClusterQueue,
+    Cohort,
     LocalQueue,
     ResourceFlavor,
 )
 from kueue_provreq.api.workload import Workload
 
-KubeObject = (Workload | ClusterQueue | LocalQueue | ResourceFlavor | AdmissionCheck | ProvisioningRequestConfig
+KubeObject = (Workload | ClusterQueue | Cohort | LocalQueue | ResourceFlavor | AdmissionCheck | ProvisioningRequestConfig
               | ProvisioningRequest | PodTemplate | Job | JobSet | PyTorchJob)
 
 JobObject = Job | JobSet | PyTorchJob
@@ -30,7 +31,7 @@ JobObject = Job | JobSet | PyTorchJob
 JOB_KINDS: tuple[str, ...] = (c.JOB, c.JOBSET, c.PYTORCH_JOB)
 
 KINDS: dict[str, type[KubeObject]] = {
-    cls.KIND: cls for cls in (Workload, ClusterQueue, LocalQueue, ResourceFlavor, AdmissionCheck,
+    cls.KIND: cls for cls in (Workload, ClusterQueue, Cohort, LocalQueue, ResourceFlavor, AdmissionCheck,
                               ProvisioningRequestConfig, ProvisioningRequest, PodTemplate, Job, JobSet,
                               PyTorchJob)
 }
@@ -39,6 +40,7 @@ KINDS: dict[str, type[KubeObject]] = {
 RESOURCE_NAMES: dict[str, str] = {
     c.WORKLOAD: "workloads.kueue.x-k8s.io",
     c.CLUSTER_QUEUE: "clusterqueues.kueue.x-k8s.io",
+    c.COHORT: "cohorts.kueue.x-k8s.io",
     c.LOCAL_QUEUE: "localqueues.kueue.x-k8s.io",
     c.RESOURCE_FLAVOR: "resourceflavors.kueue.x-k8s.io",
     c.ADMISSION_CHECK: "admissionchecks.kueue.x-k8s.io",

@@ -1,4 +1,4 @@
-"""ClusterQueue, LocalQueue, ResourceFlavor and AdmissionCheck (storage version v1beta2)."""
+"""ClusterQueue, Cohort, LocalQueue, ResourceFlavor and AdmissionCheck (storage version v1beta2)."""
 
 from __future__ import annotations
 
@@ -19,6 +19,10 @@ STOPPING_POLICIES = frozenset({c.STOP_POLICY_HOLD, c.STOP_POLICY_HOLD_AND_DRAIN}
 class ResourceQuota:
     name: str
     nominal_quota: Quantity
+    borrowing_limit: Quantity | None = None
+    """How much more than its quota a node may take from its parent; None: no limit."""
+    lending_limit: Quantity | None = None
+    """How much of its quota a node lends to its parent; None: all of it."""
     extra: FrozenMap[str, Json] = EMPTY
 
 
@@ -48,19 +52,32 @@ class AdmissionChecksStrategy:
 
 
 @attrs.frozen
+class BorrowWithinCohort:
+    """``spec.preemption.borrowWithinCohort``: whether a preemptor may borrow while it reclaims,
+    and from candidates up to which priority."""
+
+    policy: str = c.PREEMPTION_POLICY_NEVER
+    max_priority_threshold: int | None = None
+    extra: FrozenMap[str, Json] = EMPTY
+
+
+@attrs.frozen
 class ClusterQueuePreemption:
-    """``spec.preemption``: only preemption within the queue is modelled (cohorts are not)."""
+    """``spec.preemption``: within the queue, and in its cohort (reclaiming what others borrow,
+    borrowing while preempting)."""
 
     within_cluster_queue: str = c.PREEMPTION_POLICY_NEVER
+    reclaim_within_cohort: str = c.PREEMPTION_POLICY_NEVER
+    borrow_within_cohort: BorrowWithinCohort | None = None
     extra: FrozenMap[str, Json] = EMPTY
-    """``reclaimWithinCohort``, ``borrowWithinCohort``: kept, not acted on (no cohorts)."""
 
 
 @attrs.frozen
 class FlavorFungibility:
     """``spec.flavorFungibility``: whether the flavor search goes on past a flavor that needs
-    preemption (``whenCanPreempt``); ``whenCanBorrow`` only matters in a cohort."""
+    preemption (``whenCanPreempt``) or borrowing (``whenCanBorrow``)."""
 
+    when_can_borrow: str = c.MAY_STOP_SEARCH
     when_can_preempt: str = c.TRY_NEXT_FLAVOR
     extra: FrozenMap[str, Json] = EMPTY
 
@@ -68,6 +85,8 @@ class FlavorFungibility:
 @attrs.frozen(cache_hash=True)
 class ClusterQueueSpec:
     resource_groups: tuple[ResourceGroup, ...] = ()
+    cohort_name: str = ""
+    """The cohort it lends to and borrows from; empty: none."""
     admission_checks_strategy: AdmissionChecksStrategy | None = None
     queueing_strategy: str = c.BEST_EFFORT_FIFO
     stop_policy: str | None = None
@@ -93,13 +112,32 @@ class ClusterQueueSpec:
         ff = self.flavor_fungibility
         return ff.when_can_preempt if ff is not None else c.TRY_NEXT_FLAVOR
 
+    @property
+    def when_can_borrow(self) -> str:
+        """``flavorFungibility.whenCanBorrow``, defaulted."""
+        ff = self.flavor_fungibility
+        return ff.when_can_borrow if ff is not None else c.MAY_STOP_SEARCH
+
+    @property
+    def reclaim_within_cohort(self) -> str:
+        """``preemption.reclaimWithinCohort``, defaulted."""
+        return self.preemption.reclaim_within_cohort if self.preemption is not None else c.PREEMPTION_POLICY_NEVER
+
+    @property
+    def borrow_within_cohort(self) -> BorrowWithinCohort:
+        """``preemption.borrowWithinCohort``, defaulted."""
+        p = self.preemption
+        return p.borrow_within_cohort if p is not None and p.borrow_within_cohort is not None \
+            else BorrowWithinCohort()
+
 
 @attrs.frozen
 class ResourceUsage:
     name: str
     total: Quantity = Quantity.parse("0")
     borrowed: Quantity | None = None
-    """Usage above the nominal quota: only ever written for a queue in a cohort."""
+    """Usage above the nominal quota; upstream always writes it (``"0"`` outside a cohort: a zero
+    Quantity is not omitted), None only where an input left it out."""
 
 
 @attrs.frozen
@@ -143,6 +181,31 @@ class ClusterQueue:
         every = frozenset(self.flavor_names())
         return {r.name: frozenset(r.on_flavors) if r.on_flavors else every
                 for r in rules.admission_checks}
+
+
+@attrs.frozen
+class CohortSpec:
+    parent_name: str = ""
+    """The cohort it lends to and borrows from; empty: a root."""
+    resource_groups: tuple[ResourceGroup, ...] = ()
+    """Quota of its own, shared by everything under it."""
+    extra: FrozenMap[str, Json] = EMPTY
+
+
+@attrs.frozen(cache_hash=True)
+class Cohort:
+    """``kueue.x-k8s.io`` Cohort: a node of the cohort tree with its own quota and a parent.
+    A cohort a ClusterQueue or another Cohort names exists without an object (no quota, a
+    root)."""
+
+    KIND: ClassVar[str] = c.COHORT
+    kind: ClassVar[str] = c.COHORT
+    NAMESPACED: ClassVar[bool] = False
+
+    metadata: ObjectMeta
+    spec: CohortSpec = CohortSpec()
+    status: FrozenMap[str, Json] = EMPTY
+    extra: FrozenMap[str, Json] = EMPTY
 
 
 @attrs.frozen
@@ -242,3 +305,13 @@ class AdmissionCheck:
     spec: AdmissionCheckSpec = AdmissionCheckSpec()
     status: AdmissionCheckStatus = AdmissionCheckStatus()
     extra: FrozenMap[str, Json] = EMPTY
+
+
+def cohort_names(obj: object) -> tuple[str, ...]:
+    """The cohorts an object names (a ClusterQueue's cohort, a Cohort's parent): they exist
+    whether or not a Cohort object does."""
+    if isinstance(obj, ClusterQueue) and obj.spec.cohort_name:
+        return (obj.spec.cohort_name,)
+    if isinstance(obj, Cohort) and obj.spec.parent_name:
+        return (obj.spec.parent_name,)
+    return ()

@@ -59,6 +59,10 @@ def register(subparsers: argparse._SubParsersAction[options.Parser]) -> None:
                         "higher priority and arrives at any moment, and the quota (one pod unless --quota) "
                         "makes it preempt the first; under kep-993-preemption the checks are "
                         "AfterCheckPassedOrOnDemand")
+    p.add_argument("--cohort", action="store_true",
+                   help="a second ClusterQueue (cq2, no checks) in cohort team with cq lends it its quota: cq "
+                        "holds one pod (or --quota) and borrows the rest; with --preemption, cq holds none, the "
+                        "first workload borrows cq2's pod, and the second arrives in cq2 to reclaim it")
     p.add_argument("--max-states", type=int, default=None, help="stop after this many states")
     p.add_argument("--scenario-out", type=Path, default=None,
                    help="write the counterexample scenario there instead of to stdout")
@@ -88,7 +92,8 @@ def run(args: argparse.Namespace) -> int:
     opts = Options(workloads=args.workloads, checks=args.checks, depth=args.depth,
                    backoff_limit=args.backoff_limit, keep_quota=args.keep_quota, semantics=args.semantics,
                    granularity=args.granularity, symmetry=not args.no_symmetry, max_states=args.max_states,
-                   quota=args.quota, outcomes=args.outcomes, preemption=args.preemption)
+                   quota=args.quota, outcomes=args.outcomes, preemption=args.preemption,
+                   cohort=args.cohort)
     start = time.perf_counter()
 
     def progress(depth: int, states: int) -> None:

@@ -51,6 +51,7 @@ EVENT = "Event"
 
 RESOURCES: dict[str, Resource] = {r.kind: r for r in (
     Resource(c.CLUSTER_QUEUE, c.KUEUE_GROUP, "v1beta2", "clusterqueues", False),
+    Resource(c.COHORT, c.KUEUE_GROUP, "v1beta2", "cohorts", False),
     Resource(c.LOCAL_QUEUE, c.KUEUE_GROUP, "v1beta2", "localqueues", True),
     Resource(c.RESOURCE_FLAVOR, c.KUEUE_GROUP, "v1beta2", "resourceflavors", False),
     Resource(c.ADMISSION_CHECK, c.KUEUE_GROUP, "v1beta2", "admissionchecks", False),
@@ -67,7 +68,7 @@ RESOURCES: dict[str, Resource] = {r.kind: r for r in (
 #: The kinds a snapshot reads, in the order they are listed (configuration first, then the
 #: objects that refer to it), which is also the order ``kubectl get`` users would write them.
 SNAPSHOT_KINDS: tuple[str, ...] = (
-    c.RESOURCE_FLAVOR, c.ADMISSION_CHECK, c.PROVISIONING_REQUEST_CONFIG, c.CLUSTER_QUEUE,
+    c.RESOURCE_FLAVOR, c.ADMISSION_CHECK, c.PROVISIONING_REQUEST_CONFIG, c.COHORT, c.CLUSTER_QUEUE,
     c.LOCAL_QUEUE, c.JOB, c.JOBSET, c.PYTORCH_JOB, c.WORKLOAD, c.PROVISIONING_REQUEST, c.POD_TEMPLATE,
 )
 

@@ -34,22 +34,36 @@ from kueue_provreq.controllers.usage import Usage
 from kueue_provreq.world import NOTHING, Result, Txn, World
 
 
-def flavor_usage(cq: ClusterQueue, used: Usage, current: tuple[FlavorUsage, ...] = ()) -> tuple[FlavorUsage, ...]:
+def flavor_usage(cq: ClusterQueue, used: Usage, current: tuple[FlavorUsage, ...] = (),
+                 with_borrowed: bool = True) -> tuple[FlavorUsage, ...]:
     """``Cache.getUsage``: one entry per flavor of the queue's resource groups (in their order),
-    each with every resource its group covers (sorted by name) and the total of ``used`` (what
-    the queue's workloads hold) of it; ``borrowed`` is only written for a queue in a cohort, so
-    never here.  ``current`` (what the status says) is returned when it says just that: the
-    reconcile runs on every change of the counts, mostly to find the usage as it was."""
+    each with every resource its group covers (sorted by name), the total of ``used`` (what
+    the queue's workloads hold) of it and what of it is ``borrowed`` (above the nominal quota;
+    ``0`` for a queue without a cohort, and written all the same: Go does not omit a zero
+    Quantity).  ``current`` (what the status says) is returned when it says just that: the
+    reconcile runs on every change of the counts, mostly to find the usage as it was.
+    ``with_borrowed=False`` gives a LocalQueue's shape (``LocalQueueResourceUsage``: name and
+    total only)."""
     zero = Decimal(0)
+    in_cohort = bool(cq.spec.cohort_name)
+    nominal = {(f.name, r.name): r.nominal_quota.value
+               for g in cq.spec.resource_groups for f in g.flavors for r in f.resources} if in_cohort else {}
     layout = [(flavor.name, sorted(group.covered_resources))
               for group in cq.spec.resource_groups for flavor in group.flavors]
+
+    def borrowed(fr: tuple[str, str]) -> Decimal:
+        return max(zero, used.get(fr, zero) - nominal.get(fr, zero)) if in_cohort else zero
+
     if len(current) == len(layout) and all(
             have.name == flavor and len(have.resources) == len(names) and all(
-                r.name == name and r.borrowed is None and r.total.value == used.get((flavor, name), zero)
+                r.name == name and (r.borrowed is not None and r.borrowed.value == borrowed((flavor, name))
+                                    if with_borrowed else r.borrowed is None)
+                and r.total.value == used.get((flavor, name), zero)
                 for r, name in zip(have.resources, names, strict=True))
             for have, (flavor, names) in zip(current, layout, strict=True)):
         return current
-    return tuple(FlavorUsage(flavor, tuple(ResourceUsage(name, Quantity.of(used.get((flavor, name), zero)))
+    return tuple(FlavorUsage(flavor, tuple(ResourceUsage(name, Quantity.of(used.get((flavor, name), zero)),
+                                                         Quantity.of(borrowed((flavor, name))) if with_borrowed else None)
                                            for name in names))
                  for flavor, names in layout)
 

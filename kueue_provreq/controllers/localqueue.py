@@ -75,5 +75,7 @@ def _counted(world: World, lq: LocalQueue, cq: ClusterQueue | None, ctx: Context
     return evolve(status, pending_workloads=pending,
                   reserving_workloads=index.lq_holding.get(ref, 0),
                   admitted_workloads=index.lq_admitted.get(ref, 0),
-                  flavors_reservation=flavor_usage(cq, index.lq_used.get(ref, _EMPTY), status.flavors_reservation),
-                  flavors_usage=flavor_usage(cq, index.lq_admitted_used.get(ref, _EMPTY), status.flavors_usage))
+                  flavors_reservation=flavor_usage(cq, index.lq_used.get(ref, _EMPTY), status.flavors_reservation,
+                                                   False),
+                  flavors_usage=flavor_usage(cq, index.lq_admitted_used.get(ref, _EMPTY), status.flavors_usage,
+                                             False))

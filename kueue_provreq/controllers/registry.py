@@ -127,6 +127,7 @@ _CONFIGURATION = (
     Watch(c.RESOURCE_FLAVOR, Route.ALL),
     Watch(c.ADMISSION_CHECK, Route.ALL, unless_written_by=Actor.ADMISSION_CHECK),
     Watch(c.PROVISIONING_REQUEST_CONFIG, Route.ALL),
+    Watch(c.COHORT, Route.ALL),  # a cohort cycle made or broken makes its queues inactive or active
 )
 
 

@@ -40,17 +40,34 @@ issues the preemptions whose preemptor's checks now allow them, takes back reser
 preemptions can no longer happen, and admits the reservations whose checks are all Ready once
 they fit beside what may still run.
 
-Not modelled: cohorts and borrowing (so no reclaim within a cohort, no borrowing while
-preempting, no fair sharing), topology, node affinity and taints against flavors, namespace
-selectors, ``status.resourceRequests``, and the "Flavors considered" suffix of the
-``QuotaReserved`` event.  Upstream emits the Warning of a set-aside workload on every cycle; the
-model emits it only when the ``QuotaReserved`` condition changes, so that repeated cycles
+**Cohorts** (:mod:`~kueue_provreq.controllers.cohorts`): a queue in a cohort takes what the
+cycle's cohort tree says it may (its own quota, what the others lend, within borrowing and
+lending limits); each flavor is tried at a *borrowing level* (0: within the queue's nominal
+quota, else the height of the lowest cohort whose quota holds it), ``whenCanBorrow:
+MayStopSearch`` stops at the first flavor that fits by borrowing and ``TryNextFlavor`` goes on
+looking for one that fits with less, and the ``QuotaReserved`` event ends with "; Flavors
+considered: ..." (every flavor tried that did not simply fit without borrowing).  Preemption in
+a cohort (``reclaimWithinCohort``, ``borrowWithinCohort``) is
+:class:`~kueue_provreq.controllers.preemption.CohortView`'s.  A queue whose cohort has a cycle
+admits nothing ("ClusterQueue <cq> is inactive").  Upstream takes one head per queue per cycle
+and tries first the heads that need no borrowing, then by priority and queue time; the model
+walks a cohort's queues twice per cycle: first each queue up to its first workload that would
+borrow, then the rest one workload at a time across the queues, always the queues' next
+workload with the highest priority, then the earliest in queue order.  So borrowing never goes
+before a workload within its queue's quota, and the spare quota goes to the higher priority;
+upstream also prefers, among borrowing heads, the one borrowing from the lower cohort level,
+which the model does not.
+
+Not modelled: fair sharing and ``flavorFungibility.preference``, KEP-993 reservations in a
+cohort, topology, node affinity and taints against flavors, namespace selectors and
+``status.resourceRequests``.  Upstream emits the Warning of a set-aside workload on every cycle;
+the model emits it only when the ``QuotaReserved`` condition changes, so that repeated cycles
 settle.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from decimal import ROUND_CEILING, Decimal
 
 import attrs
@@ -63,7 +80,7 @@ from kueue_provreq.api.objects import Key, key_of
 from kueue_provreq.api.quantity import Quantity
 from kueue_provreq.api.queues import ClusterQueue
 from kueue_provreq.api.workload import Admission, PodSet, PodSetAssignment, Workload
-from kueue_provreq.controllers import kep993, preemption, queues, workload_status
+from kueue_provreq.controllers import cohorts, kep993, preemption, queues, workload_status
 from kueue_provreq.controllers.activity import inactive_reason
 from kueue_provreq.controllers.context import Context
 from kueue_provreq.controllers.usage import FlavorResource, Usage, podset_requests
@@ -71,12 +88,18 @@ from kueue_provreq.machines import Guard, Transition, WorkloadTrigger, write_wor
 from kueue_provreq.machines.phases import held_back
 from kueue_provreq.world import NOTHING, Result, Txn, World, truncate
 
-# Flavor assignment modes, ordered from worst to best as upstream's granular modes: no fit, short
-# of quota with no preemption candidates, short with candidates (preemption can make room), fit.
-_NO_FIT, _NO_CANDIDATES, _PREEMPT, _FIT = 0, 1, 2, 3
+# Flavor assignment modes, ordered from worst to best as upstream's preemption modes: no fit,
+# short of quota with no preemption candidates, short with candidates in the queue (preemption
+# can make room), short with candidates only in other queues of the cohort (reclaim), fit.
+_NO_FIT, _FIT = 0, 4
+_NO_CANDIDATES, _PREEMPT, _RECLAIM = preemption.NO_CANDIDATES, preemption.PREEMPT, preemption.RECLAIM
+_MODE_NAMES = {_NO_FIT: "NoFit", _NO_CANDIDATES: "Preempt", _PREEMPT: "Preempt", _RECLAIM: "Preempt", _FIT: "Fit"}
+_POSSIBILITY_NAMES = {_NO_CANDIDATES: "NoCandidates", _PREEMPT: "Preempt", _RECLAIM: "Reclaim"}
+_NO_BORROW_LEVEL = 1 << 30
 
-Oracle = Callable[[FlavorResource, Decimal], bool]
-"""``SimulatePreemption``: whether preemption could free this much of a flavor's resource."""
+Oracle = Callable[[FlavorResource, Decimal], int]
+"""``SimulatePreemption``: whether preemption could free this much of a flavor's resource
+(``_PREEMPT``, ``_RECLAIM`` when every target is in another queue, else ``_NO_CANDIDATES``)."""
 _ZERO = Decimal(0)
 
 
@@ -156,6 +179,33 @@ class QuotaTable:
 
 
 @attrs.frozen
+class Attempt:
+    """One flavor tried for one podset (``FlavorAssignmentAttempt``)."""
+
+    flavor: str
+    mode: int
+    borrow: int = 0
+    reasons: tuple[str, ...] = ()
+
+    def text(self) -> str:
+        mode = _MODE_NAMES[self.mode] if self.mode not in _POSSIBILITY_NAMES \
+            else f"preemptionMode={_POSSIBILITY_NAMES[self.mode]}"
+        borrow = f";borrow={self.borrow}" if self.borrow > 0 else ""
+        reasons = ";" + ";".join(self.reasons) if self.reasons else ""
+        return f"{self.flavor}({mode}{borrow}{reasons})"
+
+
+@attrs.frozen
+class Cohort:
+    """What the flavor assigner sees of a queue in a cohort: the cycle's tree, the queue's
+    node, and whether its policy lets it preempt while borrowing."""
+
+    tree: cohorts.Tree
+    node: cohorts.Node
+    preempt_while_borrowing: bool
+
+
+@attrs.frozen
 class Assignment:
     """The flavor assigner's answer: podset assignments when the workload fits, else the
     ``QuotaReserved=False`` reason and message; when it is short of quota (``WaitingForQuota``),
@@ -166,6 +216,20 @@ class Assignment:
     message: str = ""
     needs: frozenset[FlavorResource] = frozenset()
     """The flavors' resources short of quota (upstream's ``flavorResourcesNeedPreemption``)."""
+    attempts: tuple[tuple[str, tuple[Attempt, ...]], ...] = ()
+    """Per podset, the flavors tried (``FlavorAssignmentAttempts``), for the event."""
+    borrows: int = 0
+    """The borrowing level of the assignment (0: within the queue's nominal quota)."""
+
+    def considered(self) -> str:
+        """``FormatFlavorAssignmentAttemptsForEvents``: per podset, every flavor tried that did
+        not simply fit without borrowing."""
+        parts = []
+        for podset, attempts in self.attempts:
+            shown = [a.text() for a in attempts if a.mode != _FIT or a.borrow > 0]
+            if shown:
+                parts.append(f"{podset}: {', '.join(shown)}")
+        return " | ".join(parts)
 
     @property
     def wants(self) -> Usage:
@@ -178,43 +242,92 @@ class Assignment:
 
 
 def _try_flavor(flavor: str, resources: list[str], requests: Mapping[str, Decimal], own: Usage,
-                table: QuotaTable, used: Usage, oracle: Oracle | None) -> tuple[int, list[str]]:
-    """``fitsResourceQuota`` for each resource of one group in one flavor: above the nominal
-    quota never fits; above what is left needs preemption, which the ``oracle`` says could make
-    room or not (no oracle: it could not)."""
-    mode = _FIT
+                table: QuotaTable, used: Usage, oracle: Oracle | None,
+                cohort: Cohort | None) -> tuple[int, int, list[str], str, list[str]]:
+    """``fitsResourceQuota`` for each resource of one group in one flavor: the worst mode and
+    the largest borrowing level, the reasons, the reason it does not fit at all
+    (``ExceedsMaxQuota`` above the most the queue could hold, ``WaitingForQuota`` when it could
+    fit later) and the resources short of quota.  Outside a cohort the most the queue could
+    hold is its nominal quota; above what is left needs preemption, which the ``oracle`` says
+    could make room or not (no oracle: it could not).  In a cohort, the tree says what the
+    queue may take (borrowing included) and at which level it borrows; a flavor that would
+    borrow is tried for preemption only when the queue may reclaim below the root or preempt
+    while borrowing."""
+    mode, borrow = _FIT, 0
     reasons: list[str] = []
+    short: list[str] = []
     for name in resources:
-        want = requests[name] + own.get((flavor, name), _ZERO)
-        nominal = table.nominal.get((flavor, name), _ZERO)
-        if want > nominal:
+        fr = (flavor, name)
+        want = requests[name] + own.get(fr, _ZERO)
+        level = 0
+        if cohort is None:
+            nominal = table.nominal.get(fr, _ZERO)
+            capacity, available, may_try = nominal, max(_ZERO, nominal - used.get(fr, _ZERO)), True
+        else:
+            tree, node = cohort.tree, cohort.node
+            capacity, available = tree.potential(node, fr), tree.available(node, fr)
+            level, reclaim = tree.borrow_level(node, fr, want)
+            may_try = table.nominal.get(fr, _ZERO) >= want or reclaim or cohort.preempt_while_borrowing
+        if want > capacity:
             reasons.append(c.MSG_REQUEST_EXCEEDS_CAPACITY.format(
-                resource=name, flavor=flavor, request=format_amount(name, want),
-                capacity=format_amount(name, nominal)))
-            return _NO_FIT, reasons
-        available = max(_ZERO, nominal - used.get((flavor, name), _ZERO))
+                resource=name, flavor=flavor, assumed=format_amount(name, own.get(fr, _ZERO)),
+                request=format_amount(name, requests[name]), capacity=format_amount(name, capacity)))
+            return _NO_FIT, 0, reasons, c.REASON_EXCEEDS_MAX_QUOTA, short
+        borrow = max(borrow, level)
         if want > available:
             reasons.append(c.MSG_INSUFFICIENT_UNUSED_QUOTA.format(
                 resource=name, flavor=flavor, more=format_amount(name, want - available)))
-            candidates = oracle is not None and oracle((flavor, name), want)
-            mode = min(mode, _PREEMPT if candidates else _NO_CANDIDATES)
-    return mode, reasons
+            short.append(name)
+            if not may_try:
+                return _NO_FIT, borrow, reasons, c.REASON_WAITING_FOR_QUOTA, short
+            mode = min(mode, oracle(fr, want) if oracle is not None else _NO_CANDIDATES)
+    return mode, borrow, reasons, "", short
+
+
+def _preferred(a: tuple[int, int], b: tuple[int, int]) -> bool:
+    """``isPreferred`` (``BorrowingOverPreemption``): a fitting flavor is worse than none, one
+    without preemption candidates worse than any other; then the better mode, then the lower
+    borrowing level."""
+    if a[0] == _NO_FIT:
+        return False
+    if b[0] == _NO_FIT:
+        return True
+    if (a[0] == _NO_CANDIDATES) != (b[0] == _NO_CANDIDATES):
+        return a[0] != _NO_CANDIDATES
+    if a[0] != b[0]:
+        return a[0] > b[0]
+    return a[1] < b[1]
+
+
+def _try_next(mode: int, borrow: int, stop_at_preempt: bool, stop_at_borrow: bool) -> bool:
+    """``shouldTryNextFlavor``: go on past a flavor that does not fit, that needs preemption
+    (unless ``whenCanPreempt: MayStopSearch``) or borrowing (unless ``whenCanBorrow:
+    MayStopSearch``)."""
+    if mode in (_NO_FIT, _NO_CANDIDATES):
+        return True
+    if mode in (_PREEMPT, _RECLAIM) and not stop_at_preempt:
+        return True
+    return borrow > 0 and not stop_at_borrow
 
 
 def assign_flavors(wl: Workload, table: QuotaTable, used: Usage, counts: Sequence[int] | None = None,
-                   oracle: Oracle | None = None, stop_at_preempt: bool = False) -> Assignment:
-    """``FlavorAssigner.Assign`` without cohorts: podset by podset, each resource group takes
-    its first flavor where every requested resource of the group fits, else the best of those
-    tried (preemption with candidates, then without); earlier podsets' assignments count against
-    later ones.  ``counts`` (partial admission) replaces the podsets' counts; the ``oracle``
-    tells a flavor preemption can make room in from one it cannot; ``stop_at_preempt``
-    (``flavorFungibility.whenCanPreempt: MayStopSearch``) takes the first such flavor instead
-    of trying the next."""
+                   oracle: Oracle | None = None, stop_at_preempt: bool = False,
+                   cohort: Cohort | None = None, stop_at_borrow: bool = True) -> Assignment:
+    """``FlavorAssigner.Assign``: podset by podset, each resource group tries its flavors in
+    order and stops at the first one ``shouldTryNextFlavor`` does not go past (one that fits
+    without borrowing; one that fits by borrowing under ``whenCanBorrow: MayStopSearch``; one
+    preemption can make room in under ``whenCanPreempt: MayStopSearch``), else takes the best
+    of those tried (:func:`_preferred`); earlier podsets' assignments count against later ones.
+    ``counts`` (partial admission) replaces the podsets' counts; the ``oracle`` tells a flavor
+    preemption can make room in from one it cannot; ``cohort`` is the queue's place in its
+    cohort (None: the queue has only its nominal quota)."""
     own: Usage = {}
     assigned: list[PodSetAssignment] = []
     messages: list[str] = []
+    attempts: list[tuple[str, tuple[Attempt, ...]]] = []
     waiting = False
     needs: set[FlavorResource] = set()
+    borrows = 0
     counts_pods = "pods" in table.group_of
     for i, ps in enumerate(wl.spec.pod_sets):
         count = ps.count if counts is None else counts[i]
@@ -224,6 +337,7 @@ def assign_flavors(wl: Workload, table: QuotaTable, used: Usage, counts: Sequenc
         reasons: list[str] = []
         mode = _FIT
         failure: str | None = None
+        tried_here: dict[str, Attempt] = {}
         for name in names:
             if name in flavors:
                 continue
@@ -234,32 +348,39 @@ def assign_flavors(wl: Workload, table: QuotaTable, used: Usage, counts: Sequenc
             covered, group_flavors = table.groups[index]
             resources = [r for r in names if r in covered]
             best: str | None = None
-            best_mode = _NO_FIT
+            best_mode = (_NO_FIT, _NO_BORROW_LEVEL)
+            best_short: list[str] = []
             tried: list[str] = []
+            no_fit = c.REASON_EXCEEDS_MAX_QUOTA
             for flavor in group_flavors:
-                flavor_mode, why = _try_flavor(flavor, resources, requests, own, table, used, oracle)
-                if flavor_mode == _FIT:
-                    best, best_mode = flavor, _FIT
-                    tried.clear()
+                flavor_mode, level, why, why_not, short = _try_flavor(
+                    flavor, resources, requests, own, table, used, oracle, cohort)
+                if flavor_mode != _FIT or level > 0:  # a plain fit is never shown, merged or not
+                    _merge_attempt(tried_here, Attempt(flavor, flavor_mode, level, tuple(sorted(why))))
+                if flavor_mode == _NO_FIT and why_not == c.REASON_WAITING_FOR_QUOTA:
+                    no_fit = why_not
+                if not _try_next(flavor_mode, level, stop_at_preempt, stop_at_borrow):
+                    best, best_mode, best_short = flavor, (flavor_mode, level), short
+                    if flavor_mode != _FIT:
+                        tried.extend(why)
                     break
                 tried.extend(why)
-                if flavor_mode > best_mode:
-                    best, best_mode = flavor, flavor_mode
-                if flavor_mode == _PREEMPT and stop_at_preempt:
-                    break
+                if _preferred((flavor_mode, level), best_mode):
+                    best, best_mode, best_short = flavor, (flavor_mode, level), short
             if best is None:
-                reasons, failure = tried, c.REASON_EXCEEDS_MAX_QUOTA
+                reasons, failure = tried, no_fit
                 break
-            reasons.extend(tried)
-            mode = min(mode, best_mode)
+            reasons.extend(tried if best_mode[0] != _FIT else [])
+            mode = min(mode, best_mode[0])
+            borrows = max(borrows, best_mode[1])
             flavors.update({r: best for r in resources})
-            if best_mode != _FIT:
-                needs.update((best, r) for r in resources if requests[r] + own.get((best, r), _ZERO) >
-                             max(_ZERO, table.nominal.get((best, r), _ZERO) - used.get((best, r), _ZERO)))
+            needs.update((best, r) for r in best_short)
+        if tried_here:
+            attempts.append((ps.name, tuple(tried_here[f] for f in sorted(tried_here))))
         if failure is not None or mode != _FIT:
             messages.append(c.MSG_ASSIGN_FLAVORS_FAILED.format(podset=ps.name, reasons=", ".join(sorted(reasons))))
         if failure is not None:
-            return Assignment(reason=failure, message="; ".join(messages))
+            return Assignment(reason=failure, message="; ".join(messages), attempts=tuple(attempts))
         waiting = waiting or mode != _FIT
         for name, flavor in flavors.items():
             own[(flavor, name)] = own.get((flavor, name), _ZERO) + requests[name]
@@ -267,8 +388,20 @@ def assign_flavors(wl: Workload, table: QuotaTable, used: Usage, counts: Sequenc
             name=ps.name, flavors=_flavor_map(tuple((r, flavors[r]) for r in sorted(flavors))),
             resource_usage=_usage_map(tuple((r, requests[r]) for r in names)), count=count))
     if waiting:
-        return Assignment(tuple(assigned), c.REASON_WAITING_FOR_QUOTA, "; ".join(messages), frozenset(needs))
-    return Assignment(pod_sets=tuple(assigned))
+        return Assignment(tuple(assigned), c.REASON_WAITING_FOR_QUOTA, "; ".join(messages), frozenset(needs),
+                          tuple(attempts), borrows)
+    return Assignment(pod_sets=tuple(assigned), attempts=tuple(attempts), borrows=borrows)
+
+
+def _merge_attempt(into: dict[str, Attempt], attempt: Attempt) -> None:
+    """``mergeFlavorAttempts``: a flavor tried for several resource groups of a podset shows
+    its worst mode, its largest borrowing level and all its reasons."""
+    have = into.get(attempt.flavor)
+    if have is None:
+        into[attempt.flavor] = attempt
+        return
+    into[attempt.flavor] = Attempt(attempt.flavor, min(have.mode, attempt.mode), max(have.borrow, attempt.borrow),
+                                   tuple(sorted(set(have.reasons) | set(attempt.reasons))))
 
 
 def can_be_partially_admitted(wl: Workload) -> bool:
@@ -276,7 +409,8 @@ def can_be_partially_admitted(wl: Workload) -> bool:
     return any(ps.min_count is not None and ps.count > ps.min_count for ps in wl.spec.pod_sets)
 
 
-def reduced_assignment(wl: Workload, table: QuotaTable, used: Usage) -> Assignment | None:
+def reduced_assignment(wl: Workload, table: QuotaTable, used: Usage, cohort: Cohort | None = None,
+                       stop_at_borrow: bool = True) -> Assignment | None:
     """``PodSetReducer.Search``: the podsets' counts walk down together from ``count`` to
     ``minCount``, step ``i`` of ``total`` taking ``delta * i // total`` off each podset (``delta``
     its count less its minCount, ``total`` the sum of the deltas); a binary search
@@ -291,7 +425,7 @@ def reduced_assignment(wl: Workload, table: QuotaTable, used: Usage) -> Assignme
     while low < high:
         step = (low + high) // 2
         counts = [ps.count - d * step // total for ps, d in zip(wl.spec.pod_sets, deltas, strict=True)]
-        found = assign_flavors(wl, table, used, counts)
+        found = assign_flavors(wl, table, used, counts, cohort=cohort, stop_at_borrow=stop_at_borrow)
         if found.reason is None:
             best = (step, found)
             high = step
@@ -316,6 +450,26 @@ class _Cycle:
     """``checks_for_workload`` depends only on the queue and the assigned flavors."""
     not_ready: int = 0
     """Workloads holding quota without PodsReady=True (blockAdmission only)."""
+    held: dict[str, list[tuple[Workload, preemption.Amounts]]] = attrs.Factory(dict)
+    """Per queue, who holds what (read once per cycle, then kept as the cycle admits)."""
+
+    def holding_of(self, world: World, scan: queues.Scan, name: str) -> list[tuple[Workload, preemption.Amounts]]:
+        found = self.held.get(name)
+        if found is None:
+            found = self.held[name] = [(wl, scan.index.held(key_of(wl))) for wl in scan.holding(world, name)]
+        return found
+
+    def view(self, world: World, scan: queues.Scan, cq: ClusterQueue, table: QuotaTable,
+             holding: list[tuple[Workload, preemption.Amounts]],
+             cohort: Cohort | None) -> preemption.QueueView | preemption.CohortView:
+        """What a preemptor of this queue sees: the queue alone, or its cohort."""
+        spec, name = cq.spec, cq.metadata.name
+        if cohort is None:
+            return preemption.QueueView(tuple(holding), table.nominal, spec.within_cluster_queue,
+                                        self.ctx.config, self.ctx.now, name)
+        return preemption.CohortView(cohort.tree, name, lambda other: self.holding_of(world, scan, other),
+                                     spec.within_cluster_queue, spec.reclaim_within_cohort, spec.borrow_within_cohort,
+                                     self.ctx.config, self.ctx.now)
 
     def write(self, wl: Workload, fired: tuple[Transition, ...] = ()) -> bool:
         failed = self.txn.update(wl, fired)
@@ -342,7 +496,7 @@ class _Cycle:
             self.txn.event(c.EVENT_TYPE_WARNING, reason, message, wl)
 
     def admit(self, wl: Workload, cq: ClusterQueue, pod_sets: tuple[PodSetAssignment, ...],
-              preemptions_pending: bool = False) -> Workload | None:
+              preemptions_pending: bool = False, considered: str = "") -> Workload | None:
         """``admit`` / ``prepareWorkload`` and the events of ``recordWorkloadAdmissionMetrics``;
         ``preemptions_pending`` (KEP-993 only): the quota is still held by workloads being
         preempted, so the reservation is not admitted in the same write."""
@@ -367,19 +521,24 @@ class _Cycle:
         requeued = find_condition(wl.status.conditions, c.WORKLOAD_REQUEUED)
         queued_at = requeued.last_transition_time if requeued is not None else wl.metadata.creation_timestamp
         waited = now - (queued_at if queued_at is not None else now)
-        self.txn.event(c.EVENT_TYPE_NORMAL, c.EVENT_QUOTA_RESERVED, c.MSG_EVENT_QUOTA_RESERVED.format(cq=name, seconds=waited), new)
+        message = c.MSG_EVENT_QUOTA_RESERVED.format(cq=name, seconds=waited)
+        if considered:
+            message += c.MSG_FLAVORS_CONSIDERED.format(attempts=considered)
+        self.txn.event(c.EVENT_TYPE_NORMAL, c.EVENT_QUOTA_RESERVED, message, new)
         if new.is_admitted():
             self.txn.event(c.EVENT_TYPE_NORMAL, c.EVENT_ADMITTED, c.MSG_EVENT_ADMITTED.format(cq=name, seconds=0), new)
         return new
 
-    def assign(self, wl: Workload, table: QuotaTable, used: Usage, view: preemption.QueueView | None,
-               stop_at_preempt: bool) -> tuple[Assignment, list[Workload]]:
+    def assign(self, wl: Workload, table: QuotaTable, used: Usage,
+               view: preemption.QueueView | preemption.CohortView | None, stop_at_preempt: bool,
+               cohort: Cohort | None = None, stop_at_borrow: bool = True) -> tuple[Assignment, list[preemption.Target]]:
         """``getInitialAssignments``: the whole workload when it fits, or when it fits by
         preempting (with the targets, ``view`` being what the preemptor sees of the queue);
         else (partial admission) the largest counts that fit; else the whole workload's reason.
         Partial admission that needs preemption is not modelled."""
         oracle = view.oracle(wl) if view is not None else None
-        whole = assign_flavors(wl, table, used, oracle=oracle, stop_at_preempt=stop_at_preempt)
+        whole = assign_flavors(wl, table, used, oracle=oracle, stop_at_preempt=stop_at_preempt, cohort=cohort,
+                               stop_at_borrow=stop_at_borrow)
         if whole.reason is None:
             return whole, []
         if view is not None and whole.needs:
@@ -388,85 +547,151 @@ class _Cycle:
                 return whole, targets
         if not self.ctx.config.gate(c.GATE_PARTIAL_ADMISSION) or not can_be_partially_admitted(wl):
             return whole, []
-        return reduced_assignment(wl, table, used) or whole, []
+        return reduced_assignment(wl, table, used, cohort, stop_at_borrow) or whole, []
 
-    def walk(self, world: World, cq: ClusterQueue, pending: list[Workload], scan: queues.Scan) -> bool:
-        """Try one ClusterQueue's pending workloads in order; False when blockAdmission
-        stops the whole scheduling loop."""
+    def walk(self, world: World, cq: ClusterQueue, pending: list[Workload], scan: queues.Scan,
+             tree: cohorts.Tree | None = None, start: int = 0, defer: bool = False) -> tuple[bool, int | None]:
+        """Try one ClusterQueue's pending workloads in order (:meth:`walker` to the end)."""
+        steps = self.walker(world, cq, pending, scan, tree, start, defer)
+        try:
+            while True:
+                next(steps)
+        except StopIteration as done:
+            result: tuple[bool, int | None] = done.value
+            return result
+
+    def interleave(self, world: World, walks: list[tuple[ClusterQueue, list[Workload], int]], scan: queues.Scan,
+                   tree: cohorts.Tree) -> bool:
+        """The second pass over a cohort's queues: one workload at a time, always the head (of
+        the queues' next workloads) with the highest priority, then the earliest in queue order,
+        as upstream orders the heads it tries in a cycle; False when blockAdmission stops the
+        whole scheduling loop."""
+        heads: dict[str, tuple[int, Iterator[int], list[Workload]]] = {}
+
+        def advance(name: str, steps: Iterator[int], pending: list[Workload]) -> bool:
+            try:
+                heads[name] = (next(steps), steps, pending)
+            except StopIteration as done:
+                heads.pop(name, None)
+                go_on: bool = done.value[0]
+                return go_on
+            return True
+
+        for cq, pending, start in walks:
+            name = cq.metadata.name
+            if not advance(name, self.walker(world, cq, pending, scan, tree, start), pending):
+                return False
+        config = self.ctx.config
+
+        def order(name: str) -> tuple[int, int, str]:
+            index, _, pending = heads[name]
+            wl = pending[index]
+            return -preemption.priority(wl), workload_status.queue_order_timestamp(wl, config), name
+
+        while heads:
+            name = min(heads, key=order)
+            _, steps, pending = heads[name]
+            if not advance(name, steps, pending):
+                return False
+        return True
+
+    def walker(self, world: World, cq: ClusterQueue, pending: list[Workload], scan: queues.Scan,
+               tree: cohorts.Tree | None = None, start: int = 0,
+               defer: bool = False) -> Generator[int, None, tuple[bool, int | None]]:
+        """Try one ClusterQueue's pending workloads in order, from ``start``, yielding the index
+        of each before trying it; returns False when blockAdmission stops the whole scheduling
+        loop.  ``tree``: the cycle's cohort tree, which what the queue admits is added to (None
+        when no queue is in a cohort).  ``defer``: stop at the first workload that would borrow,
+        and return its index (the first pass of a cohort's queues, see :func:`schedule`)."""
         name = cq.metadata.name
         table = QuotaTable.of(cq)
+        node = cohorts.cq_node(name)
+        cohort = Cohort(tree, node, cq.spec.borrow_within_cohort.policy != c.PREEMPTION_POLICY_NEVER) \
+            if tree is not None and node in tree else None
         kep_993 = self.ctx.config.kep_993_preemption
-        preempts = cq.spec.within_cluster_queue != c.PREEMPTION_POLICY_NEVER
+        preempts = cq.spec.within_cluster_queue != c.PREEMPTION_POLICY_NEVER or (
+            cohort is not None and cq.spec.reclaim_within_cohort != c.PREEMPTION_POLICY_NEVER)
         # who holds what, one by one, only where preemption or KEP-993 asks (the queue's total
         # is kept by the index)
-        holding = [(wl, scan.index.held(key_of(wl))) for wl in scan.holding(world, name)] \
-            if kep_993 or preempts else []
-        used = dict(scan.index.used.get(name, {}))
+        holding = self.holding_of(world, scan, name) if kep_993 or preempts else []
+        used = cohort.tree.usage[node] if cohort is not None else dict(scan.index.used.get(name, {}))
         running = list(holding)  # what may still run, for KEP-993's admission (this cycle's join)
         if kep_993:
             holding, used = self.kep_993_pass(world, cq, table, holding)
         if not pending:
-            return True
+            return True, None
         problem = inactive_reason(world, cq)
-        if problem is not None:
+        if problem is not None or (cq.spec.cohort_name and cohort is None):  # under a cohort cycle
             for wl in pending:
                 self.park(wl, c.REASON_SUSPENDED, c.MSG_CQ_INACTIVE.format(cq=name))
-            return True
+            return True, None
         strict = cq.spec.queueing_strategy == c.STRICT_FIFO
         wfpr = self.ctx.config.wait_for_pods_ready
         block = wfpr is not None and wfpr.block_admission
         stop_at_preempt = cq.spec.when_can_preempt == c.MAY_STOP_SEARCH
+        stop_at_borrow = cq.spec.when_can_borrow == c.MAY_STOP_SEARCH
         # Workloads asking for the same podsets get the same answer until the usage changes
         # (upstream's SchedulingEquivalenceHashing); this keeps long queues of look-alikes cheap.
         # Who may be preempted depends on the preemptor, so a queue that preempts asks each one.
-        answers: dict[tuple[PodSet, ...], tuple[Assignment, list[Workload]]] = {}
-        for wl in pending:
+        answers: dict[tuple[PodSet, ...], tuple[Assignment, list[preemption.Target]]] = {}
+        for index in range(start, len(pending)):
+            yield index
+            wl = pending[index]
             if queues.has_failed_checks(wl):
                 self.park(wl, c.REASON_PENDING_EVALUATION, c.MSG_FAILED_ADMISSION_CHECKS)
             else:
-                view = preemption.QueueView(tuple(holding), table.nominal, cq.spec.within_cluster_queue,
-                                            self.ctx.config, self.ctx.now) if preempts else None
-                found, targets = answers.get(wl.spec.pod_sets) or self.assign(wl, table, used, view, stop_at_preempt)
+                view = self.view(world, scan, cq, table, holding, cohort) if preempts else None
+                found, targets = answers.get(wl.spec.pod_sets) or self.assign(
+                    wl, table, used, view, stop_at_preempt, cohort, stop_at_borrow)
                 if not preempts:
                     answers[wl.spec.pod_sets] = (found, targets)
+                if defer and found.borrows > 0 and (found.reason is None or targets):
+                    return True, index  # borrowing waits for every queue's heads within their quota
                 if targets and not kep_993:
-                    self.preempt(wl, cq, found, targets)
-                    return True  # the preemptor stays at the head until its targets release their quota
+                    self.preempt(wl, cq, found, targets, cohort.tree.path(node) if cohort is not None else None)
+                    return True, None  # the preemptor stays at the head until its targets release their quota
                 if found.reason is not None and not targets:
                     self.park(wl, found.reason, found.message)
                 elif block and self.not_ready:
                     self.park(wl, c.REASON_WAITING_FOR_PODS_READY, c.MSG_WAITING_FOR_PODS_READY)
-                    return False
+                    return False, None
                 elif (new := self.admit(wl, cq, found.pod_sets, kep_993 and kep993.preemptions_pending(
-                        wl, found.wants, running, table.nominal))) is not None:
+                        wl, found.wants, running, table.nominal), found.considered())) is not None:
                     answers.clear()
                     wants = found.wants
                     if targets:
-                        gone = {t.metadata.uid for t in targets}
+                        gone = {t.workload.metadata.uid for t in targets}
                         for target, held in holding:
                             if target.metadata.uid in gone:
-                                _subtract(used, held)
+                                if cohort is not None:
+                                    cohort.tree.add_all(node, held, -1)
+                                else:
+                                    _subtract(used, held)
                         holding = [pair for pair in holding if pair[0].metadata.uid not in gone]
                     if kep_993 or preempts:
                         holding.append((new, wants))
                         running.append((new, wants))
-                    for fr, value in wants.items():
-                        used[fr] = used.get(fr, _ZERO) + value
+                    if cohort is not None:
+                        cohort.tree.add_all(node, wants)
+                    else:
+                        for fr, value in wants.items():
+                            used[fr] = used.get(fr, _ZERO) + value
                     self.not_ready += 1
                     continue
             if strict:
                 break
-        return True
+        return True, None
 
     # --- preemption within the queue (default semantics) ------------------------------------------
 
-    def preempt(self, wl: Workload, cq: ClusterQueue, found: Assignment, targets: list[Workload]) -> None:
+    def preempt(self, wl: Workload, cq: ClusterQueue, found: Assignment, targets: list[preemption.Target],
+                path: str | None) -> None:
         """``IssuePreemptions`` and the preemptor's ``requeueAndUpdate``: ``QuotaReserved=False``
         ``WaitingForPreemptedWorkloads``, its assignment's message and "Pending the preemption of
         N workload(s)".  Without a reservation, it waits at the head of its queue (BestEffortFIFO
         keeps such a preemptor sticky, StrictFIFO keeps any head) until the targets release their
         quota, and is then admitted."""
-        preempted, error = preemption.issue(self.txn, wl, targets, cq.metadata.name)
+        preempted, error = preemption.issue(self.txn, wl, targets, cq.metadata.name, path)
         self.error = self.error or error
         self.park(wl, c.REASON_WAITING_FOR_PREEMPTED_WORKLOADS,
                   found.message + c.MSG_PENDING_PREEMPTION.format(count=preempted))
@@ -484,7 +709,8 @@ class _Cycle:
         for uid, targets in plan.claims.items():
             preemptor = by_uid[uid]
             if kep993.policy_allows(world, preemptor, cq):
-                _, error = preemption.issue(self.txn, preemptor, targets, cq.metadata.name)
+                _, error = preemption.issue(self.txn, preemptor, preemption.within_queue(targets, cq.metadata.name),
+                                            cq.metadata.name)
                 self.error = self.error or error
         for wl in plan.invalid:
             if not wl.is_admitted() and not wl.is_evicted():
@@ -560,6 +786,24 @@ def schedule(world: World, ctx: Context, key: Key | None = None) -> Result:
     if ctx.config.kep_993_preemption:
         # KEP-993: a queue's reservations may have preemptions to issue with nothing pending
         names |= {name for name in found.index.holding if only is None or name == only}
+    tree = cohorts.Tree.build(world, found.index.used) if any(
+        isinstance(cq, ClusterQueue) and cq.spec.cohort_name
+        for cq in (world.get(*key) for key in world.keys(c.CLUSTER_QUEUE))) else None
+    # Upstream takes each queue's head per cycle and tries the heads that need no borrowing
+    # first: in a cohort, every queue's workloads within its own quota go before any borrowing.
+    deferred: dict[str, int] = {}
+    first_pass = tree is not None and not ctx.config.kep_993_preemption
+    if first_pass:
+        assert tree is not None
+        for name in sorted(names):
+            cq = world.get(c.CLUSTER_QUEUE, "", name)
+            if isinstance(cq, ClusterQueue) and cohorts.cq_node(name) in tree:
+                go_on, at = cycle.walk(world, cq, found.ready.get(name, []), found, tree, defer=True)
+                if not go_on:
+                    return cycle.txn.result(error=cycle.error)
+                if at is not None:
+                    deferred[name] = at
+    second: list[tuple[ClusterQueue, list[Workload], int]] = []
     for name in sorted(names):
         pending = found.ready.get(name, [])
         cq = world.get(c.CLUSTER_QUEUE, "", name)
@@ -567,6 +811,13 @@ def schedule(world: World, ctx: Context, key: Key | None = None) -> Result:
             # the queue manager holds no queue for a ClusterQueue that does not exist; the
             # workload controller tells its workloads so (``getQueueBlocker``)
             continue
-        if not cycle.walk(world, cq, pending, found):
-            break
+        if first_pass and tree is not None and cohorts.cq_node(name) in tree:
+            if name in deferred:
+                second.append((cq, pending, deferred[name]))
+            continue
+        go_on, _ = cycle.walk(world, cq, pending, found, tree)
+        if not go_on:
+            return cycle.txn.result(error=cycle.error)
+    if second and tree is not None:
+        cycle.interleave(world, second, found, tree)
     return cycle.txn.result(error=cycle.error)

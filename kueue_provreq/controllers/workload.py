@@ -63,6 +63,7 @@ from kueue_provreq.api.workload import Workload
 from kueue_provreq.controllers import workload_status as ws
 from kueue_provreq.controllers.activity import inactive_reason
 from kueue_provreq.controllers.backoff import NS, wait_time_ns
+from kueue_provreq.controllers.cohorts import in_cycle
 from kueue_provreq.controllers.context import Context
 from kueue_provreq.controllers.queues import cluster_queue_for
 from kueue_provreq.machines import Guard, Transition, WorkloadTrigger, write_workload
@@ -360,7 +361,8 @@ def _queue_blocker(txn: Txn, wl: Workload, lq: LocalQueue | None, cq: ClusterQue
         return c.REASON_SUSPENDED, c.MSG_LQ_INACTIVE.format(lq=name)
     if cq is None:
         return c.REASON_MISCONFIGURED, c.MSG_CQ_MISSING.format(cq=lq.spec.cluster_queue)
-    if inactive_reason(txn.world, cq) is not None:
+    if inactive_reason(txn.world, cq) is not None or in_cycle(txn.world, cq):
+        # under a cohort cycle the scheduler's snapshot leaves the queue out as inactive too
         return c.REASON_SUSPENDED, c.MSG_CQ_INACTIVE.format(cq=cq.metadata.name)
     return None
 

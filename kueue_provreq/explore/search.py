@@ -76,6 +76,7 @@ from kueue_provreq.world import World
 EPOCH = Time(1_704_067_200)
 NAMESPACE = "default"
 WORKLOAD_NAMES = ("wla", "wlb")
+COHORT = "team"
 GRANULARITIES = ("settle", "reconcile")
 
 class OptionsError(KueueProvreqError, ValueError):
@@ -106,10 +107,17 @@ class Options:
     LowerPriority``): ``wla`` is there from the start, the higher-priority ``wlb`` arrives at any
     moment (the ``submit`` action), and the quota (one pod, unless given) makes it preempt.
     Under KEP-993 (``kep-993-preemption``) every check is ``AfterCheckPassedOrOnDemand``."""
+    cohort: bool = False
+    """A second ClusterQueue, ``cq2`` (no checks), shares cohort ``team`` with ``cq`` and lends it
+    its quota: ``cq`` holds one pod (or ``quota``) and borrows the rest from ``cq2``, which holds
+    one per workload.  With ``preemption``, ``cq`` holds nothing, ``wla`` borrows ``cq2``'s one
+    pod, and ``wlb`` arrives in ``cq2`` (``reclaimWithinCohort: LowerPriority``) to reclaim it."""
 
     def __attrs_post_init__(self) -> None:
         if self.preemption and self.workloads != 2:
             raise OptionsError("the preemption world has two workloads (--workloads 2)")
+        if self.cohort and SEMANTICS_KEP_993_PREEMPTION in self.semantics:
+            raise OptionsError("the cohort world is not modelled under kep-993-preemption")
 
 
 @attrs.frozen
@@ -182,16 +190,26 @@ def build_objects(opts: Options) -> list[KubeObject]:
     identical one-pod, one-cpu workloads (the only difference is the name); in the preemption
     world the second one has a higher priority and arrives later (:func:`late_arrival`)."""
     checks = [f"check{i + 1}" for i in range(opts.checks)]
-    cpu = Quantity.parse((1 if opts.preemption else opts.workloads) if opts.quota is None else opts.quota)
-    preemption = ClusterQueuePreemption(c.PREEMPTION_POLICY_LOWER_PRIORITY) if opts.preemption else None
+    default = (0 if opts.preemption else 1) if opts.cohort else (1 if opts.preemption else opts.workloads)
+    cpu = Quantity.parse(default if opts.quota is None else opts.quota)
+    preemption = ClusterQueuePreemption(c.PREEMPTION_POLICY_LOWER_PRIORITY) \
+        if opts.preemption and not opts.cohort else None
+    cohort = COHORT if opts.cohort else ""
     objs: list[KubeObject] = [
         ResourceFlavor(ObjectMeta(name="default-flavor")),
         ClusterQueue(ObjectMeta(name="cq"), ClusterQueueSpec(
-            resource_groups=(ResourceGroup(("cpu",), (FlavorQuotas("default-flavor", (ResourceQuota("cpu", cpu),)),)),),
+            resource_groups=_cpu_group(cpu), cohort_name=cohort,
             admission_checks_strategy=AdmissionChecksStrategy(tuple(AdmissionCheckStrategyRule(n) for n in checks)),
             preemption=preemption)),
         LocalQueue(ObjectMeta(name="lq", namespace=NAMESPACE), LocalQueueSpec("cq")),
     ]
+    if opts.cohort:
+        reclaim = ClusterQueuePreemption(reclaim_within_cohort=c.PREEMPTION_POLICY_LOWER_PRIORITY) \
+            if opts.preemption else None
+        objs.append(ClusterQueue(ObjectMeta(name="cq2"), ClusterQueueSpec(
+            resource_groups=_cpu_group(Quantity.parse(1 if opts.preemption else opts.workloads)),
+            cohort_name=cohort, preemption=reclaim)))
+        objs.append(LocalQueue(ObjectMeta(name="lq2", namespace=NAMESPACE), LocalQueueSpec("cq2")))
     waits = opts.preemption and SEMANTICS_KEP_993_PREEMPTION in opts.semantics
     for name in checks:
         objs.append(AdmissionCheck(ObjectMeta(name=name), AdmissionCheckSpec(
@@ -207,6 +225,10 @@ def build_objects(opts: Options) -> list[KubeObject]:
     return objs
 
 
+def _cpu_group(cpu: Quantity) -> tuple[ResourceGroup, ...]:
+    return (ResourceGroup(("cpu",), (FlavorQuotas("default-flavor", (ResourceQuota("cpu", cpu),)),)),)
+
+
 def late_arrival(opts: Options) -> Workload | None:
     """The preemption world's second workload, ``wlb``: priority 10 against ``wla``'s 0, created
     when the ``submit`` action brings it."""
@@ -214,7 +236,8 @@ def late_arrival(opts: Options) -> Workload | None:
         return None
     template = freeze({"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}})
     return Workload(ObjectMeta(name=WORKLOAD_NAMES[1], namespace=NAMESPACE),
-                    WorkloadSpec(pod_sets=(PodSet("main", 1, template),), queue_name="lq", priority=10))
+                    WorkloadSpec(pod_sets=(PodSet("main", 1, template),), queue_name="lq2" if opts.cohort else "lq",
+                                 priority=10))
 
 
 def initial_world(objs: Sequence[KubeObject], now: Time) -> World:

@@ -37,6 +37,7 @@ that a controller's mistake is not mirrored by the check meant to catch it.
 
 from __future__ import annotations
 
+from kueue_provreq.invariants.cohorts import cohort_quota_within_limits
 from kueue_provreq.invariants.preemption import (
     no_preemption_before_the_policy_allows_it,
     preempted_only_by_policy,
@@ -95,7 +96,7 @@ __all__ = ["CURRENT", "CheckContext", "Invariant", "PRE_KEP_3258", "STATE_INVARI
            "UPSTREAM_VIOLATIONS", "Snapshot", "upstream_behaviour", "admission_matches_reservation", "admitted_only_with_quota",
            "admitted_only_with_ready_checks", "attempt_of", "attempts_never_decrease",
            "attempts_within_backoff_limit", "check_state", "check_step",
-           "cluster_queue_within_nominal_quota", "finished_has_no_requests", "finished_is_final",
+           "cluster_queue_within_nominal_quota", "cohort_quota_within_limits", "finished_has_no_requests", "finished_is_final",
            "keep_quota_never_evicts_for_retry", "no_early_requeue", "no_preemption_before_the_policy_allows_it",
            "no_request_after_rejection",
            "no_stuck_workload", "nominal_retry_delay", "one_live_request_per_check",

@@ -16,7 +16,7 @@ from decimal import Decimal
 
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.meta import Time
-from kueue_provreq.api.queues import AdmissionCheck, ClusterQueue, LocalQueue
+from kueue_provreq.api.queues import AdmissionCheck, ClusterQueue, Cohort, LocalQueue
 from kueue_provreq.api.workload import Workload
 from kueue_provreq.invariants.reading import name, workloads, workloads_by_uid
 from kueue_provreq.invariants.registry import CheckContext, Snapshot, state_invariant, step_invariant
@@ -47,13 +47,17 @@ def running_within_nominal_quota(world: World, ctx: CheckContext) -> list[str]:
     have not released their quota yet, fits in its nominal quota (AR A.10; KEP-993: "Kueue will
     recheck that Admission settings are still valid ... and admit the workload").  Holds in
     every semantics; under KEP-993 it is what remains of ``cluster_queue_within_nominal_quota``,
-    since a reservation may count on preemptions not done yet."""
+    since a reservation may count on preemptions not done yet.  Queues in a cohort may borrow
+    (KEP-993 with cohorts is not modelled)."""
     usage: dict[str, dict[tuple[str, str], Decimal]] = {}
     for wl in workloads(world):
         adm = wl.status.admission
         if adm is None or wl.is_finished() or not wl.has_quota_reservation() or \
                 not (wl.is_admitted() or wl.is_evicted()):
             continue
+        cq = world.get(c.CLUSTER_QUEUE, "", adm.cluster_queue)
+        if isinstance(cq, ClusterQueue) and cq.spec.cohort_name:
+            continue  # it may borrow: cohort_quota_within_limits judges it
         used = usage.setdefault(adm.cluster_queue, {})
         for key, value in _held(wl).items():
             used[key] = used.get(key, Decimal(0)) + value
@@ -110,29 +114,61 @@ def _queued_at(wl: Workload, ctx: CheckContext) -> Time:
 
 @step_invariant()
 def preempted_only_by_policy(before: Snapshot, after: World, ctx: CheckContext) -> list[str]:
-    """A workload is preempted only by a workload of its own ClusterQueue that the queue's
-    ``preemption.withinClusterQueue`` lets take it: ``LowerPriority``, a strictly higher
-    priority; ``LowerOrNewerEqualPriority``, also an equal priority queued earlier; ``Never``,
-    none (AR A.1, ``SatisfiesPreemptionPolicy``); the ``Preempted`` reason is ``InClusterQueue``
-    (no cohorts)."""
+    """A workload is preempted only by a workload its queue's policy lets take it (AR A.1,
+    ``SatisfiesPreemptionPolicy``): in its own ClusterQueue under
+    ``preemption.withinClusterQueue`` (``LowerPriority``, a strictly higher priority;
+    ``LowerOrNewerEqualPriority``, also an equal priority queued earlier; ``Never``, none), with
+    reason ``InClusterQueue``; from another queue of the same cohort tree under the preemptor
+    queue's ``reclaimWithinCohort`` (``LowerPriority`` or ``Any``), with reason
+    ``InCohortReclamation``, or ``InCohortReclaimWhileBorrowing`` where ``borrowWithinCohort``
+    allows it for a strictly lower priority at or below its threshold (KEP-79 hierarchical
+    cohorts, ``classifyPreemptionVariant``)."""
     everyone = workloads_by_uid(list(after))
     out = []
     for victim, uid in _newly_preempted(before, after):
         preemptor = everyone.get(uid)
         cond = victim.condition(c.WORKLOAD_PREEMPTED)
         cq = _cluster_queue(after, victim)
-        if preemptor is None or cond is None or not isinstance(cq, ClusterQueue) or _cluster_queue(after, preemptor) != cq:
-            out.append(f"{name(victim)} preempted by an unknown workload {uid!r}, or one of another queue")
+        mine = _cluster_queue(after, preemptor) if preemptor is not None else None
+        if preemptor is None or cond is None or not isinstance(cq, ClusterQueue) or mine is None or \
+                (mine != cq and _root(after, mine) != _root(after, cq)):
+            out.append(f"{name(victim)} preempted by an unknown workload {uid!r}, or one outside its cohort")
             continue
-        policy = cq.spec.within_cluster_queue
         higher = _priority(preemptor) > _priority(victim)
-        peer = _priority(preemptor) == _priority(victim) and _queued_at(preemptor, ctx) < _queued_at(victim, ctx)
-        allowed = (policy == c.PREEMPTION_POLICY_LOWER_PRIORITY and higher) or \
-            (policy == c.PREEMPTION_POLICY_LOWER_OR_NEWER_EQUAL_PRIORITY and (higher or peer))
-        if not allowed or cond.reason != c.REASON_IN_CLUSTER_QUEUE:
+        if mine == cq:
+            policy = cq.spec.within_cluster_queue
+            peer = _priority(preemptor) == _priority(victim) and _queued_at(preemptor, ctx) < _queued_at(victim, ctx)
+            allowed = (policy == c.PREEMPTION_POLICY_LOWER_PRIORITY and higher) or \
+                (policy == c.PREEMPTION_POLICY_LOWER_OR_NEWER_EQUAL_PRIORITY and (higher or peer))
+            reasons = {c.REASON_IN_CLUSTER_QUEUE}
+        else:
+            policy = mine.spec.reclaim_within_cohort
+            allowed = (policy == c.PREEMPTION_POLICY_LOWER_PRIORITY and higher) or policy == c.PREEMPTION_POLICY_ANY
+            reasons = {c.REASON_IN_COHORT_RECLAMATION}
+            borrow = mine.spec.borrow_within_cohort
+            threshold = borrow.max_priority_threshold
+            if borrow.policy != c.PREEMPTION_POLICY_NEVER and higher and \
+                    (threshold is None or _priority(victim) <= threshold):
+                reasons.add(c.REASON_IN_COHORT_RECLAIM_WHILE_BORROWING)
+        if not allowed or cond.reason not in reasons:
             out.append(f"{name(victim)} (priority {_priority(victim)}) preempted by {name(preemptor)} "
                        f"(priority {_priority(preemptor)}) under {policy}, reason {cond.reason}")
     return out
+
+
+def _root(world: World, cq: ClusterQueue) -> str | None:
+    """The root of the queue's cohort tree (None outside a cohort or under a cycle)."""
+    at = cq.spec.cohort_name
+    seen: set[str] = set()
+    while at:
+        if at in seen:
+            return None
+        seen.add(at)
+        parent = world.get(c.COHORT, "", at)
+        if not isinstance(parent, Cohort) or not parent.spec.parent_name:
+            return at
+        at = parent.spec.parent_name
+    return None
 
 
 def _cluster_queue(world: World, wl: Workload) -> ClusterQueue | None:

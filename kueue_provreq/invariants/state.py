@@ -66,9 +66,10 @@ def admission_matches_reservation(world: World, ctx: CheckContext) -> list[str]:
 
 @state_invariant()
 def cluster_queue_within_nominal_quota(world: World, ctx: CheckContext) -> list[str]:
-    """The usage of a ClusterQueue (the sum of ``resourceUsage`` of every workload holding quota in
-    it, per flavor and resource) never exceeds its nominal quota: the model has no cohorts, so
-    nothing may be borrowed (AR A.3, A.10: reserved quota counts in the ClusterQueue's usage).
+    """The usage of a ClusterQueue outside a cohort (the sum of ``resourceUsage`` of every workload
+    holding quota in it, per flavor and resource) never exceeds its nominal quota: it has nobody
+    to borrow from (AR A.3, A.10: reserved quota counts in the ClusterQueue's usage); a queue in
+    a cohort is judged by :func:`~kueue_provreq.invariants.cohorts.cohort_quota_within_limits`.
     A finished workload keeps QuotaReserved=True but no longer counts: Kueue's cache drops it.
     Under KEP-993 a reservation may count on preemptions not issued yet ("assuming that
     necessary preemptions will happen"), so only ``running_within_nominal_quota`` holds there."""
@@ -87,6 +88,8 @@ def cluster_queue_within_nominal_quota(world: World, ctx: CheckContext) -> list[
     for (cq_name, flavor, res), used in sorted(usage.items()):
         cq = world.get(c.CLUSTER_QUEUE, "", cq_name)
         nominal = Decimal(0)
+        if isinstance(cq, ClusterQueue) and cq.spec.cohort_name:
+            continue
         if isinstance(cq, ClusterQueue):
             for g in cq.spec.resource_groups:
                 for f in g.flavors:

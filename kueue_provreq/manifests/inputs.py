@@ -40,7 +40,7 @@ from kueue_provreq.manifests.yamlio import SourcedDict, load_file, load_yaml_doc
 
 #: Real kinds of the groups the model reads that it does not use: skipped, not errors.
 UNUSED_KINDS: Final[dict[str, frozenset[str]]] = {
-    "kueue.x-k8s.io": frozenset({"Cohort", "Topology", "WorkloadPriorityClass", "MultiKueueCluster",
+    "kueue.x-k8s.io": frozenset({"Topology", "WorkloadPriorityClass", "MultiKueueCluster",
                                  "MultiKueueConfig"}),
     "autoscaling.x-k8s.io": frozenset(),
     "jobset.x-k8s.io": frozenset(),

@@ -18,7 +18,7 @@ from kueue_provreq.manifests.validation import check_limits, validate
 from kueue_provreq.manifests.versions import from_v1beta1, to_v1beta1
 from kueue_provreq.manifests.yamlio import locate
 
-_KUEUE_KINDS = (c.WORKLOAD, c.CLUSTER_QUEUE, c.LOCAL_QUEUE, c.RESOURCE_FLAVOR,
+_KUEUE_KINDS = (c.WORKLOAD, c.CLUSTER_QUEUE, c.COHORT, c.LOCAL_QUEUE, c.RESOURCE_FLAVOR,
                 c.ADMISSION_CHECK, c.PROVISIONING_REQUEST_CONFIG)
 
 #: Served API versions of each kind, storage version first.

@@ -75,6 +75,9 @@ DEFAULTS: Final[dict[str, tuple[tuple[str, Any], ...]]] = {
         ("spec.preemption.withinClusterQueue", "Never"),
         ("spec.fairSharing.weight", 1),
     ),
+    c.COHORT: (
+        ("spec.fairSharing.weight", 1),
+    ),
     c.LOCAL_QUEUE: (
         ("spec", {}),
         ("spec.stopPolicy", "None"),

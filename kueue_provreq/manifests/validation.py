@@ -458,6 +458,59 @@ def _cluster_queue_rules(spec: Mapping[str, Any], path: str, out: Problems) -> N
         _fair_weight(weight, f"{path}.fairSharing.weight", out)
 
 
+def _cohort_rules(spec: Mapping[str, Any], path: str, out: Problems) -> None:
+    """Webhook (``cohort_webhook.go``, ``validateResourceGroups`` with ``isCohort``): a
+    Cohort's borrowing and lending limits need a parent (its lending limit may exceed its own
+    nominal quota: it lends what its children lend too); limits are not negative."""
+    parent = spec.get("parentName")
+    for g, group in enumerate(spec.get("resourceGroups") or ()):
+        names = group.get("coveredResources") or ()
+        for f, flavor in enumerate(group.get("flavors") or ()):
+            for r, res in enumerate((flavor.get("resources") or ())[:len(names)]):
+                rwhere = f"{path}.resourceGroups[{g}].flavors[{f}].resources[{r}]"
+                if res.get("name") != names[r]:
+                    out.error("must match the name in coveredResources", f"{rwhere}.name")
+                for limit in ("nominalQuota", "borrowingLimit", "lendingLimit"):
+                    if res.get(limit) is None:
+                        continue
+                    if quantity_value(res[limit]) < 0:
+                        out.error("must be greater than or equal to 0", f"{rwhere}.{limit}")
+                    if limit != "nominalQuota" and not parent:
+                        out.error("must be nil when parent is empty", f"{rwhere}.{limit}")
+    weight = (spec.get("fairSharing") or {}).get("weight")
+    if weight is not None:
+        _fair_weight(weight, f"{path}.fairSharing.weight", out)
+
+
+def _covered_match(group: Mapping[str, Any], path: str, out: Problems) -> None:
+    """CEL: each flavor lists as many resources as the group covers."""
+    names = group.get("coveredResources") or ()
+    if any(len(f.get("resources") or ()) != len(names) for f in group.get("flavors") or ()):
+        out.error("flavors must have the same number of resources as the coveredResources", path)
+
+
+@functools.cache
+def cohort(v1beta1: bool) -> Obj:
+    """The Cohort CRD (v1beta1 and v1beta2 have the same fields)."""
+    del v1beta1
+    spec: dict[str, Node] = {
+        "fairSharing": _FAIR_WEIGHT,
+        "parentName": Str(max_length=253),
+        "resourceGroups": Arr(Obj({
+            "coveredResources": Arr(STRING, min_items=1, max_items=64),
+            "flavors": Arr(Obj({
+                "name": SUBDOMAIN,
+                "resources": Arr(Obj({
+                    "borrowingLimit": QUANTITY, "lendingLimit": QUANTITY, "name": STRING, "nominalQuota": QUANTITY,
+                }, required=("name", "nominalQuota")), min_items=1, max_items=64, map_keys=("name",)),
+            }, required=("name", "resources")), min_items=1, max_items=64, map_keys=("name",)),
+        }, required=("coveredResources", "flavors"), rules=(_covered_match,)), max_items=16),
+    }
+    status: dict[str, Node] = {"fairSharing": Obj({"weightedShare": Int(bits=64)}, required=("weightedShare",))}
+    return Obj({"apiVersion": STRING, "kind": STRING, "metadata": ANY,
+                "spec": Obj(spec, rules=(_cohort_rules,)), "status": Obj(status)})
+
+
 def _fair_weight(weight: Any, path: str, out: Problems) -> None:
     value = quantity_value(weight)
     if value < 0:
@@ -715,6 +768,8 @@ def schema_of(kind: str, api_version: str, kep_993: bool = False) -> Node:
         return cluster_queue(beta1)
     if kind == c.LOCAL_QUEUE:
         return local_queue(beta1)
+    if kind == c.COHORT:
+        return cohort(beta1)
     if kind == c.RESOURCE_FLAVOR:
         return RESOURCE_FLAVOR
     if kind == c.ADMISSION_CHECK:

@@ -75,4 +75,10 @@ def table(report: Report) -> str:
     if waiting:
         lines.append("  quota held waiting   " + ", ".join(
             f"{k} {float(v) / 3600:.4g}" for k, v in sorted(waiting.items())) + "  (resource-hours)")
+    for name, q in sorted(s.cluster_queues.items()):
+        lat = q.admission_latency
+        held = ", ".join(f"{k} {float(v) / 3600:.4g}" for k, v in sorted(q.reserved_waiting_quota_seconds.items()))
+        lines.append(f"  ClusterQueue {name}: {q.workloads} workloads (finished {q.finished}, pending {q.pending}), "
+                     f"latency p50 {_duration(lat.p50)}, p90 {_duration(lat.p90)}, max {_duration(lat.max)}"
+                     + (f"; held waiting {held} (resource-hours)" if held else ""))
     return "\n".join(lines) + "\n"

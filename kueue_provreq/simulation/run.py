@@ -33,6 +33,7 @@ from kueue_provreq.api.frozen import FrozenMap
 from kueue_provreq.api.meta import Time
 from kueue_provreq.api.objects import JobObject, Key, key_of
 from kueue_provreq.api.provisioning import ProvisioningRequest
+from kueue_provreq.api.queues import LocalQueue
 from kueue_provreq.api.workload import Workload
 from kueue_provreq.controllers import job as jobs
 from kueue_provreq.machines import WorkloadPhase as P
@@ -74,6 +75,8 @@ class WorkloadRecord:
     evictions: int
     outcome: str
     """``Finished``, ``Admitted`` (still running at the end), ``Deactivated`` or ``Pending``."""
+    cluster_queue: str = ""
+    """Its LocalQueue's ClusterQueue when it arrived (empty: none)."""
 
 
 @attrs.frozen
@@ -134,9 +137,28 @@ class Summary:
     """Per resource, the quota held by workloads whose admission checks were not all Ready,
     integrated over time: what a slow or failing autoscaler costs everyone else."""
     simulated_seconds: int
+    cluster_queues: FrozenMap[str, QueueSummary] = FrozenMap()
+    """The same figures per ClusterQueue (a workload's: its LocalQueue's when it arrived), for
+    runs where several queues share quota through a cohort."""
 
     def to_json(self) -> dict[str, Any]:
-        return dict(_json(self))
+        out = dict(_json(self))
+        if not self.cluster_queues:
+            del out["clusterQueues"]  # one queue: the totals say it all
+        return out
+
+
+@attrs.frozen
+class QueueSummary:
+    """One ClusterQueue's share of the :class:`Summary`."""
+
+    workloads: int
+    finished: int
+    admitted: int
+    pending: int
+    deactivated: int
+    admission_latency: Percentiles = attrs.field(metadata={"json": "admissionLatencySeconds"})
+    reserved_waiting_quota_seconds: FrozenMap[str, Decimal]
 
 
 def _json(value: Any) -> Any:
@@ -198,6 +220,7 @@ class _Life:
     attempts: int = 0
     evictions: int = 0
     outcome: str = Outcome.PENDING.value
+    cluster_queue: str = ""
 
 
 class _Metrics(Subscriber):
@@ -210,9 +233,12 @@ class _Metrics(Subscriber):
         self.lives: dict[Key, _Life] = {}
         self.templates = templates
         self.phase_counts: dict[str, int] = {}
-        self.quota: dict[Key, tuple[str, dict[str, Decimal]]] = {}
+        self.quota: dict[Key, tuple[str, dict[str, Decimal], str]] = {}
         self.totals: dict[str, dict[str, Decimal]] = {WAITING: {}, ADMITTED: {}}
         self.waiting_seconds: dict[str, Decimal] = {}
+        self.queue_waiting: dict[str, dict[str, Decimal]] = {}
+        """Per ClusterQueue, the quota its waiting workloads hold now."""
+        self.queue_waiting_seconds: dict[str, dict[str, Decimal]] = {}
         self.request_conditions: dict[Key, set[str]] = {}
         self.requests = {"created": 0, c.PR_PROVISIONED: 0, c.PR_FAILED: 0, c.PR_BOOKING_EXPIRED: 0,
                          c.CA_REASON_CAPACITY_BOOKING_CONSUMED: 0, c.PR_CAPACITY_REVOKED: 0}
@@ -236,6 +262,11 @@ class _Metrics(Subscriber):
         for resource, amount in self.totals[WAITING].items():
             if amount:
                 self.waiting_seconds[resource] = self.waiting_seconds.get(resource, Decimal(0)) + amount * dt
+        for cq, held in self.queue_waiting.items():
+            seconds = self.queue_waiting_seconds.setdefault(cq, {})
+            for resource, amount in held.items():
+                if amount:
+                    seconds[resource] = seconds.get(resource, Decimal(0)) + amount * dt
         self._sample()
         self.t = Time(now)
 
@@ -264,7 +295,9 @@ class _Metrics(Subscriber):
     def on_workload_created(self, actor: str, wl: Workload) -> None:
         key = key_of(wl)
         phase = self.loop.watch.phases[key]
-        self.lives[key] = _Life(self.templates.get(key, ""), self.loop.now - self.start)
+        lq = self.loop.world.get(c.LOCAL_QUEUE, wl.metadata.namespace, wl.spec.queue_name)
+        cq = lq.spec.cluster_queue if isinstance(lq, LocalQueue) else ""
+        self.lives[key] = _Life(self.templates.get(key, ""), self.loop.now - self.start, cluster_queue=cq)
         self._phase_count(phase, 1)
         if self.histories is not None:
             self.histories[key] = [(self.loop.now - self.start, phase)]
@@ -317,14 +350,17 @@ class _Metrics(Subscriber):
             for psa in status.admission.pod_set_assignments:
                 for resource, q in psa.resource_usage.items():
                     usage[resource] = usage.get(resource, Decimal(0)) + q.value
-            self.quota[key] = (category, usage)
+            self.quota[key] = (category, usage, status.admission.cluster_queue)
             self._hold(self.quota[key], 1)
 
-    def _hold(self, held: tuple[str, dict[str, Decimal]], sign: int) -> None:
-        category, usage = held
+    def _hold(self, held: tuple[str, dict[str, Decimal], str], sign: int) -> None:
+        category, usage, cq = held
         totals = self.totals[category]
+        queue = self.queue_waiting.setdefault(cq, {}) if category == WAITING else None
         for resource, amount in usage.items():
             totals[resource] = totals.get(resource, Decimal(0)) + sign * amount
+            if queue is not None:
+                queue[resource] = queue.get(resource, Decimal(0)) + sign * amount
         self.category_counts[category] = self.category_counts.get(category, 0) + sign
 
     def on_workload_deleted(self, actor: str, key: Key, phase: str) -> None:
@@ -357,7 +393,8 @@ class _Metrics(Subscriber):
     # --- the report -------------------------------------------------------------------
     def records(self) -> tuple[WorkloadRecord, ...]:
         return tuple(WorkloadRecord(ns, name, life.template, life.created, life.quota_reserved, life.admitted,
-                                    life.finished, life.deactivated, life.attempts, life.evictions, life.outcome)
+                                    life.finished, life.deactivated, life.attempts, life.evictions, life.outcome,
+                                    life.cluster_queue)
                      for (_, ns, name), life in self.lives.items())
 
     def summary(self, records: tuple[WorkloadRecord, ...]) -> dict[str, Any]:
@@ -373,6 +410,7 @@ class _Metrics(Subscriber):
                                       req[c.CA_REASON_CAPACITY_BOOKING_CONSUMED], req[c.PR_CAPACITY_REVOKED]),
             "evictions": FrozenMap(self.evictions),
             "reserved_waiting_quota_seconds": FrozenMap(self.waiting_seconds),
+            "cluster_queues": _per_queue(records, self),
         }
 
 
@@ -488,6 +526,23 @@ def simulate(sim: Simulation, *, verify: bool = False, progress: Callable[[int],
     return _report(sim, metrics, end)
 
 
+def _per_queue(records: tuple[WorkloadRecord, ...], m: _Metrics) -> FrozenMap[str, QueueSummary]:
+    """The figures per ClusterQueue, when the workloads went to more than one."""
+    names = sorted({r.cluster_queue for r in records})
+    if len(names) < 2:
+        return FrozenMap()
+    out = {}
+    for name in names:
+        mine = [r for r in records if r.cluster_queue == name]
+        outcomes = [r.outcome for r in mine]
+        out[name] = QueueSummary(
+            len(mine), outcomes.count(Outcome.FINISHED), outcomes.count(Outcome.ADMITTED),
+            outcomes.count(Outcome.PENDING), outcomes.count(Outcome.DEACTIVATED),
+            Percentiles.of([r.admitted - r.created for r in mine if r.admitted is not None]),
+            FrozenMap({k: v for k, v in m.queue_waiting_seconds.get(name, {}).items() if v}))
+    return FrozenMap(out)
+
+
 def _report(sim: Simulation, m: _Metrics, end: int) -> Report:
     records = m.records()
     summary = Summary(simulation=sim.name, seed=sim.seed, simulated_seconds=end - sim.start, **m.summary(records))
@@ -502,4 +557,4 @@ def _report(sim: Simulation, m: _Metrics, end: int) -> Report:
     return Report(sim, summary, records, series, histories)
 
 
-__all__ = ["Percentiles", "Report", "RequestCounts", "Series", "Summary", "WorkloadRecord", "simulate"]
+__all__ = ["Percentiles", "QueueSummary", "Report", "RequestCounts", "Series", "Summary", "WorkloadRecord", "simulate"]
