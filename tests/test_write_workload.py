@@ -101,7 +101,7 @@ def guards_of(wl: Workload, trigger: W, what: Mapping[str, Any]) -> dict[Guard, 
     if trigger is W.RESERVE_QUOTA:
         return {Guard.ALL_CHECKS_READY: what["checks_complete"] and all_checks_ready(wl),
                 Guard.PREEMPTIONS_PENDING: what["preemptions_pending"]}
-    if trigger in (W.REVOKE_RESERVATION, W.UNSET_QUOTA, W.SET_ASIDE):
+    if trigger in (W.REVOKE_RESERVATION, W.UNSET_QUOTA):
         return {Guard.DEACTIVATED: not wl.is_active, Guard.BACKOFF: held_back(wl)}
     if trigger is W.SET_ASIDE:  # the workload controller's, for a queue stopped or gone
         return {Guard.BACKOFF: held_back(wl)}

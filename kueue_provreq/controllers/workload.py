@@ -524,8 +524,7 @@ def _reconcile_queue_state(txn: Txn, wl: Workload, conds: Conds, lq: LocalQueue 
     if not ctx.config.gate(c.GATE_UNADMITTED_OBSERVABILITY):
         reason = c.REASON_INADMISSIBLE
     # (unsetting the reservation leaves what holds a workload back as it was)
-    new, aside = write_workload(wl, WorkloadTrigger.SET_ASIDE, {Guard.DEACTIVATED: not wl.is_active,
-                                                                Guard.BACKOFF: held_back(wl)}, reason=reason,
+    new, aside = write_workload(wl, WorkloadTrigger.SET_ASIDE, {Guard.BACKOFF: held_back(wl)}, reason=reason,
                                 message=message, now=ctx.now, config=ctx.config)
     fired.append(aside)
     return new

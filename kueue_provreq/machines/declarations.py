@@ -92,7 +92,6 @@ _workload = _declare(
         # workload controller: a reservation not yet admitted whose LocalQueue or ClusterQueue is
         # stopped, terminating or missing goes back to the queue (reconcileOn*QueueActiveState)
         # (an evicted one is left to the job integration, which releases its quota)
-        {"trigger": W.SET_ASIDE, "source": P.QUOTA_RESERVED, "dest": P.INACTIVE, "conditions": [Guard.DEACTIVATED]},
         {"trigger": W.SET_ASIDE, "source": P.QUOTA_RESERVED, "dest": P.BACKOFF, "conditions": [Guard.BACKOFF]},
         {"trigger": W.SET_ASIDE, "source": P.QUOTA_RESERVED, "dest": P.PENDING},
         # workload controller: the backoff ends (requeueAt passed and cleared, or Requeued=True
