@@ -142,7 +142,7 @@ def test_the_same_rows_in_process_in_worker_processes_and_on_dask(tmp_path: Path
 def test_sweep_writes_its_csv_and_a_plot(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = simulation_file(tmp_path)
     out = tmp_path / "out"
-    status = cli.main(["sweep", str(path), "--workloads", "6", "-j", "1", "--out", str(out),
+    status = cli.main(["sweep", str(path), "--workloads", "6", "-j", "1", "--out", str(out), "--replications", "1",
                        "--set", "retryStrategy.backoffLimitCount=0,2", "--set", "seed=1,2"])
     assert status == 0
     table = capsys.readouterr().out.splitlines()
@@ -153,7 +153,7 @@ def test_sweep_writes_its_csv_and_a_plot(tmp_path: Path, capsys: pytest.CaptureF
     assert columns[:4] == ["retryStrategy.backoffLimitCount", "seed", "simulation", "seed"][:2] + columns[2:4]
     assert "admissionLatencySeconds.p90" in columns and "provisioningRequests.created" in columns
     assert (out / "sweep.png").stat().st_size > 10_000
-    assert cli.main(["sweep", str(path), "--workloads", "4", "-j", "1", "-o", "json",
+    assert cli.main(["sweep", str(path), "--workloads", "4", "-j", "1", "-o", "json", "--replications", "1",
                      "--set", "retryStrategy.backoffLimitCount=1"]) == 0
     assert json.loads(capsys.readouterr().out)[0]["retryStrategy.backoffLimitCount"] == 1
 
@@ -166,3 +166,41 @@ def test_one_parameter_gives_a_line_plot_and_three_none(tmp_path: Path) -> None:
     assert sweep_plot(["a", "b"], rows, tmp_path / "line.png") == tmp_path / "line.png"
     grid_rows = [{**r, "b": b, "c": c} for r in rows for b in (1, 2) for c in (3, 4)]
     assert sweep_plot(["a", "b", "c"], grid_rows, tmp_path / "none.png") is None
+
+
+# --- replications --------------------------------------------------------------------------------
+
+
+def test_each_point_runs_its_replications_and_the_csv_has_their_intervals(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = simulation_file(tmp_path)
+    out = tmp_path / "out"
+    status = cli.main(["sweep", str(path), "--workloads", "8", "-j", "1", "--out", str(out),
+                       "--set", f'autoscaler["{CLASS}"].failureProbability=0,0.5'])
+    assert status == 0
+    table = capsys.readouterr().out.splitlines()
+    assert len(table) == 3 and " ± " in table[1]
+    rows = list(csv.DictReader((out / "sweep.csv").open()))
+    assert len(rows) == 2 and all(r["replications"] == "3" for r in rows)
+    for row in rows:
+        for figure in ("finished", "admissionLatencySeconds.p90", "provisioningRequests.created"):
+            low, mean, high = (float(row[f"{figure}.{part}"]) for part in ("ci95_low", "mean", "ci95_high"))
+            assert low <= mean <= high
+        assert "finished" not in row
+    # the default three replications are the seeds simulate --replications 3 uses: the same means
+    document = load_document(path)
+    points = grid(document, [parse_setting(f'autoscaler["{CLASS}"].failureProbability=0.5')], count=8,
+                  replications=3)
+    result = sweep(["p"], points, jobs=1)
+    assert result.rows[0]["provisioningRequests.created.mean"] == float(rows[1]["provisioningRequests.created.mean"])
+    created = [run["provisioningRequests.created"] for run in result.samples[0]]
+    assert len(created) == 3 and sum(created) / 3 == pytest.approx(result.rows[0]["provisioningRequests.created.mean"],
+                                                                       abs=1e-3)
+
+
+def test_the_grid_limit_counts_points_times_replications(tmp_path: Path) -> None:
+    document = load_document(simulation_file(tmp_path))
+    settings = [parse_setting("seed=" + ",".join(str(i) for i in range(101))),
+                parse_setting("retryStrategy.backoffLimitCount=" + ",".join(str(i) for i in range(34)))]
+    with pytest.raises(SettingError, match=r"3,434 points \(times 3 replications\), more than 10,000 simulations"):
+        grid(document, settings, replications=3)
