@@ -70,6 +70,8 @@ class SweepResult:
     ``.ci95_high``)."""
     samples: tuple[tuple[dict[str, Any], ...], ...] = ()
     """Per point, in grid order: each replication's summary, flattened with dots."""
+    order: tuple[int, ...] = ()
+    """The rows' order in ``sweep.csv`` (empty: the grid's); a ranked sweep's is its ranking."""
 
     def columns(self) -> list[str]:
         columns = list(self.parameters)
@@ -82,8 +84,8 @@ class SweepResult:
         out = io.StringIO()
         writer = csv.writer(out, lineterminator="\n")
         writer.writerow(columns)
-        for row in self.rows:
-            writer.writerow([_cell(row, c) for c in columns])
+        for i in self.order or range(len(self.rows)):
+            writer.writerow([_cell(self.rows[i], c) for c in columns])
         return out.getvalue()
 
     def write(self, out: Path, plot: bool = True) -> list[Path]:
