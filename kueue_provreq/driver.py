@@ -57,12 +57,17 @@ class Needs:
     multikueue: bool = False
     """Whether its world holds a MultiKueue admission check."""
     longest_derived_name: int = 0
-    """The longest ``<workload>-<check>`` its world lets Kueue derive a request name from."""
+    """The longest name its world lets Kueue derive: a request's PodTemplate,
+    ``ppt-<workload>-<check>-<attempt>-<pod set>``."""
     tied_creations: bool = False
     """Whether two Workloads of its world give the same ``creationTimestamp`` (their queue order
     then rests on their uids)."""
     cohort_cycle: bool = False
     """Whether its world holds Cohorts whose parents lead back to themselves."""
+    cluster_names: frozenset[str] = frozenset()
+    """The names of the cluster-scoped objects it creates (in its world or by ``apply``) or its
+    world refers to (a ClusterQueue's checks and flavors, a check's config, a LocalQueue's
+    ClusterQueue), whether or not they exist."""
 
 
 @attrs.frozen

@@ -66,7 +66,8 @@ class Wait:
     def to_json(self) -> dict[str, Any]:
         """``waitsFor`` as records (kind, object, reason, since, next), the last of each
         check's or the queue's records carrying its next step."""
-        return {"workload": self.workload, "job": self.job, "waitsFor": [w.to_json() for w in self.waits_for]}
+        return {"workload": self.workload, "job": self.job, "jobKind": self.job_kind if self.job else None,
+                "waitsFor": [w.to_json() for w in self.waits_for]}
 
 
 def relative(now: Time, t: Time) -> str:

@@ -4,7 +4,6 @@ snapshot catches in passing that are not findings."""
 from __future__ import annotations
 
 import copy
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -14,16 +13,16 @@ from kueue_provreq.api.meta import Time
 from kueue_provreq.audit import RULES, Thresholds, audit
 from kueue_provreq.cluster.snapshot import to_objects
 from kueue_provreq.explain import explain
-from kueue_provreq.manifests.codec import parse_time
+from kueue_provreq.manifests.codec import format_time, parse_time
 from kueue_provreq.manifests.inputs import load_inputs
 from kueue_provreq.timestamps import to_time
 
-DATA = Path(__file__).parent / "data" / "cluster"
+from recorded import at, items, workload
+
 DOCS = Path(__file__).parents[1] / "docs"
-UNMODELLED = {"Pod", "Event", "Service", "Deployment", "ConfigMap"}
-ITEMS: list[dict[str, Any]] = [i for i in json.loads((DATA / "healthy" / "dump.json").read_text())["items"]
-                               if i["kind"] not in UNMODELLED]
-AT = "2026-11-20T10:00:00Z"
+ITEMS: list[dict[str, Any]] = list(items("healthy"))
+AT = at("healthy")
+TRAIN_A, TRAIN_B, TUNE_D = (f"Workload ml/{workload('healthy', job)}" for job in ("train-a", "train-b", "tune-d"))
 
 Obj = dict[str, Any]
 
@@ -74,7 +73,7 @@ def finished(items: list[Obj]) -> None:
     wl = find(items, "Workload", "job-train-a")
     wl["status"]["conditions"].append({"type": "Finished", "status": "True", "reason": "Succeeded",
                                        "message": "Job finished successfully",
-                                       "lastTransitionTime": "2026-11-20T09:59:00Z"})
+                                       "lastTransitionTime": AT})
 
 
 def not_controlled(items: list[Obj]) -> None:
@@ -86,13 +85,13 @@ def bad_ref(items: list[Obj]) -> None:
 
 
 @pytest.mark.parametrize(("change", "want"), [
-    (quota_gone, [("error", "admitted-without-quota", "Workload ml/job-train-a-5b3d0"),
-                  ("error", "admission-without-reservation", "Workload ml/job-train-a-5b3d0")]),
-    (rejected, [("error", "rejected-check-active", "Workload ml/job-train-b-9fa8c")]),
-    (rejected_twice, [("error", "rejected-check-active", "Workload ml/job-train-b-9fa8c")]),
-    (deactivated, [("error", "deactivated-holds-quota", "Workload ml/job-train-b-9fa8c")]),
-    (finished, [("error", "finished-keeps-requests", "Workload ml/job-train-a-5b3d0")]),
-    (not_controlled, [("error", "not-owned-as-kueue-owns", "ProvisioningRequest ml/job-train-a-5b3d0-gpu-capacity-1")]),
+    (quota_gone, [("error", "admitted-without-quota", TRAIN_A),
+                  ("error", "admission-without-reservation", TRAIN_A)]),
+    (rejected, [("error", "rejected-check-active", TRAIN_B)]),
+    (rejected_twice, [("error", "rejected-check-active", TRAIN_B)]),
+    (deactivated, [("error", "deactivated-holds-quota", TRAIN_B)]),
+    (finished, [("error", "finished-keeps-requests", TRAIN_A)]),
+    (not_controlled, [("error", "not-owned-as-kueue-owns", f"ProvisioningRequest ml/{workload('healthy', 'train-a')}-gpu-capacity-1")]),
     # the check's controller makes it inactive, and so the queue that uses it, as explain says
     (bad_ref, [("warning", "check-config-missing", "AdmissionCheck gpu-capacity"),
                ("warning", "cluster-queue-inactive", "ClusterQueue gpu-queue")]),
@@ -112,13 +111,16 @@ def test_audit_and_explain_agree_on_activity_of_fresh_manifests() -> None:
 
 
 def test_stuck_work_is_judged_against_the_time() -> None:
-    """tune-d's Retry is due at 10:00:30; the default --overdue is 5 minutes."""
-    assert findings(at="2026-11-20T10:05:30Z") == []
-    assert findings(at="2026-11-20T10:05:31Z") == [("warning", "retry-overdue", "Workload ml/job-tune-d-c12f0")]
-    assert findings(at="2026-11-20T10:05:31Z", overdue=600) == []
-    # train-b has held quota since 09:59:08 waiting for its check
-    assert ("warning", "quota-held-waiting", "Workload ml/job-train-b-9fa8c") in \
-        findings(at="2026-11-20T10:00:00Z", quota_wait=50)
+    """tune-d's Retry is due at its requeueAt; the default --overdue is 5 minutes."""
+    tune = find(ITEMS, "Workload", "job-tune-d")
+    due = parse_time(tune["status"]["requeueState"]["requeueAt"])
+    assert tune["status"]["admissionChecks"][0]["state"] == "Retry" and due > parse_time(AT)
+    assert findings(at=format_time(due + 300)) == []
+    assert findings(at=format_time(due + 301)) == [("warning", "retry-overdue", TUNE_D)]
+    assert findings(at=format_time(due + 301), overdue=600) == []
+    # train-b has held quota since its second reservation, waiting for its check
+    reserved = parse_time(cond(find(ITEMS, "Workload", "job-train-b"), "QuotaReserved")["lastTransitionTime"])
+    assert ("warning", "quota-held-waiting", TRAIN_B) in findings(quota_wait=parse_time(AT) - reserved - 1)
 
 
 def test_what_a_snapshot_catches_in_passing_is_not_a_finding() -> None:
@@ -126,26 +128,26 @@ def test_what_a_snapshot_catches_in_passing_is_not_a_finding() -> None:
         """Admitted, then evicted: the checks are reset to Pending before the quota is released."""
         wl = find(items, "Workload", "job-train-a")
         wl["status"]["conditions"].append({"type": "Evicted", "status": "True", "reason": "PodsReadyTimeout",
-                                           "message": "Exceeded the PodsReady timeout ml/job-train-a-5b3d0",
-                                           "lastTransitionTime": "2026-11-20T09:59:00Z"})
-        wl["status"]["admissionChecks"][0].update(state="Pending", lastTransitionTime="2026-11-20T09:59:00Z")
+                                           "message": "Exceeded the PodsReady timeout",
+                                           "lastTransitionTime": AT})
+        wl["status"]["admissionChecks"][0].update(state="Pending", lastTransitionTime=AT)
         wl["spec"]["active"] = True
 
     def check_added_after_admission(items: list[Obj]) -> None:
         """AR A.2: a check added to the ClusterQueue later is Pending on an admitted workload."""
         wl = find(items, "Workload", "job-train-a")
         wl["status"]["admissionChecks"].append({"name": "late-check", "state": "Pending", "message": "",
-                                                "lastTransitionTime": "2026-11-20T09:45:00Z"})
+                                                "lastTransitionTime": AT})
 
     def being_deactivated(items: list[Obj]) -> None:
         rejected(items)
         wl = find(items, "Workload", "job-train-b")
         wl["status"]["conditions"].append({"type": "DeactivationTarget", "status": "True", "reason": "AdmissionCheck",
                                            "message": 'AdmissionCheck in Rejected state: "gpu-capacity"',
-                                           "lastTransitionTime": "2026-11-20T10:00:00Z"})
+                                           "lastTransitionTime": AT})
 
     def rejected_during_the_retry_wait(items: list[Obj]) -> None:
-        """tune-d waits for its requeueAt (10:00:30): the workload controller acts after it."""
+        """tune-d waits for its requeueAt: the workload controller acts after it."""
         find(items, "Workload", "job-tune-d")["status"]["admissionChecks"][0]["state"] = "Rejected"
 
     for change in (being_evicted, check_added_after_admission, being_deactivated, rejected_during_the_retry_wait):
@@ -164,7 +166,10 @@ def test_live_is_what_the_provisioning_controller_counts() -> None:
     """A booking that expired after admission does not end the attempt (PC §1.7): a second
     request beside it is a duplicate.  Before admission it does, and the next attempt is due."""
     def second_attempt(items: list[Obj], admitted: bool) -> None:
-        first = find(items, "ProvisioningRequest", "job-train-a")  # BookingExpired, workload admitted
+        first = find(items, "ProvisioningRequest", "job-train-a")  # Provisioned, workload admitted
+        first["status"]["conditions"].append({"type": "BookingExpired", "status": "True",
+                                              "reason": "CapacityBookingConsumed", "message": "booking consumed",
+                                              "lastTransitionTime": AT})
         second = copy.deepcopy(first)
         second["metadata"].update(name=first["metadata"]["name"][:-1] + "2", uid="second-attempt")
         second["status"] = {"conditions": [c for c in first["status"]["conditions"] if c["type"] == "Accepted"]}
@@ -172,8 +177,8 @@ def test_live_is_what_the_provisioning_controller_counts() -> None:
         if not admitted:
             cond(find(items, "Workload", "job-train-a"), "Admitted").update(status="False", reason="NoReservation")
 
+    request = f"ProvisioningRequest ml/{workload('healthy', 'train-a')}-gpu-capacity"
     assert findings(lambda items: second_attempt(items, admitted=True)) == [
-        ("error", "duplicate-live-requests", "ProvisioningRequest ml/job-train-a-5b3d0-gpu-capacity-1"),
-        ("error", "duplicate-live-requests", "ProvisioningRequest ml/job-train-a-5b3d0-gpu-capacity-2")]
+        ("error", "duplicate-live-requests", f"{request}-1"), ("error", "duplicate-live-requests", f"{request}-2")]
     assert [f for f in findings(lambda items: second_attempt(items, admitted=False))
             if f[1] == "duplicate-live-requests"] == []

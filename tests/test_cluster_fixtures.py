@@ -1,33 +1,23 @@
-"""The cluster fixtures are what tests/data/cluster/generate.py writes, and what it writes is
-real: every modelled object loads as the API server would store it, and the dumps and the
-recorded answers hold the same objects."""
+"""The cluster fixtures are recordings of a real API server and the real Kueue
+(tests/data/cluster/record.py, on the testbed ``make oracle`` builds), not hand-written: they
+say how and when they were made, every answer carries what only the server sets, every
+modelled object loads, and the dumps and the recorded answers hold the same objects."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
-from types import ModuleType
 
 import pytest
 from kueue_provreq.cluster.snapshot import to_objects
 
-DATA = Path(__file__).parent / "data" / "cluster"
-UNMODELLED = {"Pod", "Event", "Service", "Deployment", "ConfigMap"}
+from recorded import DATA, RECORDING, UNMODELLED
 
 
-def generator() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("generate_cluster_fixtures", DATA / "generate.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_fixtures_are_up_to_date() -> None:
-    stale = [str(path.relative_to(DATA)) for path, text in generator().files().items()
-             if not path.is_file() or path.read_text() != text]
-    assert stale == [], "run .venv/bin/python tests/data/cluster/generate.py"
+def test_the_recordings_say_how_and_when_they_were_made() -> None:
+    assert RECORDING["command"] == "python tests/data/cluster/record.py"
+    assert RECORDING["versions"]["kueue"].startswith("v0.19.")
+    assert {"healthy", "restricted", "troubled"} <= set(RECORDING)
+    assert RECORDING["troubled"]["at"] < RECORDING["troubled"]["auditAt"]
 
 
 @pytest.mark.parametrize("cluster", ["healthy", "troubled"])
@@ -39,16 +29,27 @@ def test_dump_and_recording_hold_the_same_objects(cluster: str) -> None:
     dumped = {(i["kind"], i["metadata"].get("namespace", ""), i["metadata"]["name"]) for i in items
               if i["kind"] not in UNMODELLED}
     assert listed == dumped
-    assert {i["kind"] for i in items} >= UNMODELLED
+    assert {i["kind"] for i in items} >= UNMODELLED  # Kueue's events, which the model skips
     objects, warnings = to_objects([i for i in items if i["kind"] not in UNMODELLED])
     assert warnings == []
     assert len(objects) == len(dumped)
-    # what the API server adds is there
+    # what only the API server sets is there
     for item in items:
         meta = item["metadata"]
         assert meta["uid"] and meta["resourceVersion"] and meta["creationTimestamp"], meta["name"]
     jobs = [i for i in items if i["kind"] == "Job"]
-    assert all(j["spec"]["selector"]["matchLabels"]["batch.kubernetes.io/controller-uid"] == j["metadata"]["uid"]
-               for j in jobs)
-    assert all("kubectl.kubernetes.io/last-applied-configuration" in j["metadata"]["annotations"] for j in jobs)
+    assert jobs and all(j["spec"]["selector"]["matchLabels"]["batch.kubernetes.io/controller-uid"] ==
+                        j["metadata"]["uid"] for j in jobs)
     assert all(i["metadata"].get("managedFields") for i in items if i["kind"] not in UNMODELLED)
+    assert all(ex["response"]["headers"].get("Audit-Id") for ex in exchanges)
+    # paged: some list was answered with a continue token, which the next call sent back
+    tokens = [ex["response"]["body"]["metadata"].get("continue") for ex in exchanges]
+    assert any(tokens) and {t for t in tokens if t} <= {ex["request"]["query"].get("continue") for ex in exchanges}
+
+
+def test_the_restricted_user_is_refused_podtemplates_only() -> None:
+    exchanges = json.loads((DATA / "restricted" / "apiserver.json").read_text())["exchanges"]
+    refused = {ex["request"]["path"] for ex in exchanges if ex["response"]["status"] == 403}
+    assert refused == {"/api/v1/podtemplates"}
+    (answer,) = [ex["response"]["body"] for ex in exchanges if ex["response"]["status"] == 403]
+    assert answer["reason"] == "Forbidden" and "alice@example.com" in answer["message"]

@@ -1,6 +1,6 @@
 """Reading a live cluster, tested at the HTTP boundary: the real Kubernetes client talks to a
-loopback server that replays recorded API-server answers (tests/data/cluster/*/apiserver.json,
-written by tests/data/cluster/generate.py)."""
+loopback server that replays what the real API server answered (tests/data/cluster/*/apiserver.json,
+recorded by tests/data/cluster/record.py from the testbed's API server and Kueue)."""
 
 from __future__ import annotations
 
@@ -18,9 +18,10 @@ from kueue_provreq.cluster.resources import RESOURCES
 
 from apiserver import RecordedAPIServer
 from builders import cli
+from recorded import DATA, RECORDING, at, items, named, request, workload
 
-DATA = Path(__file__).parent / "data" / "cluster"
-AT = "2026-11-20T10:00:00Z"
+AT = at("healthy")
+LATER = RECORDING["troubled"]["auditAt"]
 
 
 @pytest.fixture(autouse=True)
@@ -57,11 +58,12 @@ def test_snapshot_lists_every_kind_page_by_page(healthy: tuple[RecordedAPIServer
     continued = [r for r in server.requests if "continue" in r.query]
     assert {r.path.rsplit("/", 1)[-1] for r in continued} >= {"workloads", "jobs", "podtemplates"}
     kinds = [d["kind"] for d in snap.documents]
-    assert kinds.count("Workload") == 4 and kinds.count("Job") == 4 and kinds.count("PodTemplate") == 3
+    assert kinds.count("Workload") == 4 and kinds.count("Job") == 4
+    assert kinds.count("PodTemplate") == sum(i["kind"] == "PodTemplate" for i in items("healthy")) > 2
     # list items of built-in kinds come without kind/apiVersion; the snapshot restores them
     job = next(d for d in snap.documents if d["kind"] == "Job")
     assert job["apiVersion"] == "batch/v1"
-    assert job["metadata"]["labels"]["batch.kubernetes.io/controller-uid"] == job["metadata"]["uid"]
+    assert job["spec"]["selector"]["matchLabels"]["batch.kubernetes.io/controller-uid"] == job["metadata"]["uid"]
     assert snap.unread == frozenset() and snap.warnings == ()
     assert snap.source == f"cluster kind-ml ({server.url})"
     jobs = next(r for r in server.requests if r.path.endswith("/jobs"))
@@ -206,29 +208,32 @@ def test_audit_of_a_healthy_cluster_is_clean(healthy: tuple[RecordedAPIServer, P
 
 
 def test_audit_names_each_offending_object(tmp_path: Path) -> None:
+    """An hour after the recording (Kueue and the garbage collector stopped, record.py)."""
     with serve("troubled") as server:
-        status, out, _ = run(["audit", "--kubeconfig", str(server.kubeconfig(tmp_path)), "--at", AT])
+        status, out, _ = run(["audit", "--kubeconfig", str(server.kubeconfig(tmp_path)), "--at", LATER])
     assert status == 1
     lines = out.splitlines()
-    assert lines[-1] == "5 errors, 7 warnings"
+    warnings = sum(line.startswith("warning") for line in lines)  # the stuck work of each recording
+    assert lines[-1] == f"4 errors, {warnings} warnings" and warnings >= 8
     errors = [(line.split(": ", 1)[0], line.rsplit("[", 1)[1].rstrip("]")) for line in lines
               if line.startswith("error")]
+    first, second = request("troubled", "train-g", 1), request("troubled", "train-g", 2)
     assert errors == [
-        ("error   PodTemplate ml/ppt-job-old-f-2052c-gpu-capacity-2-main", "orphaned-template"),
-        ("error   ProvisioningRequest ml/job-old-f-2052c-gpu-capacity-1", "orphaned-request"),
-        ("error   ProvisioningRequest ml/job-train-g-88ed5-gpu-capacity-1", "duplicate-live-requests"),
-        ("error   ProvisioningRequest ml/job-train-g-88ed5-gpu-capacity-2", "duplicate-live-requests"),
-        ("error   Workload ml/job-serve-e-51cd2", "admitted-check-not-ready"),
+        (f"error   ProvisioningRequest ml/{named('troubled', 'ProvisioningRequest', 'job-old-f-')}",
+         "orphaned-request"),
+        (f"error   ProvisioningRequest ml/{first}", "duplicate-live-requests"),
+        (f"error   ProvisioningRequest ml/{second}", "duplicate-live-requests"),
+        (f"error   Workload ml/{workload('troubled', 'serve-e')}", "admitted-check-not-ready"),
     ]
     # the two live requests each name the other
     duplicate = [line for line in lines if "duplicate-live-requests" in line]
-    assert all("job-train-g-88ed5-gpu-capacity-1, job-train-g-88ed5-gpu-capacity-2" in line for line in duplicate)
+    assert all(f"{first}, {second}" in line for line in duplicate)
 
 
 def test_audit_json_and_thresholds(tmp_path: Path) -> None:
     with serve("troubled") as server:
         kubeconfig = str(server.kubeconfig(tmp_path))
-        status, out, _ = run(["audit", "--kubeconfig", kubeconfig, "--at", AT, "-o", "json"])
+        status, out, _ = run(["audit", "--kubeconfig", kubeconfig, "--at", LATER, "-o", "json"])
         assert status == 1
         findings = json.loads(out)["findings"]
         assert set(findings[0]) == {"severity", "rule", "object", "message"}
@@ -237,7 +242,7 @@ def test_audit_json_and_thresholds(tmp_path: Path) -> None:
         assert stuck == {"cluster-queue-inactive", "check-config-missing", "managed-resources-unused",
                          "retry-overdue", "provisioned-check-pending", "quota-held-waiting"}
         # thresholds: a generous --overdue and --quota-wait silence the stuck-work warnings
-        status, out, _ = run(["audit", "--kubeconfig", kubeconfig, "--at", AT, "-o", "json",
+        status, out, _ = run(["audit", "--kubeconfig", kubeconfig, "--at", LATER, "-o", "json",
                               "--overdue", "2h", "--quota-wait", "2h"])
         rules = {f["rule"] for f in json.loads(out)["findings"]}
         assert not rules & {"retry-overdue", "provisioned-check-pending", "quota-held-waiting"}
@@ -268,18 +273,20 @@ def test_explain_says_what_a_waiting_workload_waits_for(healthy: tuple[RecordedA
     status, out, _ = run(["explain", "--kubeconfig", str(kubeconfig), "--at", AT])
     assert status == 0
     waits = out[out.index("WAITS FOR"):out.index("NEXT")]
-    assert ("  workload ml/job-train-b-9fa8c (Job ml/train-b)\n"
-            "    ProvisioningRequest ml/job-train-b-9fa8c-gpu-capacity-2 (check gpu-capacity, attempt 2 of 4): "
-            "Accepted=True (Accepted: ProvisioningRequest is accepted by ClusterAutoscaler), just now\n"
-            "    next: Cluster Autoscaler answers: Provisioned=True makes check gpu-capacity Ready; Failed=True "
-            "puts check gpu-capacity in Retry: attempt 3 of 4 after a 2m0s backoff\n") in waits
-    assert "next: evicted at 2026-11-20T10:00:30Z (in 30s) to release its quota" in waits
+    train_b, tune_d = workload("healthy", "train-b"), workload("healthy", "tune-d")
+    assert (f"  workload ml/{train_b} (Job ml/train-b)\n"
+            f"    ProvisioningRequest ml/{request('healthy', 'train-b', 2)} (check gpu-capacity, attempt 2 of 4): "
+            "Accepted=True (Accepted: ProvisioningRequest is accepted by ClusterAutoscaler), ") in waits
+    assert ("    next: Cluster Autoscaler answers: Provisioned=True makes check gpu-capacity Ready; Failed=True "
+            "puts check gpu-capacity in Retry: attempt 3 of 4 after a 40s backoff\n") in waits
+    # tune-d's first attempt failed; the real Kueue holds its quota in Retry until its requeueAt
+    assert f"  workload ml/{tune_d} (Job ml/tune-d)\n    check gpu-capacity Retry: Retrying after failure" in waits
+    assert "to release its quota, then queued again; attempt 2 of 4 once quota is reserved again" in waits
     assert "quota: position 1 of 1 in ClusterQueue gpu-queue; last try: couldn't assign flavors" in waits
-    # the healthy cluster is settled as far as the model can tell: only a timer is pending
-    assert out[out.index("NEXT"):] == "NEXT\n  workload controller, Workload ml/job-tune-d-c12f0:\n    requeue after 30s\n"
+    assert f"  workload controller, Workload ml/{tune_d}:\n    requeue after " in out[out.index("NEXT"):]
     status, out, _ = run(["explain", "--kubeconfig", str(kubeconfig), "--at", AT, "-o", "json"])
     wait = next(w for w in json.loads(out)["waits"] if w["job"] == "ml/train-b")
-    assert wait["workload"] == "ml/job-train-b-9fa8c" and len(wait["waitsFor"]) == 1
+    assert wait["workload"] == f"ml/{train_b}" and len(wait["waitsFor"]) == 1
 
 
 def test_one_namespace_reads_namespaced_kinds_there_only(tmp_path: Path) -> None:
@@ -303,12 +310,14 @@ def test_one_namespace_reads_namespaced_kinds_there_only(tmp_path: Path) -> None
 
 def test_forecast_runs_a_live_cluster_forward(healthy: tuple[RecordedAPIServer, Path]) -> None:
     """forecast takes --kubeconfig as explain does: tune-d's failed attempt is retried at its
-    requeue time (10:00:30) and the second one, provisioned at once, admits it."""
+    requeueAt and the second one, provisioned at once, admits it; train-b's second attempt is
+    provisioned at once."""
     _, kubeconfig = healthy
     status, out, _ = run(["forecast", "--kubeconfig", str(kubeconfig), "--at", AT, "-o", "json"])
     assert status == 0
-    outcomes = {w["name"]: w["outcome"] for w in json.loads(out)["workloads"]}
-    assert outcomes["job-tune-d-c12f0"] == "Admitted" and outcomes["job-train-a-5b3d0"] == "Admitted"
-    tune = next(w for w in json.loads(out)["workloads"] if w["name"] == "job-tune-d-c12f0")
-    # the failed attempt the dump holds, then the one that admits it
-    assert (tune["admittedAt"], tune["attempts"]) == ("2026-11-20T10:00:30Z", 2)
+    forecast = {w["name"]: w for w in json.loads(out)["workloads"]}
+    tune = forecast[workload("healthy", "tune-d")]
+    requeue_at = next(i for i in items("healthy") if i["metadata"]["name"] == workload("healthy", "tune-d"))[
+        "status"]["requeueState"]["requeueAt"]
+    assert (tune["outcome"], tune["admittedAt"], tune["attempts"]) == ("Admitted", requeue_at, 2)
+    assert forecast[workload("healthy", "train-b")]["admittedAt"] == AT

@@ -225,6 +225,7 @@ def test_a_snapshot_reads_every_kind_page_by_page(admin: client.Client, story: s
     monkeypatch.setattr(snapshot, "PAGE_SIZE", 2)
     calls = Calls(monkeypatch)
     snap = snapshot.read(admin, story)
+    assert all(q["limit"] == "2" for _, q in calls.seen)
     assert snap.unread == frozenset() and snap.warnings == ()
     # every kind a snapshot reads is served by the testbed, and every page was read
     counts = {kind: sum(d["kind"] == kind for d in snap.documents) for kind in SNAPSHOT_KINDS}
@@ -234,7 +235,6 @@ def test_a_snapshot_reads_every_kind_page_by_page(admin: client.Client, story: s
         assert counts[kind] == len(listed(admin, kind, story)), kind
     assert calls.continued() >= {"jobs", "jobsets", "pytorchjobs", "workloads", "provisioningrequests",
                                  "podtemplates"}
-    assert all(q["limit"] == "2" for _, q in calls.seen)
     # the model reads every object the real Kueue and the API server wrote, as strictly as -f input
     objects, warnings = snapshot.to_objects(snap.documents, snap.source)
     assert len(objects) == len(snap.documents) and warnings == []
@@ -272,15 +272,21 @@ def test_explain_names_the_request_each_workload_waits_for(testbed: controlplane
     assert status == 0, err
     waits = {w["job"]: w for w in json.loads(out)["waits"]}
     requests = {pr["metadata"]["name"] for pr in listed(admin, c.PROVISIONING_REQUEST, story)}
-    for name in [f"train-{i}" for i in range(JOBS - 1)] + [f"sweep-{i}" for i in range(JOBSETS)] + \
-            [f"torch-{i}" for i in range(PYTORCHJOBS)]:
+    kinds = {**{f"train-{i}": c.JOB for i in range(JOBS - 1)}, **{f"sweep-{i}": c.JOBSET for i in range(JOBSETS)},
+             **{f"torch-{i}": c.PYTORCH_JOB for i in range(PYTORCHJOBS)}}
+    for name, kind in kinds.items():
+        assert waits[f"{story}/{name}"]["jobKind"] == kind
         records = waits[f"{story}/{name}"]["waitsFor"]  # kind, object, reason, since, next
         assert any(r["kind"] == c.PROVISIONING_REQUEST and r["object"] in {f"{story}/{pr}" for pr in requests}
                    for r in records), name
         assert "attempt 1 of 3" in json.dumps(records), name
     assert "quota" in json.dumps(waits[f"{story}/big"]["waitsFor"])
     status, out, _ = run("explain", "--kubeconfig", testbed.kubeconfig, "-n", story)
-    assert status == 0 and "WAITS FOR" in out and f"(PyTorchJob {story}/torch-0)" in out
+    waiting = out[out.index("WAITS FOR"):].split("\n  workload ")
+    for name, kind in kinds.items():
+        (block,) = [b for b in waiting if f"({kind} {story}/{name})" in b]
+        assert "(check real-read-check, attempt 1 of 3)" in block, block
+    assert status == 0
 
 
 def test_forecast_runs_the_real_cluster_forward(testbed: controlplane.Testbed, story: str) -> None:

@@ -1,6 +1,7 @@
 """Writing to a cluster, at the HTTP boundary: a reconcile's effects applied through the client
 (status patches with field manager and resourceVersion, preconditioned deletes, conflicts that
-requeue)."""
+requeue), answered with what the real API server answered when tests/data/cluster/record.py
+applied the same effects, computed from the same healthy cluster, to it."""
 
 from __future__ import annotations
 
@@ -11,50 +12,37 @@ from typing import Any
 import attrs
 import pytest
 from kueue_provreq.api.meta import Time
-from kueue_provreq.api.objects import KubeObject
 from kueue_provreq.cluster import client
 from kueue_provreq.cluster.apply import apply_effects
 from kueue_provreq.cluster.snapshot import to_objects
 from kueue_provreq.controllers import provisioning, workload
 from kueue_provreq.controllers.context import Context
 from kueue_provreq.manifests import dump_object
-from kueue_provreq.manifests.codec import parse_time
+from kueue_provreq.manifests.codec import format_time, parse_time
 from kueue_provreq.world import Create, Result, World
 
 from apiserver import RecordedAPIServer
+from recorded import DATA, items
+from recorded import workload as workload_named
 
-DATA = Path(__file__).parent / "data" / "cluster"
-UNMODELLED = ("Pod", "Event", "Service", "Deployment", "ConfigMap")
-WL = ("Workload", "ml", "job-tune-d-c12f0")
+TUNE_D = workload_named("healthy", "tune-d")
+WL = ("Workload", "ml", TUNE_D)
 PR_PATH = "/apis/autoscaling.x-k8s.io/v1/namespaces/ml/provisioningrequests"
-WL_PATH = "/apis/kueue.x-k8s.io/v1beta2/namespaces/ml/workloads/job-tune-d-c12f0"
-JSON = {"Content-Type": "application/json"}
+WL_PATH = f"/apis/kueue.x-k8s.io/v1beta2/namespaces/ml/workloads/{TUNE_D}"
+#: What the real API server answered to each batch of writes (see tests/data/cluster/record.py).
+WRITES: dict[str, list[dict[str, Any]]] = json.loads((DATA / "writes" / "apiserver.json").read_text())
+#: A second after tune-d's Retry is due (its requeueAt): the workload controller evicts it.
+DUE = format_time(parse_time(next(i for i in items("healthy") if i["metadata"]["name"] == TUNE_D)
+                             ["status"]["requeueState"]["requeueAt"]) + 1)
 
 
 def healthy_world() -> World:
-    items = json.loads((DATA / "healthy" / "dump.json").read_text())["items"]
-    return World(to_objects([i for i in items if i["kind"] not in UNMODELLED])[0])
+    return World(to_objects(list(items("healthy")))[0])
 
 
 def reconcile(controller: str, world: World, at: str) -> Result:
     fn = {"workload": workload.reconcile, "provisioning": provisioning.reconcile}[controller]
     return fn(world.copy(), WL, Context(now=Time(parse_time(at))))
-
-
-def stored(obj: KubeObject, version: str) -> dict[str, Any]:
-    """The object as the API server answers a write: the manifest with a new resourceVersion."""
-    body = dump_object(obj)
-    body["metadata"]["resourceVersion"] = version
-    return body
-
-
-def ok(body: Any, status: int = 200) -> dict[str, Any]:
-    return {"status": status, "headers": JSON, "body": body}
-
-
-def status(code: int, reason: str, message: str) -> dict[str, Any]:
-    return ok({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": message,
-               "reason": reason, "details": {}, "code": code}, code)
 
 
 @pytest.fixture
@@ -72,16 +60,11 @@ def connect(server: RecordedAPIServer, tmp_path: Path) -> client.Client:
 def test_eviction_is_a_status_patch_and_an_event(world: World, tmp_path: Path) -> None:
     """The workload controller evicts tune-d when its Retry is due: one merge patch of the status
     subresource, conditioned on the resourceVersion read, then the event; metrics make no call."""
-    result = reconcile("workload", world, "2026-11-20T10:00:31Z")
-    evicted = result.effects[0].obj  # type: ignore[union-attr]
-    exchanges = [
-        {"request": {"method": "PATCH", "path": f"{WL_PATH}/status", "query": {"fieldManager": "kueue"}},
-         "response": ok(stored(evicted, "52001"))},
-        {"request": {"method": "POST", "path": "/api/v1/namespaces/ml/events", "query": {"fieldManager": "kueue"}},
-         "response": ok({"kind": "Event", "apiVersion": "v1", "metadata": {"name": "e"}}, 201)},
-    ]
+    result = reconcile("workload", world, DUE)
+    exchanges = WRITES["eviction"]
+    assert [ex["request"]["path"] for ex in exchanges] == [f"{WL_PATH}/status", "/api/v1/namespaces/ml/events"]
     with RecordedAPIServer(exchanges) as server, connect(server, tmp_path) as api:
-        applied = apply_effects(api, result.effects, world, "kueue", Time(parse_time("2026-11-20T10:00:31Z")))
+        applied = apply_effects(api, result.effects, world, "kueue", Time(parse_time(DUE)))
     assert server.unexpected == [] and applied.errors == () and not applied.requeue
     patch, event = server.requests
     assert patch.headers["content-type"] == "application/merge-patch+json"
@@ -94,22 +77,23 @@ def test_eviction_is_a_status_patch_and_an_event(world: World, tmp_path: Path) -
     assert patch.body["status"]["admissionChecks"][0]["message"] == \
         "Reset to Pending after eviction. Previously: Retry"
     assert event.body["involvedObject"] == {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
-                                            "name": "job-tune-d-c12f0", "namespace": "ml",
+                                            "name": TUNE_D, "namespace": "ml",
                                             "uid": old.metadata.uid}
     assert event.body["reason"] == "EvictedDueToAdmissionCheck" and event.body["type"] == "Normal"
-    assert applied.written[0]["metadata"]["resourceVersion"] == "52001"
+    # the server's answer: the workload evicted, under a new resourceVersion
+    written = applied.written[0]
+    assert written["metadata"]["resourceVersion"] != old.metadata.extra["resourceVersion"]
+    assert {cd["type"]: cd["status"] for cd in written["status"]["conditions"]}["Evicted"] == "True"
 
 
 def test_delete_carries_preconditions(world: World, tmp_path: Path) -> None:
     """After the eviction the provisioning controller deletes the failed request: only that
     object (uid), only as it was read (resourceVersion)."""
-    for effect in reconcile("workload", world, "2026-11-20T10:00:31Z").effects:
+    for effect in reconcile("workload", world, DUE).effects:
         world.apply(effect)
-    result = reconcile("provisioning", world, "2026-11-20T10:00:31Z")
-    name = "job-tune-d-c12f0-gpu-capacity-1"
-    exchanges = [{"request": {"method": "DELETE", "path": f"{PR_PATH}/{name}", "query": {}},
-                  "response": ok({"kind": "Status", "apiVersion": "v1", "status": "Success"})}]
-    with RecordedAPIServer(exchanges) as server, connect(server, tmp_path) as api:
+    result = reconcile("provisioning", world, DUE)
+    name = f"{TUNE_D}-gpu-capacity-1"
+    with RecordedAPIServer(WRITES["delete"]) as server, connect(server, tmp_path) as api:
         applied = apply_effects(api, result.effects, world, "kueue", Time(0))
     assert not applied.requeue and server.unexpected == []
     pr = world.get("ProvisioningRequest", "ml", name)
@@ -120,12 +104,14 @@ def test_delete_carries_preconditions(world: World, tmp_path: Path) -> None:
 
 
 def test_a_conflict_requeues_and_stops_the_batch(world: World, tmp_path: Path) -> None:
-    result = reconcile("workload", world, "2026-11-20T10:00:31Z")
-    exchanges = [{"request": {"method": "PATCH", "path": f"{WL_PATH}/status", "query": {"fieldManager": "kueue"}},
-                  "response": status(409, "Conflict", 'Operation cannot be fulfilled on workloads.kueue.x-k8s.io '
-                                     '"job-tune-d-c12f0": the object has been modified; please apply your changes '
-                                     'to the latest version and try again')}]
-    with RecordedAPIServer(exchanges) as server, connect(server, tmp_path) as api:
+    result = reconcile("workload", world, DUE)
+    """The same eviction from the same read, once the first has changed the workload: the
+    server refuses it (409 Conflict) and nothing else of the batch is sent."""
+    (exchange,) = WRITES["conflict"]
+    assert exchange["response"]["body"]["message"] == (
+        f'Operation cannot be fulfilled on workloads.kueue.x-k8s.io "{TUNE_D}": the object has been modified; '
+        "please apply your changes to the latest version and try again")
+    with RecordedAPIServer([exchange]) as server, connect(server, tmp_path) as api:
         applied = apply_effects(api, result.effects, world, "kueue", Time(0))
     assert applied.requeue and applied.errors == () and applied.written == ()
     assert [r.method for r in server.requests] == ["PATCH"]  # the event was not sent
@@ -134,17 +120,15 @@ def test_a_conflict_requeues_and_stops_the_batch(world: World, tmp_path: Path) -
 def test_create_leaves_out_what_the_server_sets(world: World, tmp_path: Path) -> None:
     template = next(o for o in world.objects("PodTemplate"))
     fresh = attrs.evolve(template, metadata=attrs.evolve(template.metadata, name="ppt-new-main"))
-    exchanges = [{"request": {"method": "POST", "path": "/api/v1/namespaces/ml/podtemplates",
-                              "query": {"fieldManager": "kueue"}},
-                  "response": ok(stored(fresh, "52100"), 201)},
-                 {"request": {"method": "POST", "path": "/api/v1/namespaces/ml/podtemplates",
-                              "query": {"fieldManager": "kueue"}},
-                  "response": status(409, "AlreadyExists", 'podtemplates "ppt-new-main" already exists')}]
-    with RecordedAPIServer(exchanges) as server, connect(server, tmp_path) as api:
+    with RecordedAPIServer(WRITES["create"]) as server, connect(server, tmp_path) as api:
         first = apply_effects(api, [Create(fresh)], world, "kueue", Time(0))
         again = apply_effects(api, [Create(fresh)], world, "kueue", Time(0))
     body = server.requests[0].body
     assert body["metadata"]["name"] == "ppt-new-main"
     assert not {"uid", "resourceVersion", "creationTimestamp", "managedFields"} & set(body["metadata"])
     assert body["metadata"]["ownerReferences"] == [r for r in dump_object(template)["metadata"]["ownerReferences"]]
-    assert not first.requeue and again.requeue
+    assert not first.requeue and again.requeue and again.errors == ()
+    # the server set what the body left out, and refused the namesake
+    made = first.written[0]["metadata"]
+    assert made["uid"] != template.metadata.uid and made["managedFields"][0]["manager"] == "kueue"
+    assert WRITES["create"][1]["response"]["body"]["reason"] == "AlreadyExists"

@@ -233,7 +233,8 @@ def test_missing_config_makes_the_check_inactive_and_deletes_its_requests() -> N
     wl = workload(checks=(AdmissionCheckState("check1", c.CHECK_READY, T0, "old"),))
     r = run([wl, check(), request()], now=T0 + 10)
     st = state_of(r)
-    assert (st.state, st.message, st.last_transition_time) == (c.CHECK_PENDING, c.MSG_CHECK_INACTIVE, T0 + 10)
+    # the check's own transition time: the controller hands SetAdmissionCheckState a copy of the check
+    assert (st.state, st.message, st.last_transition_time) == (c.CHECK_PENDING, c.MSG_CHECK_INACTIVE, T0)
     assert deleted(r) == ["wl-check1-1"]
     assert events(r) == [("Normal", c.EVENT_ADMISSION_CHECK_UPDATED,
                           "Admission check check1 updated state from Ready to Pending with message: "
@@ -524,7 +525,7 @@ def test_provisioned_makes_the_check_ready_with_pod_set_updates() -> None:
     pr = request("wl-check1-1", cond(c.PR_PROVISIONED, message="ok"), details={"RequestKey": "abc"})
     r = run(base(pr, prc=prc), now=T0 + 7)
     st = state_of(r)
-    assert (st.state, st.message, st.last_transition_time) == (c.CHECK_READY, "ok", T0 + 7)
+    assert (st.state, st.message, st.last_transition_time) == (c.CHECK_READY, "ok", T0)  # the check's own time
     ann = {c.ANNOTATION_CONSUME_PROVISIONING_REQUEST: "wl-check1-1", c.ANNOTATION_PROVISIONING_CLASS_NAME: "class1"}
     assert st.pod_set_updates == (PodSetUpdate("ps1", annotations=FrozenMap(ann), node_selector=FrozenMap({"node-key": "abc"})),
                                   PodSetUpdate("ps2", annotations=FrozenMap(ann), node_selector=FrozenMap({"node-key": "abc"})))

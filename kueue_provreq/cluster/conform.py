@@ -104,6 +104,8 @@ WATCHED = (c.RESOURCE_FLAVOR, c.ADMISSION_CHECK, c.PROVISIONING_REQUEST_CONFIG, 
 _MODEL_UID = "00000000-0000-4000-8000-{:012x}"
 _TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)")
 _SERVER_META = ("resourceVersion", "managedFields", "selfLink")
+#: Where a document names a LocalQueue (namespaced: kept as it is).
+_QUEUE_NAME_KEYS = frozenset({"queueName", c.LABEL_QUEUE_NAME})
 #: The waits Kueue's Admitted and QuotaReserved events give in real seconds.
 _WAIT = re.compile(r"(wait time since (?:reservation|queued) was )(\d+)s")
 
@@ -268,9 +270,12 @@ class ClusterDriver:
         self.implicit_jobs: dict[tuple[str, str], str] = {}
         """(namespace, Workload) on the cluster -> the name of the Job made to own it."""
         self._event_counts: dict[str, int] = {}
+        self._named: frozenset[str] = frozenset()
+        """The scenario's cluster-scoped names (:attr:`Needs.cluster_names`), told by :meth:`refuses`."""
 
     # --- what it cannot do ---------------------------------------------------------------------
     def refuses(self, needs: Needs) -> str | None:
+        self._named = needs.cluster_names
         why = {NEED_RECONCILE: "a single controller's reconcile is the model's alone",
                NEED_RESTRICTED_SETTLE: "a settle restricted to some controllers is the model's alone",
                NEED_FAULTS: "API faults are injected by the model only",
@@ -300,14 +305,18 @@ class ClusterDriver:
         return None
 
     # --- naming ----------------------------------------------------------------------------------
-    def _out(self, value: Any, cluster_names: frozenset[str]) -> Any:
+    def _out(self, value: Any, cluster_names: frozenset[str], key: str | None = None) -> Any:
         """A document on its way to the cluster: the scenario's namespaces and cluster-scoped
-        names with the suffix, its timestamps on the real clock."""
+        names with the suffix, its timestamps on the real clock.  A LocalQueue's name keeps
+        its own, even where it is also a namespace's (``default``: Kueue's webhook looks for
+        that very name)."""
         if isinstance(value, Mapping):
-            return {k: self._out(v, cluster_names) for k, v in value.items()}
+            return {k: self._out(v, cluster_names, k) for k, v in value.items()}
         if isinstance(value, list):
-            return [self._out(v, cluster_names) for v in value]
+            return [self._out(v, cluster_names, key) for v in value]
         if isinstance(value, str):
+            if key in _QUEUE_NAME_KEYS:
+                return value
             if value in cluster_names or value in self._scenario_namespaces:
                 return value + self.suffix
             real_uid = self._real_uids.get(value)
@@ -317,11 +326,11 @@ class ClusterDriver:
                 return format_time(self._to_real(parse_time(value)))
         return value
 
-    def _back(self, value: Any, written: int | None = None) -> Any:
+    def _back(self, value: Any, written: _Written | None = None) -> Any:
         """A document read from the cluster, as the model would show it."""
         if isinstance(value, Mapping):
             if written is None and isinstance(value.get("metadata"), Mapping):
-                written = _last_write(value["metadata"])
+                written = _written(value)
             return {k: self._back(v, written) for k, v in value.items()
                     if not (k in _SERVER_META and isinstance(value, Mapping) and "uid" in value)}
         if isinstance(value, list):
@@ -341,12 +350,18 @@ class ClusterDriver:
         first = self.epochs[0]
         return int(first.real + (t - first.clock))
 
-    def _to_scenario(self, t: int, written: int | None) -> float:
+    def _to_scenario(self, t: int, written: _Written | None) -> float:
+        """``t`` on the scenario's clock.  A deadline (later than the object's last write) is
+        its distance from the time it was counted from, mapped: a check's transition time when
+        it is that plus the check's ``requeueAfterSeconds``, else the object's latest time
+        before the write (settles take real time the scenario's clock does not count, so the
+        write itself is a worse origin)."""
         first = self.epochs[0]
         if t < first.real:
             return first.clock + (t - first.real)
-        if written is not None and t > written:
-            return self._to_scenario(written, None) + (t - written)
+        if written is not None and written.last is not None and t > written.last:
+            base = written.origins.get(t, written.latest if written.latest is not None else written.last)
+            return self._to_scenario(base, None) + (t - base)
         epoch = first
         for e in self.epochs:
             if e.real <= t:
@@ -359,7 +374,7 @@ class ClusterDriver:
             o.metadata.namespace or c.DEFAULT_NAMESPACE for o in objects if o.NAMESPACED) | {c.DEFAULT_NAMESPACE}
         # cohorts a queue or a Cohort names exist without an object: their names are isolated too
         self._cluster_names = frozenset(o.metadata.name for o in objects if not o.NAMESPACED) | frozenset(
-            name for o in objects for name in cohort_names(o))
+            name for o in objects for name in cohort_names(o)) | self._named
         self.epochs = [_Epoch(self._next_second(), clock)]
         for ns in sorted(self._scenario_namespaces):
             self._create_namespace(ns)
@@ -368,9 +383,13 @@ class ClusterDriver:
         # before it may admit any (queue order, not creation order, decides), and Workloads with a
         # creationTimestamp come in its order, each in a later second than the one before
         # (the API server sets the time of its own).
+        # An object comes after the world objects it names as owners, so that its owner
+        # references carry their real uids (the garbage collector deletes an object whose owner
+        # does not exist).
         model_uids = [self._model_uid(o.metadata.uid or None) for o in objects]  # in the model's order
+        depth = _owner_depths(objects)
         order = sorted(range(len(objects)), key=lambda i: (
-            objects[i].KIND == c.CLUSTER_QUEUE, objects[i].metadata.creation_timestamp or 0, i))
+            objects[i].KIND == c.CLUSTER_QUEUE, depth[i], objects[i].metadata.creation_timestamp or 0, i))
         stamp: int | None = None
         for i in order:
             obj = objects[i]
@@ -382,7 +401,24 @@ class ClusterDriver:
             if isinstance(obj, Workload) and not any(r.kind in _JOB_KINDS for r in obj.metadata.owner_references):
                 self._create_owned_workload(obj, model_uids[i])
             else:
+                if obj.KIND in _JOB_KINDS and c.LABEL_QUEUE_NAME not in obj.metadata.labels:
+                    self._await_default_queue(obj.metadata.namespace or c.DEFAULT_NAMESPACE, objects)
                 self._create(obj, model_uids[i])
+
+    def _await_default_queue(self, namespace: str, objects: Sequence[KubeObject]) -> None:
+        """Kueue's job webhook gives a job without a queue name the LocalQueue ``default`` of its
+        namespace only once Kueue knows that queue; the model's world has it from the start.
+        Waits (at most :data:`SETTLE_LIMIT`) until Kueue has written the queue's status, which
+        it does after adding the queue to its queue manager."""
+        if not any(o.KIND == c.LOCAL_QUEUE and o.metadata.name == c.DEFAULT_LOCAL_QUEUE_NAME
+                   and (o.metadata.namespace or c.DEFAULT_NAMESPACE) == namespace for o in objects):
+            return
+        deadline = time.monotonic() + SETTLE_LIMIT
+        while time.monotonic() < deadline:
+            queue = self._get_raw(RESOURCES[c.LOCAL_QUEUE], namespace + self.suffix, c.DEFAULT_LOCAL_QUEUE_NAME)
+            if queue is not None and (queue.get("status") or {}).get("conditions"):
+                return
+            time.sleep(0.1)
 
     def _next_second(self) -> int:
         """Waits for the next whole second and returns it: a period of the clock starts after
@@ -429,6 +465,8 @@ class ClusterDriver:
         for key in ("uid", "resourceVersion", "creationTimestamp", "generation", "managedFields"):
             meta.pop(key, None)
         out: dict[str, Any] = self._out(doc, self._cluster_names)
+        if obj.NAMESPACED:  # its namespace isolates it
+            out["metadata"]["name"] = meta["name"]
         return out
 
     def _create(self, obj: KubeObject, model_uid: str | None) -> dict[str, Any]:
@@ -839,6 +877,56 @@ def _job_name(workload: str) -> str:
     if len(workload) <= _JOB_NAME_MAX:
         return workload
     return "implicit-" + hashlib.sha1(workload.encode()).hexdigest()[:16]
+
+
+def _owner_depths(objects: Sequence[KubeObject]) -> list[int]:
+    """How many owner references lead from each object to one no world object owns."""
+    by_uid = {o.metadata.uid: i for i, o in enumerate(objects) if o.metadata.uid}
+    depths: dict[int, int] = {}
+
+    def depth(i: int, seen: frozenset[int]) -> int:
+        if i not in depths:
+            owners = [by_uid[r.uid] for r in objects[i].metadata.owner_references
+                      if r.uid in by_uid and by_uid[r.uid] not in seen]
+            depths[i] = 1 + max((depth(o, seen | {i}) for o in owners), default=-1)
+        return depths[i]
+    return [depth(i, frozenset()) for i in range(len(objects))]
+
+
+@attrs.frozen
+class _Written:
+    """What the times of one object read from the cluster are mapped with."""
+
+    last: int | None
+    """Its last write (:func:`_last_write`)."""
+    latest: int | None
+    """Its latest own time not after the last write."""
+    origins: Mapping[int, int]
+    """Deadline -> the check transition time it was counted from (plus ``requeueAfterSeconds``)."""
+
+
+def _written(doc: Mapping[str, Any]) -> _Written:
+    last = _last_write(doc["metadata"])
+    stamps: list[int] = []
+
+    def collect(value: Any) -> None:
+        if isinstance(value, Mapping):
+            for k, v in value.items():
+                if k != "managedFields":
+                    collect(v)
+        elif isinstance(value, list):
+            for v in value:
+                collect(v)
+        elif isinstance(value, str) and _TIMESTAMP.fullmatch(value):
+            stamps.append(parse_time(value))
+    collect(doc)
+    origins: dict[int, int] = {}
+    for check in (doc.get("status") or {}).get("admissionChecks") or ():
+        after, at = check.get("requeueAfterSeconds"), check.get("lastTransitionTime")
+        if isinstance(after, int) and isinstance(at, str) and _TIMESTAMP.fullmatch(at):
+            origins[parse_time(at) + after] = parse_time(at)
+    before = [t for t in stamps if last is None or t <= last]
+    return _Written(last, max(before) if before else None, origins)
 
 
 def _last_write(meta: Mapping[str, Any]) -> int | None:

@@ -21,7 +21,7 @@ from kueue_provreq.api import constants as c
 from kueue_provreq.api import naming
 from kueue_provreq.api.meta import Condition
 from kueue_provreq.api.objects import JOB_KINDS, KINDS
-from kueue_provreq.api.queues import AdmissionCheck, Cohort
+from kueue_provreq.api.queues import AdmissionCheck, ClusterQueue, Cohort, LocalQueue
 from kueue_provreq.api.workload import Workload
 from kueue_provreq.conformance.match import Matcher, show
 from kueue_provreq.conformance.model import ModelDriver, Observer, quota_step, user_changes
@@ -117,12 +117,14 @@ def needs_of(scenario: Scenario) -> Needs:
               if isinstance(o, Workload) and o.metadata.creation_timestamp is not None]
     checks = [o for o in scenario.objects if isinstance(o, AdmissionCheck)]
     multikueue = any(ch.spec.controller_name == c.MULTIKUEUE_CONTROLLER_NAME for ch in checks)
-    longest = max((len(o.metadata.name) + 1 + len(ch.metadata.name) for o in scenario.objects
-                   if isinstance(o, Workload) for ch in checks), default=0)
+    # the longest name Kueue derives: a request's PodTemplate, ppt-<workload>-<check>-<attempt>-<pod set>
+    longest = max((len(f"ppt-{o.metadata.name}-{ch.metadata.name}-1-{ps.name}") for o in scenario.objects
+                   if isinstance(o, Workload) for ch in checks for ps in o.spec.pod_sets), default=0)
     parents = {o.metadata.name: o.spec.parent_name for o in scenario.objects
                if isinstance(o, Cohort) and o.spec.parent_name}
     return Needs(frozenset(features), advance, scenario.config_document, bare, multikueue, longest,
-                 len(set(stamps)) < len(stamps), any(_leads_back(name, parents) for name in parents))
+                 len(set(stamps)) < len(stamps), cohort_cycle=any(_leads_back(name, parents) for name in parents),
+                 cluster_names=_cluster_names(scenario))
 
 
 def _leads_back(cohort: str, parents: Mapping[str, str]) -> bool:
@@ -133,6 +135,20 @@ def _leads_back(cohort: str, parents: Mapping[str, str]) -> bool:
         seen.add(at)
         at = parents.get(at)
     return at is not None
+
+
+def _cluster_names(scenario: Scenario) -> frozenset[str]:
+    """See :attr:`Needs.cluster_names`."""
+    created = [*scenario.objects, *(step.obj for step in scenario.steps if isinstance(step, Apply))]
+    names = {o.metadata.name for o in created if not o.NAMESPACED}
+    for o in created:
+        if isinstance(o, ClusterQueue):
+            names.update(o.flavor_names(), o.checks_with_flavors())
+        elif isinstance(o, AdmissionCheck) and o.spec.parameters is not None:
+            names.add(o.spec.parameters.name)
+        elif isinstance(o, LocalQueue):
+            names.add(o.spec.cluster_queue)
+    return frozenset(names)
 
 
 class Run:

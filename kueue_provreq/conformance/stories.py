@@ -33,13 +33,12 @@ from kueue_provreq.api.queues import ClusterQueue
 from kueue_provreq.api.workload import Workload
 from kueue_provreq.conformance.model import ModelDriver
 from kueue_provreq.conformance.runner import Run
-from kueue_provreq.conformance.scenario import DEFAULT_CLOCK, Scenario, parse_scenario
+from kueue_provreq.conformance.scenario import Scenario, parse_scenario
 from kueue_provreq.errors import KueueProvreqError
 from kueue_provreq.invariants.upstream import requests_of
 from kueue_provreq.machines import PROVISIONING_REQUEST_MACHINE, RequestTrigger, requests
 from kueue_provreq.machines.phases import provisioning_request_phase
 from kueue_provreq.manifests import dump_object
-from kueue_provreq.manifests.codec import format_time, parse_time
 
 NAMESPACE = "ns"
 #: The Cluster Autoscaler answers a story gives (Accepted alone changes nothing Kueue shows).
@@ -77,7 +76,9 @@ def story(seed: int, length: int = 8) -> dict[str, Any]:
 
 
 def _world(rng: random.Random) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """The objects a story starts with, and the workloads that arrive later."""
+    """The objects a story starts with, and the workloads that arrive, in order.  No workload is
+    there from the start: a real cluster creates a world's objects one by one, and a workload
+    Kueue meets before its ClusterQueue exists keeps a stale ``Misconfigured`` reason there."""
     flavors = [f"f{i + 1}" for i in range(rng.choice((1, 1, 2)))]
     # one check: with two, the real Kueue fails to start the job (both checks' podSetUpdates set
     # the same annotation), which the model does not model (specs/stories/two-provisioning-checks-*)
@@ -107,11 +108,7 @@ def _world(rng: random.Random) -> tuple[list[dict[str, Any]], list[dict[str, Any
     objects.append({"apiVersion": KUEUE, "kind": c.LOCAL_QUEUE, "metadata": {"namespace": NAMESPACE, "name": "lq"},
                     "spec": {"clusterQueue": "cq"}})
     jobs = [_workload(rng, f"wl{i + 1}") for i in range(rng.randint(1, 4))]
-    start = parse_time(DEFAULT_CLOCK)
-    waiting = rng.randint(1, len(jobs))  # there from the start, each created a minute after the one before
-    for i, wl in enumerate(jobs[:waiting]):
-        wl["metadata"]["creationTimestamp"] = format_time(start - 60 * (waiting - i))
-    return objects + jobs[:waiting], jobs[waiting:]
+    return objects, jobs
 
 
 def _workload(rng: random.Random, name: str) -> dict[str, Any]:
@@ -141,6 +138,8 @@ class _Recorder:
 
     def record(self, length: int) -> dict[str, Any]:
         self._do()
+        for _ in range(self.rng.randint(1, len(self.arrivals))):  # those there when the story starts
+            self._do({"advance": "1s"}, {"apply": self.arrivals.pop(0)})
         for _ in range(length):
             if not self._act():
                 break

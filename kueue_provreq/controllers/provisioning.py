@@ -381,16 +381,18 @@ Decision = tuple[AdmissionCheckState, Transition]
 def _patch(old: AdmissionCheckState, t: Transition, message: str,
            pod_set_updates: tuple[PodSetUpdate, ...] | None = None,
            requeue_after_seconds: int | None = None) -> Decision | None:
-    """What ``SetAdmissionCheckState`` is given: the state the machine answered, no transition
-    time (so a new state gets ``now``) and no retryCount (this controller never writes it);
-    ``None`` when nothing would change."""
+    """What ``SetAdmissionCheckState`` is given: the state the machine answered, the check's
+    own transition time (``syncCheckStates`` hands over a copy of the check, whose
+    ``lastTransitionTime`` ``SetAdmissionCheckState`` keeps when it is set, so this controller's
+    state changes never move it) and no retryCount (this controller never writes it); ``None``
+    when nothing would change."""
     psu = old.pod_set_updates if pod_set_updates is None else pod_set_updates
     requeue = old.requeue_after_seconds if requeue_after_seconds is None else requeue_after_seconds
     if t.target == old.state and message == old.message and psu == old.pod_set_updates \
             and requeue == old.requeue_after_seconds:
         return None
-    return AdmissionCheckState(name=old.name, state=t.target, message=message, pod_set_updates=psu,
-                               requeue_after_seconds=requeue), t
+    return AdmissionCheckState(name=old.name, state=t.target, last_transition_time=old.last_transition_time,
+                               message=message, pod_set_updates=psu, requeue_after_seconds=requeue), t
 
 
 def _after_failure(st: AdmissionCheckState, cond: Condition, retry_message: str, attempt: int,

@@ -87,6 +87,7 @@ class Manager:
         self.controllers: dict[str, registry.Controller] = dict(registry.BY_NAME)
         self.due = Due()
         self.quiet = QuietBook(self.controllers.values())
+        self._books = {name: (quiet, self.quiet.read[name]) for name, quiet in self.quiet.of.items()}
         self.router = Router(world, self.controllers, self.due, self.quiet, self._witness())
         self._journal: dict[Key, KubeObject | None] = {}
         self._swept = False
@@ -109,9 +110,10 @@ class Manager:
             result = self.controllers[controller].reconcile(world, key, ctx)
             if result.requeue_after is not None or result.error is not None:
                 self.due.wake_up(ctx.now + (result.requeue_after or 0.0), controller, key)
-            quiet = self.quiet.of.get(controller)
-            if quiet is not None:
-                unquiet(quiet, self.quiet.read[controller], key)
+            books = self._books.get(controller)
+            if books is not None:
+                quiet = books[0]
+                unquiet(quiet, books[1], key)
                 if result.error is None:
                     if not result.effects:
                         wl = world.get(*key)
@@ -130,10 +132,10 @@ class Manager:
         self.changing_reconciles += 1
         self.router.on_change(controller, changes.items(), ctx.config, (controller, key) if settled else None)
         if settled:
-            quiet = self.quiet.of.get(controller)
+            books = self._books.get(controller)
             wl = world.get(*key)
-            if quiet is not None and isinstance(wl, Workload) and (controller, key) not in self.due.queued:
-                quiet[key] = wl
+            if books is not None and isinstance(wl, Workload) and (controller, key) not in self.due.queued:
+                books[0][key] = wl
         return result, list(changes)
 
     def _apply(self, controller: str, key: Key, effects: tuple[Effect, ...]) -> dict[Key, KubeObject | None]:
@@ -146,16 +148,14 @@ class Manager:
         journal, hooks.journal = hooks.journal, None  # routed by the caller, not as an outside write
         try:
             for effect in effects:
-                kind = type(effect)
-                if kind is Update:
-                    assert isinstance(effect, Update)
+                if isinstance(effect, Update):
                     obj = effect.obj
                     old = world.get(obj.KIND, obj.metadata.namespace, obj.metadata.name)
                     if same(old, obj):
                         continue
                     if check is not None:
                         check(old, effect)
-                elif kind is not Create and kind is not Delete:  # an event or a metric
+                elif not isinstance(effect, (Create, Delete)):  # an event or a metric
                     if on_effect is not None:
                         on_effect(controller, key, effect)
                     continue
