@@ -31,6 +31,7 @@ html_theme = "alabaster"
 # Wider than alabaster's 940 px so that the state diagrams and the transition tables fit.
 html_theme_options = {"page_width": "1200px", "body_max_width": "none"}
 html_static_path = ["_static"]
+html_css_files = ["site.css"]
 
 autodoc_member_order = "bysource"
 autodoc_typehints = "description"
