@@ -14,7 +14,7 @@
 // the path of its index.mjs, which the Makefile installs under .cache/) drives Debian's chromium
 // (CHROMIUM, default /usr/bin/chromium); it downloads no browser.
 
-import { mkdirSync } from "node:fs";
+import { mkdirSync, readdirSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 
@@ -29,7 +29,10 @@ if (!htmlDir || !outDir) {
   console.error("usage: node docs/screenshots.mjs HTML_DIR OUT_DIR");
   process.exit(2);
 }
-mkdirSync(outDir, { recursive: true });
+mkdirSync(join(outDir, "api"), { recursive: true });
+// ... and every page of the API reference (docs/api/), one per group of modules.
+PAGES.push(...readdirSync(join(htmlDir, "api")).filter((f) => f.endsWith(".html")).sort()
+  .map((f) => `api/${f.slice(0, -".html".length)}`));
 
 // playwright gives the browser a fresh, empty profile of its own (--user-data-dir) and removes it.
 const browser = await chromium.launch({
@@ -65,7 +68,7 @@ try {
     const cut = await page.evaluate(() => [...document.querySelectorAll("div.body div.highlight pre")]
       .filter((pre) => pre.scrollWidth > pre.clientWidth + 1).map((pre) => pre.textContent.split("\n")[0]));
     for (const first of cut) failures.push(`${name}: a code block is wider than its box: ${first}`);
-    // A very long page (the API reference) is shot down to its first screens only.
+    // A very long page (an API reference page) is shot down to its first screens only.
     const shot = join(outDir, `${name}.png`);
     const height = await page.evaluate(() => document.documentElement.scrollHeight);
     await page.screenshot({ path: shot, fullPage: true,
