@@ -55,7 +55,7 @@ def setup(app: Any) -> None:
 
     app.add_autodocumenter(ShortValueDataDocumenter, override=True)
 
-    # automodule shows no title: each module's text starts with its name, so that the API page
+    # automodule shows no title: each module's text starts with its name, so that an API page
     # reads as one section per module while listing each in one line.
     def name_the_module(app: Any, what: str, name: str, obj: Any, options: Any, lines: list[str]) -> None:
         if what == "module":
