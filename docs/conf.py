@@ -31,6 +31,7 @@ html_theme = "alabaster"
 # Wider than alabaster's 940 px so that the state diagrams and the transition tables fit.
 html_theme_options = {"page_width": "1200px", "body_max_width": "none"}
 html_static_path = ["_static"]
+html_css_files = ["site.css"]
 
 autodoc_member_order = "bysource"
 autodoc_typehints = "description"
@@ -54,7 +55,7 @@ def setup(app: Any) -> None:
 
     app.add_autodocumenter(ShortValueDataDocumenter, override=True)
 
-    # automodule shows no title: each module's text starts with its name, so that the API page
+    # automodule shows no title: each module's text starts with its name, so that an API page
     # reads as one section per module while listing each in one line.
     def name_the_module(app: Any, what: str, name: str, obj: Any, options: Any, lines: list[str]) -> None:
         if what == "module":

@@ -9,19 +9,19 @@
 //   * every line of every transition label of its Mermaid source is drawn, each on one line,
 //   * no two labels overlap, and no label covers a state,
 //   * it fits the page column or its frame scrolls sideways (nothing is cut off);
-// and that no page is wider than the window.
+// and that no page is wider than the window and no code block wider than its box.
 // Prints one line per diagram and exits 1 when a check fails.  playwright-core (PLAYWRIGHT_CORE:
 // the path of its index.mjs, which the Makefile installs under .cache/) drives Debian's chromium
 // (CHROMIUM, default /usr/bin/chromium); it downloads no browser.
 
-import { mkdirSync } from "node:fs";
+import { mkdirSync, readdirSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 
 const { chromium } = await import(process.env.PLAYWRIGHT_CORE
   ? pathToFileURL(process.env.PLAYWRIGHT_CORE).href : "playwright-core");
 
-const PAGES = ["diagrams", "not-modelled", "index", "api"];
+const PAGES = ["diagrams", "not-modelled", "index", "what-if", "cli", "api"];
 const MAX_SHOT_HEIGHT = 12000;
 const VIEWPORT = { width: 1280, height: 900 };
 const [htmlDir, outDir] = process.argv.slice(2).map((p) => resolve(p));
@@ -29,7 +29,10 @@ if (!htmlDir || !outDir) {
   console.error("usage: node docs/screenshots.mjs HTML_DIR OUT_DIR");
   process.exit(2);
 }
-mkdirSync(outDir, { recursive: true });
+mkdirSync(join(outDir, "api"), { recursive: true });
+// ... and every page of the API reference (docs/api/), one per group of modules.
+PAGES.push(...readdirSync(join(htmlDir, "api")).filter((f) => f.endsWith(".html")).sort()
+  .map((f) => `api/${f.slice(0, -".html".length)}`));
 
 // playwright gives the browser a fresh, empty profile of its own (--user-data-dir) and removes it.
 const browser = await chromium.launch({
@@ -61,7 +64,11 @@ try {
     for (const e of errors) failures.push(`${name}: script error: ${e}`);
     const wide = await page.evaluate(() => document.documentElement.scrollWidth);
     if (wide > VIEWPORT.width) failures.push(`${name}: ${wide}px wide, wider than the window (${VIEWPORT.width}px)`);
-    // A very long page (the API reference) is shot down to its first screens only.
+    // A code block wraps a long line (docs/_static/site.css) rather than hiding its end.
+    const cut = await page.evaluate(() => [...document.querySelectorAll("div.body div.highlight pre")]
+      .filter((pre) => pre.scrollWidth > pre.clientWidth + 1).map((pre) => pre.textContent.split("\n")[0]));
+    for (const first of cut) failures.push(`${name}: a code block is wider than its box: ${first}`);
+    // A very long page (an API reference page) is shot down to its first screens only.
     const shot = join(outDir, `${name}.png`);
     const height = await page.evaluate(() => document.documentElement.scrollHeight);
     await page.screenshot({ path: shot, fullPage: true,

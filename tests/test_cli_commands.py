@@ -109,9 +109,11 @@ def test_explain_names_the_rule_behind_a_retry(manifests: Path) -> None:
     out = cli("explain", "-f", str(manifests / "setup.yaml"), "-f", str(manifests / "story.yaml"),
               "--at", "2024-01-01T00:01:00Z")
     assert out.returncode == 0, out.stderr
-    # backoffLimitCount counts retries (3 allow 4 attempts); the wait is counted from --at
-    assert ("check prov is Retry: request wl-prov-1 Failed: attempt 1 of 4 failed; retry 1 of 3 at "
-            "2024-01-01T00:02:00Z (in 1m0s)") in out.stdout
+    # backoffLimitCount counts retries (3 allow 4 attempts); the wait is counted from the check's
+    # lastTransitionTime, which Kueue's provisioning controller keeps when it moves the check to
+    # Retry (00:00, so the 1m backoff is over at 00:01)
+    assert ("check prov is Retry: request wl-prov-1 Failed: attempt 1 of 4 failed; retry 1 of 3: "
+            "its 1m0s backoff is over") in out.stdout
     assert "set check prov Pending -> Retry (Retrying after failure: no capacity)" in out.stdout
     assert "workload default/wl is QuotaReserved" in out.stdout
 

@@ -208,7 +208,8 @@ def test_the_table_reads_as_a_story(capsys: pytest.CaptureFixture[str], manifest
     assert status == 0
     assert out.splitlines()[0] == ("at 2024-01-01T00:00:00Z, autoscaler fail@30s,provision@2m0s (the last item "
                                    "repeats), for at most 24h0m0s")
-    assert "Admitted at +3m30s, 2 attempts" in out
+    # the backoff counts from the check's lastTransitionTime (+0s), which the move to Retry keeps
+    assert "Admitted at +3m00s, 2 attempts" in out
     assert "     +30s  request job-train-" in out and "Failed: retry 1 of 2 after a 1m0s backoff" in out
 
 

@@ -231,19 +231,21 @@ def test_a_rejected_check_on_an_active_workload_is_reported_without_a_requeue_at
 
 
 def timeout_behind_the_backoff_gate() -> Replay:
-    """1. waitForPodsReady timeout 120 s; wl1 (one pod, 1 gpu) is admitted at 0 s (both checks
+    """1. waitForPodsReady timeout 45 s; wl1 (one pod, 1 gpu) is admitted at 0 s (both checks
        Ready).
-    2. At 61 s wl1-capacity-1 fails: the admitted workload's check goes Retry with
-       requeueAfterSeconds 60, and the workload controller records requeueAt = 121 s (AR A.7).
-    3. At 120 s the pods are not ready 120 s after admission, but the workload controller's
+    2. At 30 s wl1-capacity-1 fails: the admitted workload's check goes Retry with
+       requeueAfterSeconds 60, its lastTransitionTime kept at 0 s (Kueue's provisioning
+       controller hands SetAdmissionCheckState a copy of the check, time included), and the
+       workload controller records requeueAt = 60 s (AR A.7).
+    3. At 45 s the pods are not ready 45 s after admission, but the workload controller's
        backoff gate returns before the timeout is looked at (AR A.5): no eviction yet."""
-    r = Replay(timeout=120)
+    r = Replay(timeout=45)
     r.m.create_workload([(1, 0, 1)], {}, None)
     r.autoscaler("wl1-capacity-1", "provision")
     r.autoscaler("wl1-gpu-capacity-1", "provision")
-    r.m.advance(61)
+    r.m.advance(30)
     r.autoscaler("wl1-capacity-1", "fail")
-    r.step(r.m.advance, 59)  # settles and checks every invariant
+    r.step(r.m.advance, 15)  # settles and checks every invariant
     return r
 
 
@@ -252,11 +254,11 @@ def test_the_pods_ready_timeout_waits_for_the_backoff_gate() -> None:
     wl = r.workload()
     adm = wl.condition(c.WORKLOAD_ADMITTED)
     assert wl.is_admitted() and not wl.is_evicted() and adm is not None and adm.last_transition_time == EPOCH
-    assert r.m.now == EPOCH + 120 and wl.status.requeue_state is not None
-    assert wl.status.requeue_state.requeue_at == EPOCH + 121
+    assert r.m.now == EPOCH + 45 and wl.status.requeue_state is not None
+    assert wl.status.requeue_state.requeue_at == EPOCH + 60
     assert inv.pods_ready_timeout_enforced(r.m.world, r.ctx()) == []
     # once requeueAt passes, the workload is evicted (for its Retry check, checked first)
-    r.m.advance(1)
+    r.m.advance(15)
     ev = r.workload().condition(c.WORKLOAD_EVICTED)
     assert ev is not None and ev.message.startswith("Previously: Evicted due to AdmissionCheck")
 
@@ -273,4 +275,4 @@ def test_a_missed_timeout_is_reported_when_no_gate_holds_it_back(broken: str) ->
     else:  # the gate held back only workloads without quota
         ctx = attrs.evolve(ctx, config=attrs.evolve(ctx.config, semantics=frozenset({inv.PRE_KEP_3258})))
     assert inv.pods_ready_timeout_enforced(world, ctx) == [
-        "default/wl1: pods not ready 120s after admission, timeout 120.0s"]
+        "default/wl1: pods not ready 45s after admission, timeout 45.0s"]

@@ -223,3 +223,42 @@ def test_three_teams_borrowing_from_a_pool_get_figures_per_queue() -> None:
     data = apply(document.data, [(setting, "solo-a")])
     alone = simulate(parse(attrs.evolve(document, data=data), count=60)).summary.cluster_queues
     assert (alone["team-a"].admission_latency.p90 or 0) > (queues["team-a"].admission_latency.p90 or 0)
+
+
+# --- replications --------------------------------------------------------------------------------
+
+
+def test_replications_report_each_figure_as_a_mean_and_interval_the_same_bytes_twice(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from kueue_provreq.simulation.replicate import seeds
+
+    path = simulation_file(tmp_path)
+    for run_dir in ("a", "b"):
+        assert cli.main(["simulate", str(path), "--replications", "3", "--out", str(tmp_path / run_dir),
+                         "-o", "json"]) == 0
+    assert (tmp_path / "a" / "summary.json").read_bytes() == (tmp_path / "b" / "summary.json").read_bytes()
+    summary = json.loads((tmp_path / "a" / "summary.json").read_text())
+    assert summary["seed"] == 5 and summary["workloads"] == {"mean": 12, "ci95": [12, 12], "replications": 3}
+    created = [run(path, seed=s).summary.requests.created for s in seeds(5, 3)]
+    mean = sum(created) / 3
+    sd = (sum((c - mean) ** 2 for c in created) / 2) ** 0.5
+    low, high = summary["provisioningRequests"]["created"]["ci95"]
+    assert summary["provisioningRequests"]["created"]["mean"] == pytest.approx(mean, abs=1e-3)
+    assert (high - low) / 2 == pytest.approx(4.302653 * sd / 3 ** 0.5, abs=2e-3)  # Student t, 2 degrees of freedom
+    capsys.readouterr()
+    assert cli.main(["simulate", str(path), "--replications", "3", "-q"]) == 0
+    table = capsys.readouterr().out
+    assert "3 replications" in table and "provisioningRequests.created" in table and " ± " in table
+
+
+def test_one_replication_is_todays_run_and_the_seeds_are_independent(tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    from kueue_provreq.simulation.replicate import seeds
+
+    path = simulation_file(tmp_path)
+    assert cli.main(["simulate", str(path), "--replications", "1", "-o", "json"]) == 0
+    assert capsys.readouterr().out == summary_json(run(path))
+    assert seeds(1, 1) == [1] and seeds(1, 4)[:3] == seeds(1, 3) and len(set(seeds(1, 4))) == 4
+    assert seeds(2, 3)[1:] != seeds(1, 3)[1:]
+    assert cli.main(["simulate", str(path), "--replications", "0"]) == 2
+    assert "--replications: must be at least 1" in capsys.readouterr().err

@@ -16,7 +16,7 @@ from kueue_provreq.simulation.settings import apply, first_created, parse_keys
 from kueue_provreq.simulation.spec import Simulation
 from kueue_provreq.simulation.sweep import cost_estimate, expensive_first, flatten
 
-from builders import simulation_file
+from builders import EXAMPLES, simulation_file
 
 CLASS = "check-capacity.autoscaling.x-k8s.io"
 
@@ -145,7 +145,7 @@ def test_the_same_rows_in_process_in_worker_processes_and_on_dask(tmp_path: Path
 def test_sweep_writes_its_csv_and_a_plot(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = simulation_file(tmp_path)
     out = tmp_path / "out"
-    status = cli.main(["sweep", str(path), "--workloads", "6", "-j", "1", "--out", str(out),
+    status = cli.main(["sweep", str(path), "--workloads", "6", "-j", "1", "--out", str(out), "--replications", "1",
                        "--set", "retryStrategy.backoffLimitCount=0,2", "--set", "seed=1,2"])
     assert status == 0
     table = capsys.readouterr().out.splitlines()
@@ -156,7 +156,7 @@ def test_sweep_writes_its_csv_and_a_plot(tmp_path: Path, capsys: pytest.CaptureF
     assert columns[:4] == ["retryStrategy.backoffLimitCount", "seed", "simulation", "seed"][:2] + columns[2:4]
     assert "admissionLatencySeconds.p90" in columns and "provisioningRequests.created" in columns
     assert (out / "sweep.png").stat().st_size > 10_000
-    assert cli.main(["sweep", str(path), "--workloads", "4", "-j", "1", "-o", "json",
+    assert cli.main(["sweep", str(path), "--workloads", "4", "-j", "1", "-o", "json", "--replications", "1",
                      "--set", "retryStrategy.backoffLimitCount=1"]) == 0
     assert json.loads(capsys.readouterr().out)[0]["retryStrategy.backoffLimitCount"] == 1
 
@@ -210,3 +210,143 @@ def test_worker_processes_are_given_the_expensive_points_first_and_rows_stay_in_
     result = sweep(["workloads.count"], points, jobs=2)
     assert submitted == [40, 10, 5]
     assert [r["workloads"] for r in result.rows] == [5, 40, 10]
+
+
+# --- replications --------------------------------------------------------------------------------
+
+
+def test_each_point_runs_its_replications_and_the_csv_has_their_intervals(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = simulation_file(tmp_path)
+    out = tmp_path / "out"
+    status = cli.main(["sweep", str(path), "--workloads", "8", "-j", "1", "--out", str(out),
+                       "--set", f'autoscaler["{CLASS}"].failureProbability=0,0.5'])
+    assert status == 0
+    table = capsys.readouterr().out.splitlines()
+    assert len(table) == 3 and " ± " in table[1]
+    rows = list(csv.DictReader((out / "sweep.csv").open()))
+    assert len(rows) == 2 and all(r["replications"] == "3" for r in rows)
+    for row in rows:
+        for figure in ("finished", "admissionLatencySeconds.p90", "provisioningRequests.created"):
+            low, mean, high = (float(row[f"{figure}.{part}"]) for part in ("ci95_low", "mean", "ci95_high"))
+            assert low <= mean <= high
+        assert "finished" not in row
+    # the default three replications are the seeds simulate --replications 3 uses: the same means
+    document = load_document(path)
+    points = grid(document, [parse_setting(f'autoscaler["{CLASS}"].failureProbability=0.5')], count=8,
+                  replications=3)
+    result = sweep(["p"], points, jobs=1)
+    assert result.rows[0]["provisioningRequests.created.mean"] == float(rows[1]["provisioningRequests.created.mean"])
+    created = [run["provisioningRequests.created"] for run in result.samples[0]]
+    assert len(created) == 3 and sum(created) / 3 == pytest.approx(result.rows[0]["provisioningRequests.created.mean"],
+                                                                       abs=1e-3)
+
+
+def test_the_grid_limit_counts_points_times_replications(tmp_path: Path) -> None:
+    document = load_document(simulation_file(tmp_path))
+    settings = [parse_setting("seed=" + ",".join(str(i) for i in range(101))),
+                parse_setting("retryStrategy.backoffLimitCount=" + ",".join(str(i) for i in range(34)))]
+    with pytest.raises(SettingError, match=r"3,434 points \(times 3 replications\), more than 10,000 simulations"):
+        grid(document, settings, replications=3)
+
+
+# --- objective and constraints ---------------------------------------------------------------------
+
+
+FIGURES = {"workloads": 10, "deactivated": 2, "finished": 8, "admissionLatencySeconds.p90": 120,
+           "admissionLatencySeconds.p50": None, "clusterQueues.team-a.workloads": 4,
+           "clusterQueues.team-a.deactivated": 1, "evictions.AdmissionCheck": 3}
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    ("p90(timeToRunning)", 120), ("p90(admissionLatency)", 120), ("admissionLatencySeconds.p90 / 60", 2),
+    ("deactivatedShare", 0.2), ('clusterQueues["team-a"].deactivatedShare', 0.25), ("-finished + 2 * 3", -2),
+    ("evictions.AdmissionCheck + evictions.PodsReadyTimeout", 3), ("p50(timeToRunning)", None),
+    ("finished / (deactivated - 2)", None),
+])
+def test_expressions_over_a_summarys_figures(text: str, value: float | None) -> None:
+    from kueue_provreq.simulation.objective import parse
+
+    assert parse("--objective", text, comparison=False).value(FIGURES) == value
+
+
+@pytest.mark.parametrize(("text", "comparison", "message"), [
+    ("__import__('os').system('true')", False, "\"__import__('os').system('true')\" is not a figure"),
+    ("finished ** 2", False, "'finished ** 2' is not a figure"),
+    ("finished if pending else 1", False, "is not a figure"),
+    ("'finished'", False, "is not a figure"),
+    ("finished <=", True, "not an expression"),
+    ("finished", True, "must be a comparison"),
+    ("finished < 3", False, "must be arithmetic"),
+    ("finished in 3", True, "In is not a comparison it knows"),
+    ("p90(a, b)", False, "p90() takes one latency figure"),
+])
+def test_expressions_outside_the_language_are_refused_by_name(text: str, comparison: bool, message: str) -> None:
+    from kueue_provreq.simulation.objective import ExpressionError, parse
+
+    with pytest.raises(ExpressionError, match=r"^--x ") as caught:
+        parse("--x", text, comparison=comparison)
+    assert message in str(caught.value)
+
+
+def test_an_unknown_figure_is_named() -> None:
+    from kueue_provreq.simulation.objective import ExpressionError, parse
+
+    with pytest.raises(ExpressionError, match=r"no figure 'finishd' in the summary \(figures: workloads, "):
+        parse("--objective", "finishd", comparison=False).value(FIGURES)
+
+
+def test_points_are_ranked_feasible_first_and_the_best_is_tested_against_the_runner_up() -> None:
+    from kueue_provreq.simulation.objective import judge, order, parse, verdict
+    from scipy import stats
+
+    def point(latencies: list[int], deactivated: int) -> list[dict[str, int]]:
+        return [{"workloads": 100, "deactivated": deactivated, "admissionLatencySeconds.p90": v} for v in latencies]
+
+    samples = [point([50, 52, 51], 30), point([100, 110, 105], 0), point([80, 81, 79], 1), point([90, 95, 85], 0)]
+    goal = parse("--objective", "p90(timeToRunning)", comparison=False)
+    standings = judge(samples, goal, [parse("--constraint", "deactivatedShare <= 0.01", comparison=True)])
+    assert [s.rank for s in standings] == [None, 3, 1, 2]
+    assert standings[0].broken == ("deactivatedShare <= 0.01",) and not standings[0].feasible
+    assert order(standings) == [2, 3, 1, 0]
+    assert standings[2].mean == 80 and standings[2].low == pytest.approx(80 - 4.302653 / 3 ** 0.5, abs=1e-4)
+    a, b = [80.0, 81.0, 79.0], [90.0, 95.0, 85.0]
+    se2 = [stats.tvar(x) / 3 for x in (a, b)]
+    t = (80 - 90) / sum(se2) ** 0.5
+    df = sum(se2) ** 2 / sum(v ** 2 / 2 for v in se2)
+    p = 2 * stats.t.sf(abs(t), df)
+    text = verdict(standings, ["a", "b", "c", "d"])
+    assert text == f"best: c: objective 80, 95% CI [77.52, 82.48]; runner-up d: 90; not significantly better " \
+                   f"(Welch's t-test, p = {p:.3g})"
+    assert verdict(judge(samples[:2], goal, []), ["a", "b"]).endswith("significantly better (Welch's t-test, p = "
+                                                                       f"{stats.ttest_ind([50, 52, 51], [100, 110, 105], equal_var=False).pvalue:.3g})")
+    assert verdict(judge([samples[0]], goal, [parse("--constraint", "deactivated < 1", comparison=True)]),
+                   ["a"]) == "no point meets every constraint with a value of the objective"
+
+
+def test_a_ranked_sweep_writes_objective_feasible_and_rank(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out"
+    status = cli.main(["sweep", str(EXAMPLES / "retry-strategy-sweep.yaml"), "--workloads", "20", "-j", "1",
+                       "--out", str(out), "--set", "retryStrategy.backoffLimitCount=0,3,5",
+                       "--objective", "p90(timeToRunning)", "--constraint", "deactivatedShare <= 0.01"])
+    assert status == 0
+    table = capsys.readouterr().out.splitlines()
+    assert table[0].split()[:2] == ["rank", "objective"] and table[-1].startswith("best: ")
+    rows = list(csv.DictReader((out / "sweep.csv").open()))
+    assert list(rows[0])[1:7] == ["objective", "objective.ci95_low", "objective.ci95_high", "feasible", "rank", "breaks"]
+    ranked = [r for r in rows if r["rank"]]
+    assert [int(r["rank"]) for r in ranked] == list(range(1, len(ranked) + 1)) and rows[:len(ranked)] == ranked
+    assert all(r["feasible"] == "True" and float(r["deactivated.mean"]) / 20 <= 0.01 for r in ranked)
+    assert [float(r["objective"]) for r in ranked] == sorted(float(r["objective"]) for r in ranked)
+    assert all(float(r["objective"]) == float(r["admissionLatencySeconds.p90.mean"]) for r in ranked)
+    assert all(r["feasible"] == "False" and r["breaks"] == "deactivatedShare <= 0.01" for r in rows if not r["rank"])
+    assert [r["retryStrategy.backoffLimitCount"] for r in rows if not r["rank"]] == ["0"]  # no retry: deactivations
+
+
+def test_ranking_options_are_checked_before_any_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = str(simulation_file(tmp_path))
+    assert cli.main(["sweep", path, "--set", "seed=1", "--constraint", "finished > 1"]) == 2
+    assert "--constraint: needs --objective" in capsys.readouterr().err
+    assert cli.main(["sweep", path, "--set", "seed=1", "--objective", "os.system('x')"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--objective \"os.system('x')\"" in err

@@ -138,3 +138,13 @@ def test_the_kind_example_end_to_end_on_the_real_kueue(testbed: controlplane.Tes
         assert conditions[c.WORKLOAD_ADMITTED] == "True" and conditions[c.WORKLOAD_QUOTA_RESERVED] == "True"
         (request,) = api.list(RESOURCES[c.PROVISIONING_REQUEST], "kind-story").items
         assert {cd["type"]: cd["status"] for cd in request["status"]["conditions"]}[c.PR_PROVISIONED] == "True"
+
+
+def test_a_gate_the_release_lacks_is_left_out_at_the_value_it_behaves_as(tmp_path: Path) -> None:
+    """KeepQuotaForProvReqRetry: false asks for what v0.19.2 does anyway (it has no such gate, and
+    refuses to start with one it does not know); true is passed on, for Kueue to refuse."""
+    ports = {"kueue-health": 1, "kueue-metrics": 2, "kueue-webhook": 3}
+    off = controlplane.kueue_configuration(ports, tmp_path, {"featureGates": {"KeepQuotaForProvReqRetry": False}})
+    on = controlplane.kueue_configuration(ports, tmp_path, {"featureGates": {"KeepQuotaForProvReqRetry": True}})
+    assert "KeepQuotaForProvReqRetry" not in off["featureGates"]
+    assert on["featureGates"]["KeepQuotaForProvReqRetry"] is True

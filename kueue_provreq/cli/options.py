@@ -163,6 +163,14 @@ def simulation(cmd: argparse.ArgumentParser) -> None:
     cmd.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
 
 
+def replications(cmd: argparse.ArgumentParser, default: int) -> None:
+    """How many independent runs each figure is a mean of (docs: 'Replications')."""
+    cmd.add_argument("--replications", type=int, default=default, metavar="N",
+                     help=f"run N times with independent seeds derived from the file's (the first is the "
+                          f"file's own) and report each figure as a mean and 95%% confidence interval "
+                          f"(default: {default})")
+
+
 # --- reading option values -------------------------------------------------------------------------
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 
 from kueue_provreq.cli import folder, options
 from kueue_provreq.cli.output import print_data
@@ -14,6 +15,7 @@ def register(subparsers: argparse._SubParsersAction[options.Parser]) -> None:
         description="Run the simulation a file describes (docs: 'Simulation file') and print its "
                     "summary; --out DIR also writes summary.json, workloads.csv and PNG plots.")
     options.simulation(cmd)
+    options.replications(cmd, 1)
     options.output(cmd, ("table", "yaml", "json"))
     options.out_folder(cmd, "summary.json, workloads.csv and the plots")
 
@@ -22,23 +24,35 @@ def run(args: argparse.Namespace) -> int:
     from kueue_provreq.simulation import load_document, parse, simulate
     from kueue_provreq.simulation import output as out
     from kueue_provreq.simulation.progress import progress_bar
+    from kueue_provreq.simulation.replicate import MAX_REPLICATIONS, aggregate, replicas
     from kueue_provreq.simulation.spec import MAX_WORKLOADS
 
     options.between("--workloads", args.workloads, 1, MAX_WORKLOADS)
     options.at_least("--seed", args.seed, 0)
+    options.between("--replications", args.replications, 1, MAX_REPLICATIONS)
     if args.out is not None:
         options.plots_available("--out")
         target = folder.check("--out", args.out, args.force)
     config = options.configuration_file(args.config)
     sim = parse(load_document(args.simulation), config=config, count=args.workloads, seed=args.seed)
-    with progress_bar(sim.count, "workloads", args.quiet) as progress:
-        report = simulate(sim, progress=progress)
+    runs = replicas(sim, args.replications)
+    reports = []
+    with progress_bar(sim.count * len(runs), "workloads", args.quiet) as progress:
+        for i, replica in enumerate(runs):
+            reports.append(simulate(replica, progress=None if progress is None else _offset(progress, i * sim.count)))
+    report = reports[0]  # workloads.csv and the plots: the first replication's (the file's seed)
+    summary = aggregate([r.summary.to_json() for r in reports])
     if args.out is not None:
-        folder.write("--out", target, lambda staging: out.write(report, staging))
+        folder.write("--out", target, lambda staging: out.write(report, staging, summary=summary))
     if args.output == "table":
-        print(out.table(report), end="")
+        print(out.table(report) if len(reports) == 1 else out.replicated_table(report, summary), end="")
     elif args.output == "json":
-        print(out.summary_json(report), end="")
+        print(out.summary_json(report, summary), end="")
     else:
-        print_data(report.summary.to_json(), args.output)
+        print_data(summary, args.output)
     return 0
+
+
+def _offset(progress: Callable[[int], None], done: int) -> Callable[[int], None]:
+    """A replication's progress, after the ``done`` workloads of those before it."""
+    return lambda n: progress(done + n)

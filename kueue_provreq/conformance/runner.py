@@ -46,6 +46,7 @@ from kueue_provreq.conformance.scenario import (
     scenario_name,
     step_number,
 )
+from kueue_provreq.controllers.cohorts import has_cycle
 from kueue_provreq.controllers.integrations import INTEGRATIONS
 from kueue_provreq.driver import (
     NEED_FAULTS,
@@ -123,18 +124,8 @@ def needs_of(scenario: Scenario) -> Needs:
     parents = {o.metadata.name: o.spec.parent_name for o in scenario.objects
                if isinstance(o, Cohort) and o.spec.parent_name}
     return Needs(frozenset(features), advance, scenario.config_document, bare, multikueue, longest,
-                 len(set(stamps)) < len(stamps), cohort_cycle=any(_leads_back(name, parents) for name in parents),
+                 len(set(stamps)) < len(stamps), cohort_cycle=any(has_cycle(name, parents) for name in parents),
                  cluster_names=_cluster_names(scenario))
-
-
-def _leads_back(cohort: str, parents: Mapping[str, str]) -> bool:
-    """Whether the walk up from ``cohort`` meets a cohort twice."""
-    seen: set[str] = set()
-    at: str | None = cohort
-    while at is not None and at not in seen:
-        seen.add(at)
-        at = parents.get(at)
-    return at is not None
 
 
 def _cluster_names(scenario: Scenario) -> frozenset[str]:

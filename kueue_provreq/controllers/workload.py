@@ -509,6 +509,8 @@ def _reconcile_queue_state(txn: Txn, wl: Workload, conds: Conds, lq: LocalQueue 
         new, evicting = _evict(wl, reason, message, "", ctx.now, events)
         fired.extend(evicting)
         return new
+    if _true(conds, c.WORKLOAD_EVICTED):
+        return None  # an eviction under way: the job integration releases the quota
     if lq is None or lq.metadata.terminating:
         reason, message = c.REASON_MISCONFIGURED, c.MSG_LQ_GONE.format(lq=name)
     elif lq.spec.stopped:

@@ -91,9 +91,9 @@ _workload = _declare(
         {"trigger": W.UNSET_QUOTA, "source": _QUOTA_HELD + [P.EVICTED], "dest": P.PENDING},
         # workload controller: a reservation not yet admitted whose LocalQueue or ClusterQueue is
         # stopped, terminating or missing goes back to the queue (reconcileOn*QueueActiveState)
-        {"trigger": W.SET_ASIDE, "source": [P.QUOTA_RESERVED, P.EVICTED], "dest": P.BACKOFF,
-         "conditions": [Guard.BACKOFF]},
-        {"trigger": W.SET_ASIDE, "source": [P.QUOTA_RESERVED, P.EVICTED], "dest": P.PENDING},
+        # (an evicted one is left to the job integration, which releases its quota)
+        {"trigger": W.SET_ASIDE, "source": P.QUOTA_RESERVED, "dest": P.BACKOFF, "conditions": [Guard.BACKOFF]},
+        {"trigger": W.SET_ASIDE, "source": P.QUOTA_RESERVED, "dest": P.PENDING},
         # workload controller: the backoff ends (requeueAt passed and cleared, or Requeued=True
         # with BackoffFinished / Reactivated), unless the other half still holds it back
         {"trigger": W.REQUEUE, "source": P.BACKOFF, "dest": P.PENDING, "unless": [Guard.BACKOFF]},

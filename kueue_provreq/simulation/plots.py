@@ -144,6 +144,11 @@ def _values(name: str, rows: Sequence[dict[str, Any]]) -> list[Any]:
     return list(dict.fromkeys(r[name] for r in rows))
 
 
+def _figure(row: dict[str, Any], key: str) -> Any:
+    """A sweep row's figure: its value, or its mean across replications."""
+    return row[key] if key in row else row.get(f"{key}.mean")
+
+
 def _minutes(value: Any) -> float:
     return math.nan if value is None or value == "" else float(value) / 60
 
@@ -154,7 +159,7 @@ def _line(name: str, rows: Sequence[dict[str, Any]], path: Path) -> Path:
     positions = xs if numeric else list(range(len(xs)))
     fig, ax = plt.subplots(figsize=(7, 4))
     for key, style in (("p50", "-o"), ("p90", "-s"), ("p99", "-^")):
-        by_x = {repr(r[name]): _minutes(r[f"admissionLatencySeconds.{key}"]) for r in rows}
+        by_x = {repr(r[name]): _minutes(_figure(r, f"admissionLatencySeconds.{key}")) for r in rows}
         ax.plot(positions, [by_x[repr(x)] for x in xs], style, label=f"{key} admission latency")
     ax.set_xlabel(name)
     if not numeric:
@@ -162,7 +167,7 @@ def _line(name: str, rows: Sequence[dict[str, Any]], path: Path) -> Path:
         ax.set_xticklabels([str(x) for x in xs])
     ax.set_ylabel("minutes")
     ax2 = ax.twinx()
-    by_x = {repr(r[name]): r["deactivated"] for r in rows}
+    by_x = {repr(r[name]): _figure(r, "deactivated") for r in rows}
     ax2.plot(positions, [by_x[repr(x)] for x in xs], ":x", color="#6d597a", label="deactivated workloads")
     ax2.set_ylabel("deactivated workloads")
     lines = ax.get_legend_handles_labels()
@@ -177,7 +182,7 @@ def _line(name: str, rows: Sequence[dict[str, Any]], path: Path) -> Path:
 def _heatmap(first: str, second: str, rows: Sequence[dict[str, Any]], path: Path) -> Path:
     ys, xs = _values(first, rows), _values(second, rows)
     by_cell = {(repr(r[first]), repr(r[second])): r for r in rows}
-    grid = [[_minutes(by_cell[(repr(y), repr(x))]["admissionLatencySeconds.p90"]) if (repr(y), repr(x)) in by_cell
+    grid = [[_minutes(_figure(by_cell[(repr(y), repr(x))], "admissionLatencySeconds.p90")) if (repr(y), repr(x)) in by_cell
              else math.nan for x in xs] for y in ys]
     fig, ax = plt.subplots(figsize=(2.4 + 1.4 * len(xs), 1.6 + 0.9 * len(ys)))
     image = ax.imshow(grid, cmap="viridis_r", aspect="auto")
@@ -194,7 +199,7 @@ def _heatmap(first: str, second: str, rows: Sequence[dict[str, Any]], path: Path
             cell = by_cell.get((repr(ys[i]), repr(xs[j])))
             text = "-" if math.isnan(value) else f"{value:.1f} min"
             if cell is not None:
-                text += f"\n{cell['deactivated']} deactivated"
+                text += f"\n{_figure(cell, 'deactivated'):g} deactivated"
             ax.text(j, i, text, ha="center", va="center", fontsize=8,
                     color="black" if math.isnan(value) or value < middle else "white")
     fig.colorbar(image, ax=ax, label="p90 admission latency (minutes)")

@@ -33,13 +33,14 @@ from kueue_provreq.api.config import Configuration
 from kueue_provreq.errors import KueueProvreqError
 from kueue_provreq.extras import SIM, require
 from kueue_provreq.simulation import settings as s
+from kueue_provreq.simulation.replicate import CI95, MEAN, aggregate, is_figure, replicas
 from kueue_provreq.simulation.run import simulate
 from kueue_provreq.simulation.spec import POISSON, Document, Simulation, parse
 
 #: Seconds to reach a Dask scheduler before the sweep says it cannot (Dask's own default is 30).
 DASK_CONNECT_TIMEOUT = 3.0
 
-#: The most points a sweep runs: each is a whole simulation.
+#: The most simulations a sweep runs: its points times its replications.
 MAX_POINTS = 10_000
 
 LOCAL = "local"
@@ -56,6 +57,8 @@ class Point:
 
     values: tuple[Any, ...]
     simulation: Simulation
+    replications: int = 1
+    """How many times it runs (:mod:`~kueue_provreq.simulation.replicate`)."""
 
 
 @attrs.frozen
@@ -63,7 +66,13 @@ class SweepResult:
     parameters: tuple[str, ...]
     """The settings' paths, as given."""
     rows: tuple[dict[str, Any], ...]
-    """Per point, in grid order: each parameter's value, then the summary flattened with dots."""
+    """Per point, in grid order: each parameter's value, then the summary flattened with dots
+    (with replications: ``replications``, then each figure's ``.mean``, ``.ci95_low`` and
+    ``.ci95_high``)."""
+    samples: tuple[tuple[dict[str, Any], ...], ...] = ()
+    """Per point, in grid order: each replication's summary, flattened with dots."""
+    order: tuple[int, ...] = ()
+    """The rows' order in ``sweep.csv`` (empty: the grid's); a ranked sweep's is its ranking."""
 
     def columns(self) -> list[str]:
         columns = list(self.parameters)
@@ -76,8 +85,8 @@ class SweepResult:
         out = io.StringIO()
         writer = csv.writer(out, lineterminator="\n")
         writer.writerow(columns)
-        for row in self.rows:
-            writer.writerow([_cell(row, c) for c in columns])
+        for i in self.order or range(len(self.rows)):
+            writer.writerow([_cell(self.rows[i], c) for c in columns])
         return out.getvalue()
 
     def write(self, out: Path, plot: bool = True) -> list[Path]:
@@ -108,11 +117,15 @@ def _cell(row: Mapping[str, Any], column: str) -> Any:
 
 
 def flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    """``{"a": {"b": 1}}`` -> ``{"a.b": 1}``."""
+    """``{"a": {"b": 1}}`` -> ``{"a.b": 1}``; a replicated figure ``{"a": {"mean": 1, "ci95":
+    [0, 2], ...}}`` -> ``{"a.mean": 1, "a.ci95_low": 0, "a.ci95_high": 2}``."""
     out: dict[str, Any] = {}
     for key, value in data.items():
         name = f"{prefix}{key}"
-        if isinstance(value, Mapping):
+        if is_figure(value):
+            low, high = value[CI95]
+            out.update({f"{name}.mean": value[MEAN], f"{name}.ci95_low": low, f"{name}.ci95_high": high})
+        elif isinstance(value, Mapping):
             out.update(flatten(value, f"{name}."))
         else:
             out[name] = value
@@ -120,9 +133,10 @@ def flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
 
 
 def grid(document: Document, settings: Sequence[s.Setting], *, config: Configuration | None = None,
-         count: int | None = None, seed: int | None = None) -> list[Point]:
+         count: int | None = None, seed: int | None = None, replications: int = 1) -> list[Point]:
     """Every combination of the settings' values, each validated into its simulation; a path
-    set twice, or more than :data:`MAX_POINTS` combinations, refused before any is made."""
+    set twice, or more than :data:`MAX_POINTS` simulations (combinations times
+    ``replications``), refused before any is made."""
     seen: set[tuple[Any, ...]] = set()
     for setting in settings:
         key = setting.keys if setting.shorthand is None else (setting.text,)
@@ -130,9 +144,10 @@ def grid(document: Document, settings: Sequence[s.Setting], *, config: Configura
             raise s.SettingError(f"--set {setting.text}: given twice (give its values once, comma-separated)")
         seen.add(key)
     size = math.prod(len(setting.values) for setting in settings)
-    if size > MAX_POINTS:
-        raise s.SettingError(f"--set: the grid has {size:,} points, more than {MAX_POINTS:,} (one simulation "
-                             "each): fewer values, or several sweeps")
+    if size * replications > MAX_POINTS:
+        runs = "one simulation each" if replications == 1 else f"times {replications} replications"
+        raise s.SettingError(f"--set: the grid has {size:,} points ({runs}), more than {MAX_POINTS:,} "
+                             "simulations: fewer values, fewer replications, or several sweeps")
     points = []
     for values in itertools.product(*(setting.values for setting in settings)):
         assignments = list(zip(settings, values, strict=True))
@@ -146,7 +161,7 @@ def grid(document: Document, settings: Sequence[s.Setting], *, config: Configura
                 overridden[created] = given
         sim = parse(attrs.evolve(document, data=data), config=config, count=count, seed=seed,
                     retry_strategy=s.shorthands(assignments), overridden=overridden)
-        points.append(Point(values, sim))
+        points.append(Point(values, sim, replications))
     return points
 
 
@@ -177,9 +192,10 @@ def run_point(sim: Simulation) -> dict[str, Any]:
 
 def sweep(parameters: Sequence[str], points: Sequence[Point], *, jobs: int | None = None, dask: str | None = None,
           progress: Callable[[int], None] | None = None) -> SweepResult:
-    """Run every point: ``jobs`` worker processes (default: the CPU count; 1 runs here), or
-    on the Dask cluster at ``dask`` (``"local"`` starts one with ``jobs`` workers)."""
-    sims = [p.simulation for p in points]
+    """Run every point's replications: ``jobs`` worker processes (default: the CPU count; 1
+    runs here), or on the Dask cluster at ``dask`` (``"local"`` starts one with ``jobs``
+    workers)."""
+    sims = [replica for p in points for replica in replicas(p.simulation, p.replications)]
     if dask is not None:
         summaries = _on_dask(sims, dask, jobs, progress)
     elif (jobs or os.cpu_count() or 1) <= 1 or len(sims) <= 1:
@@ -190,8 +206,18 @@ def sweep(parameters: Sequence[str], points: Sequence[Point], *, jobs: int | Non
                 progress(i)
     else:
         summaries = _in_processes(sims, jobs or os.cpu_count() or 1, progress)
-    rows = tuple({**dict(zip(parameters, p.values, strict=True)), **flatten(summary)} for p, summary in zip(points, summaries, strict=True))
-    return SweepResult(tuple(parameters), rows)
+    per_point = []
+    for p in points:
+        per_point.append(summaries[:p.replications])
+        summaries = summaries[p.replications:]
+    rows = []
+    for p, runs in zip(points, per_point, strict=True):
+        row = dict(zip(parameters, p.values, strict=True))
+        if p.replications > 1:
+            row["replications"] = p.replications
+        rows.append({**row, **flatten(aggregate(runs))})
+    samples = tuple(tuple(flatten(run) for run in runs) for runs in per_point)
+    return SweepResult(tuple(parameters), tuple(rows), samples)
 
 
 def _in_processes(sims: Sequence[Simulation], jobs: int, progress: Callable[[int], None] | None
