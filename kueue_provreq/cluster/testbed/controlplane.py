@@ -6,12 +6,13 @@ the Kueue manager, on 127.0.0.1, started from the programs ``make oracle`` build
 1. etcd (``--unsafe-no-fsync``: the data is thrown away with the testbed);
 2. kube-apiserver, with client-certificate authentication and RBAC (the administrator's
    certificate is in ``system:masters``) and service-account token signing;
-3. kube-controller-manager with only the garbage collector and the namespace controller
-   (cascading deletes and namespace deletion; no job controller: pods are not part of the model);
-4. the CRDs (Kueue's, the ProvisioningRequest CRD, JobSet's and PyTorchJob's), waited for until
+3. the CRDs (Kueue's, the ProvisioningRequest CRD, JobSet's and PyTorchJob's), waited for until
    established *before* Kueue starts, because Kueue checks for the ProvisioningRequest API only
    once; Kueue's webhook configurations and the CRDs' conversion webhooks point at Kueue's
    webhook server on 127.0.0.1 with the testbed's CA bundle;
+4. kube-controller-manager with only the garbage collector and the namespace controller
+   (cascading deletes and namespace deletion; no job controller: pods are not part of the model),
+   after the CRDs, so that its garbage collector watches their kinds from its start;
 5. Kueue, with a Configuration suited to a laptop (leader election, internal certificate
    management and the on-demand visibility server off), ready when its readiness probe says so.
 
@@ -426,17 +427,6 @@ def _up(oracle: Oracle, folder: Path, kubeconfig_out: Path | None, timeout: floa
     tls = _client_tls(pki)
     processes.wait_ready(apiserver, lambda: _http_ok(f"{server}/readyz", tls), deadline, "ready")
 
-    controller_manager = launch("kube-controller-manager", [
-        f"--kubeconfig={kubeconfig}", f"--authentication-kubeconfig={kubeconfig}",
-        f"--authorization-kubeconfig={kubeconfig}", "--controllers=garbage-collector-controller,namespace-controller",
-        "--leader-elect=false", "--bind-address=127.0.0.1", f"--secure-port={ports['controller-manager']}",
-        f"--cert-dir={folder / 'controller-manager-certs'}", "--use-service-account-credentials=false",
-        "--v=0",
-    ])
-    processes.wait_ready(controller_manager,
-                         lambda: _http_ok(f"https://127.0.0.1:{ports['controller-manager']}/healthz",
-                                          _unverified_tls()), deadline, "healthy")
-
     webhook_url = f"https://127.0.0.1:{ports['kueue-webhook']}"
     ca_bundle = base64.b64encode(pki.ca.cert.read_bytes()).decode()
     with connect(str(kubeconfig)) as client:
@@ -451,6 +441,20 @@ def _up(oracle: Oracle, folder: Path, kubeconfig_out: Path | None, timeout: floa
             time.sleep(processes.POLL)
         for doc in _webhook_documents(oracle, webhook_url, ca_bundle):
             _create_or_replace(client, MUTATING if doc["kind"] == MUTATING.kind else VALIDATING, doc)
+
+    # the garbage collector learns the resources it watches when it starts (and only every 30 s
+    # after): started once the CRDs are established, it collects a deleted request's PodTemplates
+    # from the first scenario on
+    controller_manager = launch("kube-controller-manager", [
+        f"--kubeconfig={kubeconfig}", f"--authentication-kubeconfig={kubeconfig}",
+        f"--authorization-kubeconfig={kubeconfig}", "--controllers=garbage-collector-controller,namespace-controller",
+        "--leader-elect=false", "--bind-address=127.0.0.1", f"--secure-port={ports['controller-manager']}",
+        f"--cert-dir={folder / 'controller-manager-certs'}", "--use-service-account-credentials=false",
+        "--v=0",
+    ])
+    processes.wait_ready(controller_manager,
+                         lambda: _http_ok(f"https://127.0.0.1:{ports['controller-manager']}/healthz",
+                                          _unverified_tls()), deadline, "healthy")
 
     _write_kueue_certificates(folder, pki)
     testbed = Testbed(
