@@ -22,7 +22,7 @@ import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 from urllib.parse import parse_qsl, urlsplit
 
 import attrs
@@ -44,7 +44,33 @@ def _matches(exchange: dict[str, Any], method: str, path: str, query: dict[str, 
     return want["method"] == method and want["path"] == path and want.get("query", {}) == query
 
 
-class RecordedAPIServer:
+class _Served:
+    """An HTTP server on a thread of its own, as a context manager, with a kubeconfig pointing at
+    it: what the recorded server and the recording proxy share."""
+
+    _server: ThreadingHTTPServer
+    _thread: threading.Thread
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def __enter__(self) -> Self:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(5)
+
+    def kubeconfig(self, folder: Path, contexts: tuple[str, ...] = ("kind-ml",)) -> Path:
+        """A kubeconfig whose contexts all point at this server (the first is current)."""
+        return write_kubeconfig(self.url, folder, contexts)
+
+
+class RecordedAPIServer(_Served):
     def __init__(self, exchanges: list[dict[str, Any]]) -> None:
         self.exchanges = list(exchanges)
         self.served: dict[int, int] = {}
@@ -125,24 +151,6 @@ class RecordedAPIServer:
             answer: dict[str, Any] = self.exchanges[turn]["response"]
             return answer
 
-    @property
-    def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
-
-    def __enter__(self) -> RecordedAPIServer:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(5)
-
-    def kubeconfig(self, folder: Path, contexts: tuple[str, ...] = ("kind-ml",)) -> Path:
-        """A kubeconfig whose contexts all point at this server (the first is current)."""
-        return write_kubeconfig(self.url, folder, contexts)
-
     def calls(self, method: str | None = None) -> Iterator[Request]:
         return (r for r in self.requests if method is None or r.method == method)
 
@@ -151,7 +159,7 @@ class RecordedAPIServer:
 _TRANSPORT = frozenset({"date", "content-length", "transfer-encoding", "connection", "keep-alive"})
 
 
-class RecordingProxy:
+class RecordingProxy(_Served):
     """A plain-HTTP server on the loopback interface that forwards each request to ``upstream``
     (a real API server, over ``tls``, with ``headers`` added: an ``Impersonate-User`` makes the
     server judge the request as that user) and records the exchange as
@@ -231,23 +239,6 @@ class RecordingProxy:
         with self._lock:
             self.exchanges.append(exchange)
 
-    @property
-    def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
-
-    def __enter__(self) -> RecordingProxy:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(5)
-
-    def kubeconfig(self, folder: Path, contexts: tuple[str, ...] = ("kind-ml",)) -> Path:
-        """A kubeconfig whose contexts all point at this proxy (the first is current)."""
-        return write_kubeconfig(self.url, folder, contexts)
 
 
 def write_kubeconfig(url: str, folder: Path, contexts: tuple[str, ...]) -> Path:
