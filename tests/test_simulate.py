@@ -10,6 +10,7 @@ import attrs
 import pytest
 import yaml
 from kueue_provreq import cli
+from kueue_provreq.manifests import ManifestError
 from kueue_provreq.simulation import load_document, parse, simulate
 from kueue_provreq.simulation.output import summary_json, workloads_csv
 from kueue_provreq.simulation.run import GANTT_LIMIT, Report
@@ -262,3 +263,19 @@ def test_one_replication_is_todays_run_and_the_seeds_are_independent(tmp_path: P
     assert seeds(2, 3)[1:] != seeds(1, 3)[1:]
     assert cli.main(["simulate", str(path), "--replications", "0"]) == 2
     assert "--replications: must be at least 1" in capsys.readouterr().err
+
+
+def test_a_setup_file_may_be_a_kubectl_list(tmp_path: Path) -> None:
+    """``kubectl get ... -o json`` prints a List: its items are the setup, as ``-f`` reads them."""
+    documents = list(yaml.safe_load_all(SETUP))
+    (tmp_path / "setup.json").write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": documents}))
+    listed = parse(load_document(simulation_file(tmp_path, setup={"files": ["setup.json"]})))
+    plain = parse(load_document(simulation_file(tmp_path, "plain.yaml")))
+    assert listed.setup == plain.setup and len(listed.setup) == len(documents)
+
+
+def test_a_list_item_that_is_no_object_is_one_line(tmp_path: Path) -> None:
+    (tmp_path / "setup.yaml").write_text("apiVersion: v1\nkind: List\nitems:\n  - 3\n")
+    with pytest.raises(ManifestError) as e:
+        parse(load_document(simulation_file(tmp_path, setup={"files": ["setup.yaml"]})))
+    assert str(e.value) == f"{tmp_path / 'setup.yaml'}:4: List: items[0]: expected an object, got 3"

@@ -40,6 +40,7 @@ from kueue_provreq.manifests import (
 )
 from kueue_provreq.manifests.codec import MAX_TIME, describe, format_duration, format_time, parse_time
 from kueue_provreq.manifests.documents import File, KueueConfiguration, Manifest, check_document, place
+from kueue_provreq.manifests.inputs import list_items
 from kueue_provreq.manifests.nodes import (
     Arr,
     Choice,
@@ -415,13 +416,17 @@ def _configuration(document: Document, value: Any) -> Configuration:
 
 def _setup(document: Document, schema: _Schema, value: Mapping[str, Any], retry_strategy: Mapping[str, Any],
            source: Callable[[str], str | None]) -> tuple[KubeObject, ...]:
-    """The setup's objects: the files' (each read and checked here, every problem at once), then
-    the file's own manifests (checked with the file), each ProvisioningRequestConfig with the
-    ``--set retryStrategy.*`` fields."""
+    """The setup's objects: the files' (each read and checked here, every problem at once; a
+    ``kubectl get -o yaml|json`` List gives its items, as ``-f`` reads it), then the file's own
+    manifests (checked with the file), each ProvisioningRequestConfig with the ``--set
+    retryStrategy.*`` fields."""
     objects: list[KubeObject] = []
     errors: list[ManifestError] = []
     for name in value.get("files") or ():
-        for doc in load_file(document.base / name):
+        for doc in (item for listed in load_file(document.base / name) for item in list_items(listed)):
+            if isinstance(doc, ManifestError):  # a List's item that is no object
+                errors.append(doc)
+                continue
             checked = check_object(_with_retry_strategy(doc, retry_strategy))
             errors += [_retry_source(e, source) for e in checked.errors]
             obj = checked.obj
