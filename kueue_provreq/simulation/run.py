@@ -50,8 +50,8 @@ GANTT_LIMIT = 50
 """Runs of at most this many workloads keep each workload's phase history (for a Gantt chart)."""
 
 SERIES_POINTS = 4000
-"""Samples kept of each time series: past this, every other one is dropped (and the
-spacing doubles), so memory stays flat however long the run."""
+"""Samples kept of each time series: past this, the spacing between samples doubles until
+half are left (:meth:`_Metrics._thin`), so memory stays flat however long the run."""
 
 WAITING, ADMITTED = "waiting", "admitted"
 
@@ -257,7 +257,7 @@ class _Metrics(Subscriber):
             self._advance(self.loop.now)
 
     # --- time -------------------------------------------------------------------------
-    def _advance(self, now: int) -> None:
+    def _advance(self, now: int, last: bool = False) -> None:
         dt = now - self.t
         for resource, amount in self.totals[WAITING].items():
             if amount:
@@ -267,25 +267,44 @@ class _Metrics(Subscriber):
             for resource, amount in held.items():
                 if amount:
                     seconds[resource] = seconds.get(resource, Decimal(0)) + amount * dt
-        self._sample()
+        self._sample(now, last)
         self.t = Time(now)
 
-    def _sample(self) -> None:
+    def _sample(self, until: int, last: bool) -> None:
+        """Keep the state the instant ``self.t`` ended with, which holds until ``until``: at
+        most one sample per spacing, except that a state held for a spacing or more is always
+        kept (a quiet weekend shows the state it really had, not the last one kept before it),
+        and so is the ``last``."""
         t = self.t - self.start
-        if self.samples and t - self.samples[-1][0] < self.spacing:
+        held = until - self.t
+        if not last and self.samples and t - self.samples[-1][0] < self.spacing and held < self.spacing:
             return
         counts = self.phase_counts
         self.samples.append((t, counts.get(P.PENDING, 0) + counts.get(P.BACKOFF, 0), self._count(WAITING),
-                             self._count(ADMITTED), dict(self.totals[WAITING]), dict(self.totals[ADMITTED])))
+                             self._count(ADMITTED), dict(self.totals[WAITING]), dict(self.totals[ADMITTED]), held))
         if len(self.samples) > SERIES_POINTS:
-            self.samples = self.samples[::2]
+            self._thin()
+
+    def _thin(self) -> None:
+        """Double the spacing until at most half the samples are left, by the rule
+        :meth:`_sample` keeps them by (the first and the last are always kept)."""
+        while len(self.samples) > SERIES_POINTS // 2:
             self.spacing = max(1, self.spacing * 2)
+            kept = [self.samples[0]]
+            for sample in self.samples[1:-1]:
+                if sample[0] - kept[-1][0] >= self.spacing or sample[-1] >= self.spacing:
+                    kept.append(sample)
+            kept.append(self.samples[-1])
+            self.samples = kept
 
     def _count(self, category: str) -> int:
         return self.category_counts.get(category, 0)
 
     def finish(self, end: int) -> None:
-        self._advance(end)
+        """The run ended at ``end``: the last state is kept, and drawn until ``end``."""
+        self._advance(end, last=True)
+        if self.samples[-1][0] < end - self.start:
+            self.samples.append((end - self.start, *self.samples[-1][1:-1], 0))
 
     # --- workloads ----------------------------------------------------------------------
     def _phase_count(self, phase: str | None, delta: int) -> None:
