@@ -92,6 +92,8 @@ class AutoscalerDriver(Subscriber):
         decision = self.model.first(pr)
         if decision is None:
             return
+        if not actor:  # one the world held when the run began: CA takes it up where it stands
+            decision = autoscaler.resumed(pr, decision, self.loop.now)
         key = key_of(pr)
         self.decisions[key] = decision
         self._unresolved.add(key)
