@@ -197,6 +197,14 @@ class JobDriver(Subscriber):
         ready_after, run_for = self.durations(wl, admission)
         self._next[key] = self.loop.at(self.loop.now + ready_after, lambda: self._pods_ready(key, run_for))
 
+    def take_up(self, wl: Workload, ready_in: int, run_for: int | None) -> None:
+        """An admitted workload the world held at the start (a cluster's): its pods are ready
+        ``ready_in`` from now (0: they are, and the booking is consumed at once), its Job
+        completes ``run_for`` after that."""
+        key = key_of(wl)
+        self._admissions[key] = 1
+        self._next[key] = self.loop.at(self.loop.now + ready_in, lambda: self._pods_ready(key, run_for))
+
     def _stopped(self, key: Key) -> None:
         """The workload left Admitted: its pods are gone, what was planned is off."""
         planned = self._next.pop(key, None)

@@ -34,6 +34,7 @@ from kueue_provreq.machines import WorkloadPhase as P
 from kueue_provreq.machines.phases import provisioning_request_phase
 from kueue_provreq.manifests.codec import format_duration, format_time
 from kueue_provreq.simulation.drive import AutoscalerDriver, JobDriver, ScriptModel
+from kueue_provreq.simulation.existing import attempts_before
 from kueue_provreq.simulation.loop import Loop
 from kueue_provreq.simulation.outcomes import FINAL, Outcome, outcome_of
 from kueue_provreq.simulation.watch import Subscriber
@@ -156,7 +157,7 @@ class _Story(Subscriber):
         for wl in self.world.objects(c.WORKLOAD):
             assert isinstance(wl, Workload)
             self._created(wl, given=True)
-            if before := _attempts_before(self.world, wl):
+            if before := attempts_before(self.world, wl):
                 self.attempts[key_of(wl)] = before
         loop.subscribe(self)
 
@@ -375,22 +376,6 @@ def forecast(objects: Sequence[KubeObject], at: TimeLike, script: Script = PROVI
                                     story.attempts.get(key, 0), story.timeline(key),
                                     owner.kind if owner else None))
     return Forecast(at, script, until, tuple(out), tuple(unmanaged))
-
-
-def _attempts_before(world: World, wl: Workload) -> int:
-    """The attempts of the workload's provisioning checks before the start, as Kueue counts
-    them: per check, the highest attempt its requests' names carry, or its retry count when
-    that is higher (Kueue deletes the requests of attempts before the last)."""
-    m = wl.metadata
-    names = [pr.metadata.name for pr in world.owned_by_name(c.PROVISIONING_REQUEST, m.namespace, m.name)]
-    total = 0
-    for state in wl.status.admission_checks:
-        ac = world.get(c.ADMISSION_CHECK, "", state.name)
-        if not isinstance(ac, AdmissionCheck) or ac.spec.controller_name != c.PROVISIONING_REQUEST_CONTROLLER_NAME:
-            continue
-        named = [n for name in names if (n := naming.attempt_of(name, m.name, state.name)) is not None]
-        total += max([*named, state.retry_count or 0])
-    return total
 
 
 def _admitted_owner(world: World) -> Callable[[ProvisioningRequest], bool]:

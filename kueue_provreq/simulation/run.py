@@ -38,6 +38,7 @@ from kueue_provreq.api.workload import Workload
 from kueue_provreq.controllers import job as jobs
 from kueue_provreq.machines import WorkloadPhase as P
 from kueue_provreq.simulation.drive import AutoscalerDriver, JobDriver, Retention
+from kueue_provreq.simulation.existing import attempts_before, remaining
 from kueue_provreq.simulation.fleet import Draws, FleetModel
 from kueue_provreq.simulation.loop import Loop
 from kueue_provreq.simulation.outcomes import Outcome, outcome_of
@@ -316,10 +317,27 @@ class _Metrics(Subscriber):
         phase = self.loop.watch.phases[key]
         lq = self.loop.world.get(c.LOCAL_QUEUE, wl.metadata.namespace, wl.spec.queue_name)
         cq = lq.spec.cluster_queue if isinstance(lq, LocalQueue) else ""
-        self.lives[key] = _Life(self.templates.get(key, ""), self.loop.now - self.start, cluster_queue=cq)
+        life = self.lives[key] = _Life(self.templates.get(key, ""), self.loop.now - self.start, cluster_queue=cq)
         self._phase_count(phase, 1)
+        if not actor:  # a cluster's workload, there at the start: its past as its conditions say
+            self._taken_up(wl, life)
         if self.histories is not None:
             self.histories[key] = [(self.loop.now - self.start, phase)]
+
+    def _taken_up(self, wl: Workload, life: _Life) -> None:
+        """A workload the run starts with: created, reserved and admitted when its conditions say
+        (before the start: negative), its attempts as Kueue counted them, the quota it holds."""
+        def since(type_: str) -> int | None:
+            cond = wl.condition(type_)
+            if cond is None or cond.status != c.TRUE or cond.last_transition_time is None:
+                return None
+            return cond.last_transition_time - self.start
+        life.created = (wl.metadata.creation_timestamp or self.start) - self.start
+        life.quota_reserved = since(c.WORKLOAD_QUOTA_RESERVED)
+        life.admitted = since(c.WORKLOAD_ADMITTED)
+        life.attempts = attempts_before(self.loop.world, wl)
+        life.outcome = outcome_of(self.loop.watch.phases[key_of(wl)])
+        self.on_workload_updated("", wl)
 
     def on_phase(self, actor: str, wl: Workload, before: str, after: str) -> None:
         key = key_of(wl)
@@ -390,6 +408,9 @@ class _Metrics(Subscriber):
 
     # --- requests ---------------------------------------------------------------------
     def on_request_created(self, actor: str, pr: ProvisioningRequest) -> None:
+        if not actor:  # a cluster's, there at the start: counted with its workload's attempts
+            self.request_conditions[key_of(pr)] = {x.type for x in pr.status.conditions if x.status == c.TRUE}
+            return
         self.requests["created"] += 1
         self.request_conditions[key_of(pr)] = set()
         ref = pr.metadata.controller_ref()
@@ -522,7 +543,7 @@ def simulate(sim: Simulation, *, verify: bool = False, progress: Callable[[int],
     reconcile (slow; for tests).  ``progress`` is called with the number of workloads done
     (finished or deactivated) each time one is."""
     draws = Draws(sim.seed)
-    world: World = build_world(sim.setup, sim.start)
+    world: World = build_world(sim.setup, sim.start, sim.config)
     loop = Loop(world, sim.config, sim.start, verify=verify)
     arrivals = _Arrivals(sim, loop, draws)
     metrics = _Metrics(loop, sim, arrivals.templates, progress)
@@ -538,11 +559,38 @@ def simulate(sim: Simulation, *, verify: bool = False, progress: Callable[[int],
     jobs = JobDriver(loop, durations)
     AutoscalerDriver(loop, FleetModel(sim, world, draws), jobs)
     Retention(loop)
+    _take_up(loop, sim, jobs, draws)
     arrivals.start()
     until = sim.start + arrivals.last + sim.horizon
     end = until if loop.run(until) else loop.now
     metrics.finish(end)
     return _report(sim, metrics, end)
+
+
+def _take_up(loop: Loop, sim: Simulation, jobs: JobDriver, draws: Draws) -> None:
+    """The workloads and requests the run starts with (a cluster's state, ``--from``) go on from
+    where they stand: each is told to every process and observer as there from the start, and
+    an admitted workload's pods are ready after what is left of a pods-ready time drawn from its
+    admission, its Job done after a running time drawn given how long it has run already
+    (:func:`~kueue_provreq.simulation.existing.remaining`), from the file's ``jobs`` model."""
+    world = loop.world
+    workloads = [o for o in world.objects(c.WORKLOAD) if isinstance(o, Workload)]
+    for obj in [*workloads, *world.objects(c.PROVISIONING_REQUEST)]:
+        loop.report(obj)
+    for wl in workloads:
+        if not wl.is_admitted() or wl.is_finished():
+            continue
+        ns, name = wl.metadata.namespace, wl.metadata.name
+        ready = wl.condition(c.WORKLOAD_PODS_READY)
+        if ready is not None and ready.status == c.TRUE and ready.last_transition_time is not None:
+            left = remaining(sim.jobs.running_time, loop.now - ready.last_transition_time,
+                             draws.rng("remaining", ns, name))
+            jobs.take_up(wl, 0, left)
+            continue
+        admitted = wl.condition(c.WORKLOAD_ADMITTED)
+        since = loop.now - (admitted.last_transition_time or loop.now) if admitted is not None else 0
+        ready_in = max(0, sim.jobs.pods_ready_time.draw(draws.rng("ready", ns, name, 1)) - since)
+        jobs.take_up(wl, ready_in, sim.jobs.running_time.draw(draws.rng("run", ns, name)))
 
 
 def _per_queue(records: tuple[WorkloadRecord, ...], m: _Metrics) -> FrozenMap[str, QueueSummary]:
