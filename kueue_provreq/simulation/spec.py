@@ -498,10 +498,11 @@ def starting_world(cluster: Sequence[KubeObject], setup: Sequence[KubeObject], r
 
 
 def left_out(cluster: Sequence[KubeObject], setup: Sequence[KubeObject], start: Sequence[KubeObject]) -> list[str]:
-    """The cluster's objects :func:`starting_world` left out, in words (``Kind ns/name``)."""
+    """The cluster's objects :func:`starting_world` left out or replaced, in words (``Kind
+    ns/name``); jobs, implicit in a run, are not named."""
     kept = {key_of(o) for o in start} - {key_of(o) for o in setup}
     return [f"{o.KIND} {o.metadata.namespace + '/' if o.metadata.namespace else ''}{o.metadata.name}"
-            for o in cluster if key_of(o) not in kept]
+            for o in cluster if key_of(o) not in kept and o.KIND not in JOB_KINDS]
 
 
 def _retried(prc: ProvisioningRequestConfig, fields: Mapping[str, int]) -> ProvisioningRequestConfig:
