@@ -144,3 +144,22 @@ def test_a_remaining_running_time_is_drawn_given_the_time_run(distribution: Dist
     assert len(kept) > 1000
     assert abs(statistics.median(given) - statistics.median(kept)) < 0.05 * statistics.median(kept)
     assert min(given) >= elapsed
+
+
+def test_a_live_cluster_starts_the_run_as_its_dump_does(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--kubeconfig`` reads the cluster as ``explain`` does (here the recorded healthy cluster,
+    replayed at the HTTP boundary): the run is the one its dump gives."""
+    from kueue_provreq.cluster import snapshot
+
+    from apiserver import RecordedAPIServer
+    from builders import cli as run_cli
+    from recorded import DATA, at
+
+    monkeypatch.setattr(snapshot, "PAGE_SIZE", 2)  # as recorded
+    example = Path(__file__).parent.parent / "examples" / "simulations" / "team-a-from-now.yaml"
+    common = ["simulate", str(example), "-q", "-o", "json", "--workloads", "4", "--at", at("healthy")]
+    dumped = run_cli(*common, "--from", str(DATA / "healthy" / "dump.json"))
+    with RecordedAPIServer.from_file(DATA / "healthy" / "apiserver.json") as server:
+        live = run_cli(*common, "--kubeconfig", str(server.kubeconfig(tmp_path)))
+    assert dumped.returncode == live.returncode == 0, (dumped.stderr, live.stderr)
+    assert live.stdout == dumped.stdout and json.loads(live.stdout)["workloads"] == 8
