@@ -1,4 +1,4 @@
-"""Reading the objects ``explain``, ``audit``, ``forecast`` and ``validate`` work on: ``-f``
+"""Reading the objects ``explain``, ``audit``, ``forecast``, ``validate`` and ``simulate --from`` work on: ``-f``
 files and dumps, or a live cluster (which needs the ``cluster`` extra, imported only then)."""
 
 from __future__ import annotations
