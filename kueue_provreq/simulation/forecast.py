@@ -293,14 +293,17 @@ class _Story(Subscriber):
                                "request", pr.metadata.name, None, self.request_phases[key]))
 
     def taken_up(self, pr: ProvisioningRequest, item: ScriptItem, planned: Decision | None) -> None:
-        """A request the manifests held whose scripted answer was due before the start: says
-        when Cluster Autoscaler gives it instead (:func:`~kueue_provreq.autoscaler.resumed`)."""
+        """A request the manifests held whose scripted answer cannot come when the script says
+        (due before the start, or before Cluster Autoscaler's next try after a
+        ``Provisioned=False``): says when Cluster Autoscaler gives it instead
+        (:func:`~kueue_provreq.autoscaler.resumed`)."""
         owner = self._owner(pr)
         scripted = item.decision(pr.metadata.creation_timestamp or Time(0))
         if owner is None or planned is None or planned.at == scripted.at:
             return
+        before = ", before the start" if scripted.at < self.loop.now else ""
         due = f"request {pr.metadata.name}: {item} for attempt {attempt_of(pr)} was due at " \
-              f"{self._rel(scripted.at)}, before the start"
+              f"{self._rel(scripted.at)}{before}"
         answered = next((x for x in pr.status.conditions if x.type == c.PR_PROVISIONED and x.status == c.FALSE), None)
         if answered is not None and answered.last_transition_time is not None:
             why = (f"; Cluster Autoscaler answered Provisioned=False at {self._rel(answered.last_transition_time)} "
