@@ -254,14 +254,16 @@ def test_the_grid_limit_counts_points_times_replications(tmp_path: Path) -> None
 
 
 FIGURES = {"workloads": 10, "deactivated": 2, "finished": 8, "admissionLatencySeconds.p90": 120,
-           "admissionLatencySeconds.p50": None, "clusterQueues.team-a.workloads": 4,
+           "admissionLatencySeconds.p50": None, "timeToRunningSeconds.p90": 150, "timeToRunningSeconds.p50": None,
+           "quotaHeldWaiting.cpu": 2.5, "clusterQueues.team-a.workloads": 4,
            "clusterQueues.team-a.deactivated": 1, "evictions.AdmissionCheck": 3}
 
 
 @pytest.mark.parametrize(("text", "value"), [
-    ("p90(timeToRunning)", 120), ("p90(admissionLatency)", 120), ("admissionLatencySeconds.p90 / 60", 2),
+    ("p90(timeToRunning)", 150), ("p90(admissionLatency)", 120), ("admissionLatencySeconds.p90 / 60", 2),
     ("deactivatedShare", 0.2), ('clusterQueues["team-a"].deactivatedShare', 0.25), ("-finished + 2 * 3", -2),
     ("evictions.AdmissionCheck + evictions.PodsReadyTimeout", 3), ("p50(timeToRunning)", None),
+    ('quotaHeldWaiting.cpu + quotaHeldWaiting["nvidia.com/gpu"]', 2.5),
     ("finished / (deactivated - 2)", None),
 ])
 def test_expressions_over_a_summarys_figures(text: str, value: float | None) -> None:
@@ -301,7 +303,7 @@ def test_points_are_ranked_feasible_first_and_the_best_is_tested_against_the_run
     from scipy import stats
 
     def point(latencies: list[int], deactivated: int) -> list[dict[str, int]]:
-        return [{"workloads": 100, "deactivated": deactivated, "admissionLatencySeconds.p90": v} for v in latencies]
+        return [{"workloads": 100, "deactivated": deactivated, "timeToRunningSeconds.p90": v} for v in latencies]
 
     samples = [point([50, 52, 51], 30), point([100, 110, 105], 0), point([80, 81, 79], 1), point([90, 95, 85], 0)]
     goal = parse("--objective", "p90(timeToRunning)", comparison=False)
@@ -338,7 +340,7 @@ def test_a_ranked_sweep_writes_objective_feasible_and_rank(tmp_path: Path, capsy
     assert [int(r["rank"]) for r in ranked] == list(range(1, len(ranked) + 1)) and rows[:len(ranked)] == ranked
     assert all(r["feasible"] == "True" and float(r["deactivated.mean"]) / 20 <= 0.01 for r in ranked)
     assert [float(r["objective"]) for r in ranked] == sorted(float(r["objective"]) for r in ranked)
-    assert all(float(r["objective"]) == float(r["admissionLatencySeconds.p90.mean"]) for r in ranked)
+    assert all(float(r["objective"]) == float(r["timeToRunningSeconds.p90.mean"]) for r in ranked)
     assert all(r["feasible"] == "False" and r["breaks"] == "deactivatedShare <= 0.01" for r in rows if not r["rank"])
     assert [r["retryStrategy.backoffLimitCount"] for r in rows if not r["rank"]] == ["0"]  # no retry: deactivations
 

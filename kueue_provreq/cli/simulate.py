@@ -34,7 +34,9 @@ def run(args: argparse.Namespace) -> int:
         options.plots_available("--out")
         target = folder.check("--out", args.out, args.force)
     config = options.configuration_file(args.config)
-    sim = parse(load_document(args.simulation), config=config, count=args.workloads, seed=args.seed)
+    warm_up = options.duration("--warm-up", args.warm_up)
+    sim = parse(load_document(args.simulation), config=config, count=args.workloads, seed=args.seed,
+                warm_up=warm_up)
     runs = replicas(sim, args.replications)
     reports = []
     with progress_bar(sim.count * len(runs), "workloads", args.quiet) as progress:

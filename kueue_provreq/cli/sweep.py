@@ -71,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
     document = load_document(args.simulation)
     settings = [parse_setting(text) for text in args.settings]
     points = grid(document, settings, config=config, count=args.workloads, seed=args.seed,
-                  replications=args.replications)
+                  replications=args.replications, warm_up=options.duration("--warm-up", args.warm_up))
     parameters = [setting.text for setting in settings]
     with progress_bar(len(points) * args.replications, "runs", args.quiet) as progress:
         result = sweep(parameters, points, jobs=args.jobs, dask=args.dask, progress=progress)
@@ -110,12 +110,13 @@ def _ranked(parameters: Sequence[str], row: dict[str, Any], standing: Standing) 
 
 
 def _table(parameters: Sequence[str], rows: Sequence[dict[str, Any]], ranked: bool = False) -> str:
-    """One line per point: its values, outcomes and admission latency (with replications:
-    mean ± the 95% interval's half-width); ranked: its rank and objective first, and the
-    constraints it breaks last."""
-    header = [*parameters, "finished", "admitted", "deactivated", "pending", "p50", "p90", "p99"]
-    keys = ["finished", "admitted", "deactivated", "pending", "admissionLatencySeconds.p50",
-            "admissionLatencySeconds.p90", "admissionLatencySeconds.p99"]
+    """One line per point: its values, outcomes and time to running with the share censored
+    (with replications: mean ± the 95% interval's half-width); ranked: its rank and objective
+    first, and the constraints it breaks last."""
+    header = [*parameters, "finished", "admitted", "deactivated", "pending", "running p50", "p90", "p99",
+              "censored"]
+    keys = ["finished", "admitted", "deactivated", "pending", *(f"timeToRunningSeconds.{k}" for k in
+                                                                ("p50", "p90", "p99", "censoredShare"))]
     table = [header] + [[str(r[p]) for p in parameters] + [_cell(r, k) for k in keys] for r in rows]
     if ranked:
         table = [["rank", "objective", *table[0], "breaks"]] + [

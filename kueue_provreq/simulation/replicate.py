@@ -38,7 +38,7 @@ MEAN, CI95, REPLICATIONS = "mean", "ci95", "replications"
 _LABELS = frozenset({"simulation", "seed"})
 
 #: Maps whose missing keys are a count of 0 (an eviction reason or a resource that did not occur).
-_COUNTED = frozenset({"evictions", "reservedWaitingQuotaSeconds"})
+_COUNTED = frozenset({"evictions", "quotaHeldWaiting"})
 
 
 def seeds(seed: int, replications: int) -> list[int]:

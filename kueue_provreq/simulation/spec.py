@@ -184,6 +184,8 @@ class Simulation:
     jobs: JobModel
     autoscaler: FrozenMap[str, ClassModel]
     description: str = ""
+    warm_up: int = 0
+    """Seconds from the start left out of the summary's figures (``--warm-up``)."""
 
     def template(self, name: str) -> Template:
         return next(t for t in self.templates if t.name == name)
@@ -369,10 +371,11 @@ def _overridden_by(overridden: Mapping[str, str]) -> Callable[[str], str | None]
 
 def parse(document: Document, *, config: Configuration | None = None, count: int | None = None,
           seed: int | None = None, retry_strategy: Mapping[str, Any] | None = None,
-          overridden: Mapping[str, str] | None = None) -> Simulation:
+          overridden: Mapping[str, str] | None = None, warm_up: int = 0) -> Simulation:
     """Validate a simulation file.  ``config`` (``--config``), ``count`` (``--workloads``) and
     ``seed`` (``--seed``) override the file; ``retry_strategy`` sets fields of every
-    ProvisioningRequestConfig of the setup; ``overridden`` maps field paths to the ``--set``
+    ProvisioningRequestConfig of the setup; ``warm_up`` (``--warm-up``, seconds) is left out of
+    the figures; ``overridden`` maps field paths to the ``--set``
     that wrote them, for error messages.  Every problem of the file is raised at once
     (:class:`~kueue_provreq.manifests.ManifestErrors`), each naming the file and line (or the
     ``--set``), the simulation and the field path."""
@@ -402,7 +405,8 @@ def parse(document: Document, *, config: Configuration | None = None, count: int
         setup=setup, config=config,
         count=count, templates=templates, process=arrival["process"],
         rate_per_hour=float(arrival.get("ratePerHour") or 0.0), trace=trace, jobs=job_model,
-        autoscaler=_autoscaler(data.get("autoscaler") or {}), description=data.get("description") or "")
+        autoscaler=_autoscaler(data.get("autoscaler") or {}), description=data.get("description") or "",
+        warm_up=warm_up)
 
 
 def _configuration(document: Document, value: Any) -> Configuration:

@@ -105,7 +105,7 @@ class SweepResult:
         return written
 
 
-_COUNTED = ("evictions.", "reservedWaitingQuotaSeconds.")
+_COUNTED = ("evictions.", "quotaHeldWaiting.")
 
 
 def _cell(row: Mapping[str, Any], column: str) -> Any:
@@ -133,7 +133,8 @@ def flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
 
 
 def grid(document: Document, settings: Sequence[s.Setting], *, config: Configuration | None = None,
-         count: int | None = None, seed: int | None = None, replications: int = 1) -> list[Point]:
+         count: int | None = None, seed: int | None = None, replications: int = 1,
+         warm_up: int = 0) -> list[Point]:
     """Every combination of the settings' values, each validated into its simulation; a path
     set twice, or more than :data:`MAX_POINTS` simulations (combinations times
     ``replications``), refused before any is made."""
@@ -160,7 +161,7 @@ def grid(document: Document, settings: Sequence[s.Setting], *, config: Configura
             if created is not None:
                 overridden[created] = given
         sim = parse(attrs.evolve(document, data=data), config=config, count=count, seed=seed,
-                    retry_strategy=s.shorthands(assignments), overridden=overridden)
+                    retry_strategy=s.shorthands(assignments), overridden=overridden, warm_up=warm_up)
         points.append(Point(values, sim, replications))
     return points
 
