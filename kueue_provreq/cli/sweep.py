@@ -80,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
         standings = obj.judge(result.samples, goal, constraints)
         result = attrs.evolve(result, rows=tuple(_ranked(parameters, r, s) for r, s in zip(result.rows, standings,
                                                                                               strict=True)),
-                              order=tuple(obj.order(standings)))
+                              order=tuple(obj.order(standings)), objective=goal.text)
         labels = [", ".join(f"{p}={r[p]}" for p in parameters) for r in result.rows]
         verdict = obj.verdict(standings, labels)
     if args.out is not None:

@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 import attrs
 
 from kueue_provreq.api import constants as c
-from kueue_provreq.api.config import Configuration
+from kueue_provreq.api.config import Configuration, UnknownSemantics, parse_semantics
 from kueue_provreq.api.frozen import FrozenMap
 from kueue_provreq.api.meta import Time
 from kueue_provreq.api.objects import JOB_KINDS, JobObject, KubeObject
@@ -324,6 +324,20 @@ class _ConfigurationSource(Node):
             out.error(f"expected a file path or a Configuration, got {describe(value)}", path)
 
 
+class _Semantics(Node):
+    """Semantics switches (``api.config.SEMANTICS``): a list of names, or one string of
+    comma-separated names; ``current`` is none (the default), so a sweep can vary it."""
+
+    def check(self, value: Any, path: str, out: Problems) -> None:
+        if not isinstance(value, (str, list)):
+            out.error(f"expected switch names (a list, or a comma-separated string), got {describe(value)}", path)
+            return
+        try:
+            parse_semantics(value)
+        except UnknownSemantics as e:
+            out.error(str(e), path)
+
+
 class _Schema:
     """The nodes of one simulation file (its files are named relative to its folder)."""
 
@@ -334,7 +348,7 @@ class _Schema:
         self.manifests = Manifest()
         self.root = Obj({
             "name": Str(), "description": Str(), "seed": Int(minimum=0, bits=64), "start": DateTime(),
-            "horizon": Duration(minimum=0), "configuration": _ConfigurationSource(base),
+            "horizon": Duration(minimum=0), "configuration": _ConfigurationSource(base), "semantics": _Semantics(),
             "setup": Obj({"files": Arr(File(base)), "manifests": Arr(self.manifests)}, rules=(_setup_rules,)),
             "workloads": Obj({
                 "count": Int(minimum=1, maximum=MAX_WORKLOADS, bits=64),
@@ -371,11 +385,13 @@ def _overridden_by(overridden: Mapping[str, str]) -> Callable[[str], str | None]
 
 def parse(document: Document, *, config: Configuration | None = None, count: int | None = None,
           seed: int | None = None, retry_strategy: Mapping[str, Any] | None = None,
-          overridden: Mapping[str, str] | None = None, warm_up: int = 0) -> Simulation:
+          overridden: Mapping[str, str] | None = None, warm_up: int = 0,
+          feature_gates: Mapping[str, bool] | None = None) -> Simulation:
     """Validate a simulation file.  ``config`` (``--config``), ``count`` (``--workloads``) and
     ``seed`` (``--seed``) override the file; ``retry_strategy`` sets fields of every
     ProvisioningRequestConfig of the setup; ``warm_up`` (``--warm-up``, seconds) is left out of
-    the figures; ``overridden`` maps field paths to the ``--set``
+    the figures; ``feature_gates`` (``--set featureGates.NAME``) go on top of the configuration,
+    whichever it is; ``overridden`` maps field paths to the ``--set``
     that wrote them, for error messages.  Every problem of the file is raised at once
     (:class:`~kueue_provreq.manifests.ManifestErrors`), each naming the file and line (or the
     ``--set``), the simulation and the field path."""
@@ -390,6 +406,10 @@ def parse(document: Document, *, config: Configuration | None = None, count: int
         raise ManifestError(f"must be between 1 and {MAX_WORKLOADS:,}", path="--workloads")
     if config is None:
         config = _configuration(document, data.get("configuration"))
+    if feature_gates:
+        config = attrs.evolve(config, feature_gates=config.feature_gates.merged(feature_gates))
+    if data.get("semantics") is not None:
+        config = attrs.evolve(config, semantics=parse_semantics(data["semantics"]))
     setup = _setup(document, schema, data.get("setup") or {}, retry_strategy or {}, source)
     job_model = _job_model(data.get("jobs") or {}, JobModel())
     w = data["workloads"]

@@ -73,6 +73,8 @@ class SweepResult:
     """Per point, in grid order: each replication's summary, flattened with dots."""
     order: tuple[int, ...] = ()
     """The rows' order in ``sweep.csv`` (empty: the grid's); a ranked sweep's is its ranking."""
+    objective: str = ""
+    """The expression a ranked sweep's rows' ``objective`` holds (empty: not ranked)."""
 
     def columns(self) -> list[str]:
         columns = list(self.parameters)
@@ -99,7 +101,7 @@ class SweepResult:
         written = [path]
         if plot:
             from kueue_provreq.simulation.plots import sweep_plot  # matplotlib: only for a plot
-            png = sweep_plot(self.parameters, self.rows, out / "sweep.png")
+            png = sweep_plot(self.parameters, self.rows, out / "sweep.png", self.objective)
             if png is not None:
                 written.append(png)
         return written
@@ -161,7 +163,8 @@ def grid(document: Document, settings: Sequence[s.Setting], *, config: Configura
             if created is not None:
                 overridden[created] = given
         sim = parse(attrs.evolve(document, data=data), config=config, count=count, seed=seed,
-                    retry_strategy=s.shorthands(assignments), overridden=overridden, warm_up=warm_up)
+                    retry_strategy=s.shorthands(assignments), overridden=overridden, warm_up=warm_up,
+                    feature_gates=s.gates(assignments))
         points.append(Point(values, sim, replications))
     return points
 
