@@ -220,8 +220,9 @@ def _panels(varying: Sequence[str], rows: Sequence[dict[str, Any]], path: Path, 
     norm = Normalize(min(finite, default=0.0), max(finite, default=1.0))
     columns = min(len(combos), 3)
     lines = math.ceil(len(combos) / columns)
-    width, height = 1.6 + 1.4 * len(xs), 1.4 + 0.8 * len(ys)
-    fig, axes = plt.subplots(lines, columns, figsize=(width * columns + 1.2, height * lines + 0.6), squeeze=False)
+    width, height = 1.6 + 1.4 * len(xs), 1.6 + 0.8 * len(ys)
+    fig, axes = plt.subplots(lines, columns, figsize=(width * columns + 1.2, height * lines + 0.6), squeeze=False,
+                             layout="constrained")
     image = None
     for k, combo in enumerate(combos):
         ax = axes[k // columns][k % columns]
@@ -252,9 +253,9 @@ def _cells(ax: Any, rows: Sequence[dict[str, Any]], first: str | None, second: s
     ax.set_xticks(range(len(xs)))
     ax.set_xticklabels([str(x) for x in xs], fontsize=8)
     ax.set_xlabel(second, fontsize=8)
-    ax.set_yticks(range(len(ys)))
-    ax.set_yticklabels([str(y) for y in ys] if first is not None else [""], fontsize=8)
+    ax.set_yticks(range(len(ys)) if first is not None else [])
     if first is not None:
+        ax.set_yticklabels([str(y) for y in ys], fontsize=8)
         ax.set_ylabel(first, fontsize=8)
     middle = (norm.vmin + norm.vmax) / 2
     for i, y in enumerate(ys):
