@@ -119,8 +119,9 @@ def replicated_table(report: Report, summary: Mapping[str, Any]) -> str:
     """Replications' figures, one a line: mean ± the 95% interval's half-width, and the interval."""
     sim = report.simulation
     n = max((v[REPLICATIONS] for v in _figures(summary).values() if v is not None), default=0)
-    lines = [f"simulation {summary['simulation']} ({sim.source}), seed {summary['seed']}, {n} replications: "
-             "mean ± 95% half-width [interval]"]
+    warm = summary.get("warmUpSeconds")
+    lines = [f"simulation {summary['simulation']} ({sim.source}), seed {summary['seed']}, {n} replications"
+             + (f", the first {format_duration(warm)} left out" if warm else "") + ": mean ± 95% half-width [interval]"]
     figures = _figures(summary)
     width = max(map(len, figures), default=0)
     for name, figure in figures.items():
