@@ -8,8 +8,8 @@ hours, named after it (a GPU resource, ``nvidia.com/gpu``, in GPU-hours).
 >>> from decimal import Decimal
 >>> unit("memory"), unit("cpu"), unit("nvidia.com/gpu"), unit("example.com/fpga")
 ('GiB-hours', 'cpu-hours', 'GPU-hours', 'fpga-hours')
->>> readable({"memory": Decimal(2**30 * 7200)})["memory"]
-Decimal('2')
+>>> float(readable({"memory": Decimal(2**30 * 7200)})["memory"])  # two GiB-hours
+2.0
 """
 
 from __future__ import annotations
