@@ -639,6 +639,8 @@ class _Cycle:
             wl = pending[index]
             if queues.has_failed_checks(wl):
                 self.park(wl, c.REASON_PENDING_EVALUATION, c.MSG_FAILED_ADMISSION_CHECKS)
+            elif not cq.spec.admits_namespace(wl.metadata.namespace):
+                self.park(wl, c.REASON_MISCONFIGURED, c.MSG_NAMESPACE_MISMATCH)
             else:
                 view = self.view(world, scan, cq, table, holding, cohort) if preempts else None
                 found, targets = answers.get(wl.spec.pod_sets) or self.assign(
