@@ -59,8 +59,9 @@ upstream also prefers, among borrowing heads, the one borrowing from the lower c
 which the model does not.
 
 Not modelled: fair sharing and ``flavorFungibility.preference``, KEP-993 reservations in a
-cohort, topology, node affinity and taints against flavors, namespace selectors and
-``status.resourceRequests``.  Upstream emits the Warning of a set-aside workload on every cycle;
+cohort, topology, node affinity and taints against flavors, and ``status.resourceRequests``.
+A ClusterQueue's ``namespaceSelector`` is matched against the labels a namespace always has
+(``kubernetes.io/metadata.name``): the world holds no Namespace objects.  Upstream emits the Warning of a set-aside workload on every cycle;
 the model emits it only when the ``QuotaReserved`` condition changes, so that repeated cycles
 settle.
 """

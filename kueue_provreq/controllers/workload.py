@@ -42,8 +42,7 @@ bare ``Deactivated`` the snapshot matches, which left Kueue-deactivated workload
 stuck (issue #14870).
 
 Not modelled (no scenario in scope reaches them): ``maximumExecutionTimeSeconds``, DRA,
-object retention, the namespace selector's admissibility check and the scheduling equivalence
-cache's "Bypassed scheduling evaluation" reason.
+object retention and the scheduling equivalence cache's "Bypassed scheduling evaluation" reason.
 
 Where upstream issues several patches in one pass (the Admitted sync, then a
 check-based eviction), this pass writes one update with all of them; events
