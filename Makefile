@@ -114,8 +114,9 @@ oracle:
 # stopped here; needs `make oracle`): both verdicts per scenario, then
 # `model N passed, M failed; real Kueue N passed, M failed, K skipped; disagree D`
 test-oracle: $(STAMP)
-	$(BIN)/python oracle/compare.py specs
+	$(BIN)/python oracle/compare.py specs $(wildcard examples/*.yaml)
 
+# (test-oracle: every scenario of specs/ and the examples that are scenarios, examples/*.yaml)
 # Random stories on the model and on the real Kueue of a testbed started for them (`make oracle`
 # first): `make stories STORIES=200` runs 200 from seed 0 (CI runs the first 20, tests/test_stories.py)
 STORIES ?= 20
