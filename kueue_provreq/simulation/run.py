@@ -440,7 +440,7 @@ class _Arrivals:
         self.templates: dict[Key, str] = {}
         """Each arrival's template (``""``: a trace's own Workload)."""
         self.times = list(_arrival_times(sim, draws))
-        self.choices = draws.rng("templates") if not sim.trace else None
+        self.choices = draws.stream("templates") if not sim.trace else None
         self.weights = [t.weight for t in sim.templates]
         self.width = max(5, len(str(sim.count)))
         self.index = 0
