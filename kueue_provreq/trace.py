@@ -162,28 +162,28 @@ def parse_line(line: str, where: str) -> Record:
     if not isinstance(data, dict):
         raise ManifestError("expected a JSON object", source=where)
     fields = _Fields(data, where)
-    kind = fields.str("type")
+    kind = fields.text("type")
     if kind == WINDOW:
         return Window(fields.time("from"), fields.time("to"))
     if kind == ARRIVAL:
         podsets = data.get("podsets")
         if not isinstance(podsets, list) or not all(isinstance(p, dict) for p in podsets):
             raise ManifestError("expected a list of podSets", path="podsets", source=where)
-        return Arrival(fields.time("time"), fields.str("namespace"), fields.str("name"), fields.str("queue"),
-                       fields.int("priority", 0), tuple(podsets), fields.seconds("runningSeconds"))
+        return Arrival(fields.time("time"), fields.text("namespace"), fields.text("name"), fields.text("queue"),
+                       fields.integer("priority", 0), tuple(podsets), fields.seconds("runningSeconds"))
     if kind == ATTEMPT:
-        outcome = fields.str("outcome")
+        outcome = fields.text("outcome")
         if outcome not in OUTCOMES:
             raise ManifestError(f"expected one of {', '.join(OUTCOMES)}, got {outcome!r}", path="outcome",
                                 source=where)
-        return Attempt(fields.time("time"), fields.str("namespace"), fields.str("name"), fields.str("workload"),
-                       fields.str("class"), outcome, fields.time("outcomeTime"), str(data.get("reason") or ""))
+        return Attempt(fields.time("time"), fields.text("namespace"), fields.text("name"), fields.text("workload"),
+                       fields.text("class"), outcome, fields.time("outcomeTime"), str(data.get("reason") or ""))
     if kind == FINISH:
-        outcome = fields.str("outcome")
+        outcome = fields.text("outcome")
         if outcome not in (FINISHED, DEACTIVATED):
             raise ManifestError(f"expected {FINISHED} or {DEACTIVATED}, got {outcome!r}", path="outcome",
                                 source=where)
-        return Finish(fields.time("time"), fields.str("namespace"), fields.str("name"), outcome,
+        return Finish(fields.time("time"), fields.text("namespace"), fields.text("name"), outcome,
                       fields.seconds("runningSeconds"))
     raise ManifestError(f"unknown record type {kind!r} (expected {WINDOW}, {ARRIVAL}, {ATTEMPT} or {FINISH})",
                         path="type", source=where)
@@ -194,7 +194,7 @@ class _Fields:
     data: Mapping[str, Any]
     where: str
 
-    def str(self, name: str) -> str:
+    def text(self, name: str) -> str:
         value = self.data.get(name)
         if not isinstance(value, str):
             raise ManifestError("required string" if value is None else f"expected a string, got {value!r}",
@@ -203,11 +203,11 @@ class _Fields:
 
     def time(self, name: str) -> int:
         try:
-            return parse_time(self.str(name))
+            return parse_time(self.text(name))
         except ManifestError as e:
             raise ManifestError(e.reason, path=name, source=self.where) from None
 
-    def int(self, name: str, default: int) -> int:
+    def integer(self, name: str, default: int) -> int:
         value = self.data.get(name, default)
         if isinstance(value, bool) or not isinstance(value, int):
             raise ManifestError(f"expected an integer, got {value!r}", path=name, source=self.where)

@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 
 import attrs
 
+from kueue_provreq import trace as trace_format
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.config import Configuration
 from kueue_provreq.api.frozen import FrozenMap
@@ -58,7 +59,6 @@ from kueue_provreq.manifests.nodes import (
 )
 from kueue_provreq.manifests.objects import check_object
 from kueue_provreq.manifests.yamlio import locate, read_text
-from kueue_provreq import trace as trace_format
 from kueue_provreq.simulation.settings import RETRY_STRATEGY_FIELDS, parse_keys
 from kueue_provreq.world import World
 
@@ -557,8 +557,8 @@ def _trace(document: Document, value: Any) -> tuple[tuple[Arrival, ...], int | N
         path = document.base / value["file"]
         arrivals, period = recorded_trace(path) if path.suffix == ".jsonl" else kubectl_trace(path)
         return arrivals, (int(duration_seconds(value["period"])) if value.get("period") is not None else period)
-    arrivals = [Arrival(math.ceil(duration_seconds(a["at"])), template=a["template"]) for a in value]
-    return tuple(sorted(arrivals, key=lambda x: x.at)), None
+    listed = [Arrival(math.ceil(duration_seconds(a["at"])), template=a["template"]) for a in value]
+    return tuple(sorted(listed, key=lambda x: x.at)), None
 
 
 def repeat_period(arrivals: Sequence[Arrival], period: int | None) -> int:
@@ -583,7 +583,7 @@ def recorded_trace(path: Path) -> tuple[tuple[Arrival, ...], int | None]:
     ran = {(f.namespace, f.name): f.running_seconds for f in recorded.of(trace_format.Finish)
            if f.running_seconds is not None}
     out = []
-    for i, a in enumerate(sorted(records, key=lambda r: r.time)):
+    for a in sorted(records, key=lambda r: r.time):
         spec: dict[str, Any] = {"queueName": a.queue, "podSets": list(a.podsets)}
         if a.priority:
             spec["priority"] = a.priority
