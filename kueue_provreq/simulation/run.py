@@ -441,7 +441,7 @@ class _Arrivals:
         self.running: dict[Key, int] = {}
         """The running time a trace gives a workload (it replaces the job model's draw)."""
         self.times = list(_arrival_times(sim, draws))
-        self.choices = draws.rng("templates") if not sim.trace else None
+        self.choices = draws.stream("templates") if not sim.trace else None
         self.weights = [t.weight for t in sim.templates]
         self.width = max(5, len(str(sim.count)))
         self.index = 0

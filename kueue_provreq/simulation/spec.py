@@ -29,6 +29,7 @@ from kueue_provreq.api.frozen import FrozenMap
 from kueue_provreq.api.meta import Time
 from kueue_provreq.api.objects import JOB_KINDS, JobObject, KubeObject
 from kueue_provreq.api.workload import Workload
+from kueue_provreq.autoscaler import BOOKING_TIME
 from kueue_provreq.controllers import job as jobs
 from kueue_provreq.manifests import (
     ManifestError,
@@ -108,6 +109,15 @@ class Distribution:
             value = rng.lognormvariate(math.log(self.a), self.b) if self.a > 0 else 0.0
         return max(0, round(value))
 
+    @property
+    def most(self) -> float:
+        """The longest it can draw (infinite for the unbounded ones)."""
+        if self.kind == "fixed":
+            return self.a
+        if self.kind == "uniform":
+            return self.b
+        return math.inf if self.a > 0 else 0.0
+
     def __str__(self) -> str:
         if self.kind == "fixed":
             return format_duration(self.a)
@@ -131,14 +141,44 @@ class JobModel:
 
 
 @attrs.frozen
+class Stockouts:
+    """Capacity that comes and goes: an alternating renewal process per class, starting with
+    an ``available`` period at the run's start, then a ``stockout`` period, and so on, each
+    period drawn from its distribution.  Every try made during a stock-out finds no capacity,
+    so tries close together fail together (a zone out of GPUs for an hour)."""
+
+    available: Distribution
+    stockout: Distribution
+
+
+#: What a try that finds no capacity ends with, for a class upstream CA does not handle:
+#: ``Failed=True`` (the attempt is over; Kueue retries it with its own backoff) or
+#: ``Provisioned=False`` (the request stays pending; CA tries again after its own backoff).
+SHORTAGE_FAIL, SHORTAGE_RETRY = "Fail", "Retry"
+
+
+@attrs.frozen
 class ClassModel:
     """What Cluster Autoscaler does with requests of one provisioning class."""
 
     provisioning_time: Distribution = ZERO
-    """From the request's creation to CA's answer (and from each retry to the next answer
-    too, when a try found no capacity)."""
+    """From the request's creation to CA's answer: what ``provisioned_time`` and
+    ``failed_time`` are when the file does not set them."""
     failure_probability: float = 0.0
     """That a try finds no capacity (what follows depends on the class, see the docs)."""
+    provisioned_time: Distribution = ZERO
+    """From the request's creation to ``Provisioned=True``, for a try that finds capacity."""
+    failed_time: Distribution = ZERO
+    """From the request's creation to the no-capacity answer, for a try that finds none."""
+    stockouts: Stockouts | None = None
+    """When the class has no capacity at all; None: always available."""
+    shortage: str | None = None
+    """:data:`SHORTAGE_FAIL` or :data:`SHORTAGE_RETRY` for a provider's class; None: as the
+    class and its ``noRetry`` parameter say (:func:`~kueue_provreq.autoscaler.no_capacity_answer`)."""
+    booking_time: int = BOOKING_TIME
+    """How long a provisioned request's capacity stays booked for its pods."""
+    booking_loss_probability: float = 0.0
+    """That pods not yet ready when the booking expires have lost the capacity: they wait."""
     capacity: FrozenMap[str, Decimal] | None = None
     """The most the class can provide at once, per resource; None: unlimited."""
     revocation_probability: float = 0.0
@@ -306,6 +346,25 @@ def _setup_rules(value: Mapping[str, Any], path: str, out: Problems) -> None:
         out.error("no objects: the setup holds the queues, checks and configs workloads use", path)
 
 
+def _some_time(value: Mapping[str, Any], path: str, out: Problems) -> None:
+    """Stock-out periods that always last 0s would never let time pass."""
+    if _always_zero(value["available"]) and _always_zero(value["stockout"]):
+        out.error("available and stockout cannot both always be 0s", path)
+
+
+def _always_zero(value: Any) -> bool:
+    return _distribution(value).most == 0
+
+
+def _shortage_rules(value: Mapping[str, Any], path: str, out: Problems) -> None:
+    """Upstream CA's classes answer a shortage as their code and parameters say."""
+    for class_name, body in value.items():
+        if isinstance(body, Mapping) and "shortage" in body and class_name in c.CA_CLASSES:
+            out.error("only for a provider's class: upstream CA's classes answer a shortage themselves "
+                      "(check-capacity fails with parameters noRetry: \"true\" and retries without it; "
+                      "best-effort-atomic-scale-up always retries)", f"{path}[{class_name}].shortage")
+
+
 def _end_within_rfc3339(value: Mapping[str, Any], path: str, out: Problems) -> None:
     """``start`` plus ``horizon`` within RFC 3339's years: every time the run writes can be read back."""
     start = parse_time(value.get("start") or DEFAULT_START)
@@ -376,7 +435,12 @@ class _Schema:
                 "provisioningTime": distribution, "failureProbability": probability,
                 "capacity": Obj(values=Qty(non_negative=True)), "revocationProbability": probability,
                 "revocationTime": distribution,
-            })),
+                "provisionedTime": distribution, "failedTime": distribution,
+                "stockouts": Obj({"available": distribution, "stockout": distribution},
+                                 required=("available", "stockout"), rules=(_some_time,)),
+                "shortage": Str(enum=(SHORTAGE_FAIL, SHORTAGE_RETRY)),
+                "bookingTime": Duration(minimum=0), "bookingLossProbability": probability,
+            }), rules=(_shortage_rules,)),
         }, required=("workloads",), rules=(_end_within_rfc3339,))
 
 
@@ -658,10 +722,20 @@ def _autoscaler(value: Mapping[str, Any]) -> FrozenMap[str, ClassModel]:
         m = body or {}
         capacity = m.get("capacity")
         ready, revocation = m.get("provisioningTime"), m.get("revocationTime")
+        answer = default.provisioning_time if ready is None else _distribution(ready)
+        provisioned, failed, stockouts = m.get("provisionedTime"), m.get("failedTime"), m.get("stockouts")
+        booking = m.get("bookingTime")
         out[str(class_name)] = ClassModel(
-            provisioning_time=default.provisioning_time if ready is None else _distribution(ready),
+            provisioning_time=answer,
             failure_probability=float(m.get("failureProbability") or 0.0),
             capacity=None if capacity is None else FrozenMap({str(k): quantity_value(v) for k, v in capacity.items()}),
             revocation_probability=float(m.get("revocationProbability") or 0.0),
-            revocation_time=default.revocation_time if revocation is None else _distribution(revocation))
+            revocation_time=default.revocation_time if revocation is None else _distribution(revocation),
+            provisioned_time=answer if provisioned is None else _distribution(provisioned),
+            failed_time=answer if failed is None else _distribution(failed),
+            stockouts=None if stockouts is None else Stockouts(_distribution(stockouts["available"]),
+                                                               _distribution(stockouts["stockout"])),
+            shortage=m.get("shortage"),
+            booking_time=default.booking_time if booking is None else int(duration_seconds(booking)),
+            booking_loss_probability=float(m.get("bookingLossProbability") or 0.0))
     return FrozenMap(out)
