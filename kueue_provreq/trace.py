@@ -166,11 +166,12 @@ def parse_line(line: str, where: str) -> Record:
     if kind == WINDOW:
         return Window(fields.time("from"), fields.time("to"))
     if kind == ARRIVAL:
+        at, namespace, name, queue = fields.time("time"), fields.text("namespace"), fields.text("name"), fields.text("queue")
         podsets = data.get("podsets")
         if not isinstance(podsets, list) or not all(isinstance(p, dict) for p in podsets):
             raise ManifestError("expected a list of podSets", path="podsets", source=where)
-        return Arrival(fields.time("time"), fields.text("namespace"), fields.text("name"), fields.text("queue"),
-                       fields.integer("priority", 0), tuple(podsets), fields.seconds("runningSeconds"))
+        return Arrival(at, namespace, name, queue, fields.integer("priority", 0), tuple(podsets),
+                       fields.seconds("runningSeconds"))
     if kind == ATTEMPT:
         outcome = fields.text("outcome")
         if outcome not in OUTCOMES:
