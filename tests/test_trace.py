@@ -227,7 +227,7 @@ def test_record_dumps_calibrate_and_simulate(tmp_path: Path) -> None:
 
 
 def test_a_traced_running_time_replaces_the_job_model(tmp_path: Path) -> None:
-    arrivals = [t.Window(T0, T0 + 7200), t.Arrival(T0, "default", "short", "lq", 0, (
+    arrivals: list[t.Record] = [t.Window(T0, T0 + 7200), t.Arrival(T0, "default", "short", "lq", 0, (
         {"name": "main", "count": 1, "template": {"spec": {"containers": [
             {"name": "c", "resources": {"requests": {"nvidia.com/gpu": "2"}}}]}}},), 300)]
     (tmp_path / "trace.jsonl").write_text(t.dumps(arrivals))
