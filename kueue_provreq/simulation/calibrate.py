@@ -297,8 +297,9 @@ def plot(fits: Sequence[ClassFit], path: Path) -> Path:
         ax.set_xscale("log")
         ax.set_xlabel("seconds from the request's creation to its first answer")
         ax.set_ylabel("share of answers")
-        ax.set_title(f.name)
-        ax.legend(fontsize="small", loc="lower right")
+        ax.set_title(f.name if f.provisioned or f.failed else f"{f.name}: too few answers to fit")
+        if f.provisioned or f.failed:
+            ax.legend(fontsize="small", loc="lower right")
     if not fits:
         axes[0, 0].set_title("no ProvisioningRequests in the trace")
     fig.tight_layout()
