@@ -47,9 +47,9 @@ def run(args: argparse.Namespace) -> int:
 
     folder.write("--out", target, fill)
     for f in fits:
-        p = f.failure_probability
-        print(f"{f.name}: {f.attempts} attempt(s), {f.answered} answered"
-              + (f", failureProbability {p.value:.3g} [{p.low:.3g}, {p.high:.3g}]" if p is not None else ""))
+        print(f"{f.name}: {f.attempts} attempt(s), {f.answered} answered, {f.failures} without capacity")
+        for line in calibrate.summary_lines(f):
+            print(f"  {line}")
         for line in f.unidentified:
             print(f"  not identified: {line}")
     print(f"wrote {target / 'autoscaler.yaml'}, fit.json, fit.png")

@@ -10,12 +10,14 @@ Per provisioning class, from each ProvisioningRequest's first answer:
 * ``failureProbability``: the share of no-capacity answers, with the exact (Clopper-Pearson)
   binomial interval;
 * ``stockouts``: only when the answers in time order cluster (a Wald-Wolfowitz runs test, one
-  sided, at 5%: fewer runs of failures and successes than independent tries give).  Then a run
-  of two or more no-capacity answers in a row marks a stock-out, lasting from its first answer
-  to the next success; available periods last from a success after a stock-out to the next
-  stock-out's first answer; both are fitted exponential (the mean's chi-square interval), and
-  ``failureProbability`` counts only the failures outside stock-outs.  Otherwise the fit says
-  why the data do not identify them.
+  sided, at 5%: fewer runs of failures and successes than independent tries give).  Then the
+  answers are fitted, by maximum likelihood, as readings of a hidden two-state process: capacity
+  available for exponential periods (a try then fails with ``failureProbability``) and out of
+  stock for exponential periods (every try fails), switching at any time, seen only when a try
+  is answered.  Nights and weekends nobody tries at are thus no evidence either way (counting
+  the time between answers would stretch the available periods over them).  Intervals: 95%, from
+  the likelihood's curvature (the inverse Hessian), on the logarithm of the means and the
+  logit of the probability.  Otherwise the fit says why the data do not identify stock-outs.
 
 What a trace cannot say is reported, not guessed: requests still pending when last seen (their
 delay is only known to be longer) are left out and counted; so are the later answers of a
@@ -37,8 +39,8 @@ from kueue_provreq.manifests.codec import format_duration
 CONFIDENCE = 0.95
 #: Timestamps are whole seconds: a delay under one is counted as one (a lognormal needs it positive).
 SHORTEST = 1.0
-#: Failures in a row, at least, that mark a stock-out once answers are found to cluster.
-STOCKOUT_RUN = 2
+#: The shortest and longest period mean the stock-out fit considers (a minute, thirty days).
+PERIOD_BOUNDS = (60.0, 30 * 86400.0)
 
 
 @attrs.frozen
@@ -70,10 +72,10 @@ class DelayFit:
 
 @attrs.frozen
 class Stockouts:
+    """Mean lengths (seconds) of available and stock-out periods."""
+
     available: Interval
     stockout: Interval
-    available_n: int
-    stockout_n: int
 
 
 @attrs.frozen
@@ -89,6 +91,7 @@ class ClassFit:
     failures: int
     answered: int
     failure_probability: Interval | None
+    """Per try; with stock-outs, per try while capacity is available."""
     runs_p_value: float | None
     stockouts: Stockouts | None
     unidentified: tuple[str, ...]
@@ -114,16 +117,17 @@ class ClassFit:
             "provisionedTime": None if self.provisioned is None else self.provisioned.to_json(),
             "failedTime": None if self.failed is None else self.failed.to_json(),
             "failureProbability": None if self.failure_probability is None else {
-                "failures": self.failures, "n": self.answered, **self.failure_probability.to_json()},
+                "failures": self.failures, "n": self.answered, **self.failure_probability.to_json(),
+                "method": "binomial, exact (Clopper-Pearson)" if self.stockouts is None else
+                          "hidden two-state process, tries while available"},
             "runsTestPValue": None if self.runs_p_value is None else _round(self.runs_p_value),
             "stockouts": None,
             "notIdentified": list(self.unidentified),
         }
         if self.stockouts is not None:
             s = self.stockouts
-            out["stockouts"] = {"distribution": "exponential",
-                                "availableMeanSeconds": {"n": s.available_n, **s.available.to_json()},
-                                "stockoutMeanSeconds": {"n": s.stockout_n, **s.stockout.to_json()}}
+            out["stockouts"] = {"distribution": "exponential", "availableMeanSeconds": s.available.to_json(),
+                                "stockoutMeanSeconds": s.stockout.to_json()}
         return out
 
 
@@ -164,23 +168,17 @@ def _class_fit(name: str, requests: list[list[t.Attempt]]) -> ClassFit:
         unidentified.append(f"failedTime: {len(delays[True])} no-capacity answer(s), a fit needs 2")
     p_value = _runs_test(failed)
     stockouts = None
-    independent = failed
+    probability = _binomial(sum(failed), len(failed)) if failed else None
     if p_value is None:
         unidentified.append("stockouts: the answers need both outcomes, at least 10 in all, for the runs test")
     elif p_value >= 1 - CONFIDENCE:
         unidentified.append(f"stockouts: the answers do not cluster in time (runs test p = {p_value:.3g}); "
                             "failures look independent, so no stock-out periods are fitted")
     else:
-        stockouts, independent = _stockouts(firsts, failed)
-        if stockouts is None:
-            unidentified.append(f"stockouts: the answers cluster (runs test p = {p_value:.3g}) but the trace "
-                                "holds no complete stock-out followed by an available period")
-            independent = failed
-    failures = sum(independent)
-    probability = _binomial(failures, len(independent)) if independent else None
+        stockouts, probability = _stockouts([float(a.outcome_time) for a in firsts], failed)
     if probability is None:
         unidentified.append("failureProbability: no answered attempt")
-    return ClassFit(name, len(requests), pending, later, provisioned_fit, failed_fit, failures, len(independent),
+    return ClassFit(name, len(requests), pending, later, provisioned_fit, failed_fit, sum(failed), len(failed),
                     probability, p_value, stockouts, tuple(unidentified))
 
 
@@ -226,36 +224,93 @@ def _runs_test(failed: Sequence[bool]) -> float | None:
     return float(stats.norm.cdf((runs - mean) / math.sqrt(variance))) if variance > 0 else None
 
 
-def _stockouts(firsts: Sequence[t.Attempt], failed: Sequence[bool]) -> tuple[Stockouts | None, list[bool]]:
-    """Stock-out and available periods from runs of failures, and the answers outside stock-outs."""
-    runs: list[tuple[bool, int, int]] = []  # (failed, first index, last index)
-    for i, f in enumerate(failed):
-        if runs and runs[-1][0] == f:
-            runs[-1] = (f, runs[-1][1], i)
-        else:
-            runs.append((f, i, i))
-    outs = [(a, b) for f, a, b in runs if f and b - a + 1 >= STOCKOUT_RUN]
-    inside = {i for a, b in outs for i in range(a, b + 1)}
-    stockout, available = [], []
-    for k, (a, b) in enumerate(outs):
-        if b + 1 < len(firsts):
-            ended = firsts[b + 1].outcome_time
-            stockout.append(max(SHORTEST, float(ended - firsts[a].outcome_time)))
-            if k + 1 < len(outs):
-                available.append(max(SHORTEST, float(firsts[outs[k + 1][0]].outcome_time - ended)))
-    independent = [f for i, f in enumerate(failed) if i not in inside]
-    if not stockout or not available:
-        return None, independent
-    return Stockouts(_exponential(available), _exponential(stockout), len(available), len(stockout)), independent
+def _stockouts(times: Sequence[float], failed: Sequence[bool]) -> tuple[Stockouts, Interval]:
+    """The hidden two-state process's maximum-likelihood means and failure probability."""
+    import numpy as np
+    from scipy import optimize, special, stats
+
+    def nll(theta: Any) -> float:
+        return -_log_likelihood(times, failed, math.exp(theta[0]), math.exp(theta[1]), float(special.expit(theta[2])))
+
+    low, high = (math.log(b) for b in PERIOD_BOUNDS)
+    span = max(times) - min(times)
+    start = [min(max(math.log(span / 4 or 1), low), high), min(max(math.log(span / 16 or 1), low), high), -2.0]
+    found = optimize.minimize(nll, start, method="L-BFGS-B", bounds=[(low, high), (low, high), (-12.0, 12.0)])
+    theta = found.x
+    covariance = np.linalg.pinv(_hessian(nll, theta))
+    z = float(stats.norm.ppf((1 + CONFIDENCE) / 2))
+    half = [z * math.sqrt(max(float(covariance[i, i]), 0.0)) for i in range(3)]
+
+    def mean(i: int) -> Interval:
+        return Interval(math.exp(theta[i]), math.exp(theta[i] - half[i]), math.exp(theta[i] + half[i]))
+
+    expit = special.expit
+    probability = Interval(float(expit(theta[2])), float(expit(theta[2] - half[2])), float(expit(theta[2] + half[2])))
+    return Stockouts(mean(0), mean(1)), probability
 
 
-def _exponential(samples: Sequence[float]) -> Interval:
-    from scipy import stats
+def _log_likelihood(times: Sequence[float], failed: Sequence[bool], available: float, stockout: float,
+                    p: float) -> float:
+    """The forward algorithm over the answers: between two answers the state moves as a
+    two-state Markov process with rates 1/available and 1/stockout."""
+    leave, back = 1 / available, 1 / stockout
+    total = leave + back
+    steady = back / total  # the share of time available
+    alpha = (steady, 1 - steady)
+    ll = 0.0
+    for k, (at, f) in enumerate(zip(times, failed, strict=True)):
+        if k:
+            e = math.exp(-total * (at - times[k - 1]))
+            stay_available, stay_out = steady + (1 - steady) * e, (1 - steady) + steady * e
+            alpha = (alpha[0] * stay_available + alpha[1] * (1 - stay_out),
+                     alpha[0] * (1 - stay_available) + alpha[1] * stay_out)
+        alpha = (alpha[0] * (p if f else 1 - p), alpha[1] * (1.0 if f else 0.0))
+        norm = alpha[0] + alpha[1]
+        if norm <= 0:
+            return -math.inf
+        ll += math.log(norm)
+        alpha = (alpha[0] / norm, alpha[1] / norm)
+    return ll
 
-    n, mean = len(samples), sum(samples) / len(samples)
-    tail = (1 - CONFIDENCE) / 2
-    return Interval(mean, 2 * n * mean / float(stats.chi2.ppf(1 - tail, 2 * n)),
-                    2 * n * mean / float(stats.chi2.ppf(tail, 2 * n)))
+
+def _hessian(f: Any, x: Any, step: float = 1e-3) -> Any:
+    """Central differences: the curvature of the negative log-likelihood at its minimum."""
+    import numpy as np
+
+    n = len(x)
+    h = np.zeros((n, n))
+
+    def at(i: int, di: float, j: int, dj: float) -> float:
+        y = np.array(x, dtype=float)
+        y[i] += di
+        y[j] += dj
+        return float(f(y))
+
+    for i in range(n):
+        for j in range(n):
+            h[i, j] = (at(i, step, j, step) - at(i, step, j, -step) - at(i, -step, j, step)
+                       + at(i, -step, j, -step)) / (4 * step * step)
+    return h
+
+
+def summary_lines(f: ClassFit) -> list[str]:
+    """What was fitted, with its 95% intervals, one line each."""
+    lines = []
+    for label, delay in (("provisionedTime", f.provisioned), ("failedTime", f.failed)):
+        if delay is not None:
+            m, s = delay.median, delay.sigma
+            lines.append(f"{label}: lognormal, median {format_duration(round(m.value))} "
+                         f"[{format_duration(round(m.low))}, {format_duration(round(m.high))}], "
+                         f"sigma {s.value:.2f} [{s.low:.2f}, {s.high:.2f}] (n={len(delay.samples)})")
+    p = f.failure_probability
+    if p is not None:
+        lines.append(f"failureProbability: {p.value:.3f} [{p.low:.3f}, {p.high:.3f}]"
+                     + (" (while available)" if f.stockouts is not None else ""))
+    if f.stockouts is not None:
+        for label, mean in (("available", f.stockouts.available), ("stockout", f.stockouts.stockout)):
+            lines.append(f"stockouts.{label}: exponential, mean {format_duration(round(mean.value))} "
+                         f"[{format_duration(round(mean.low))}, {format_duration(round(mean.high))}]")
+    return lines
 
 
 # --- the files -----------------------------------------------------------------------------------
