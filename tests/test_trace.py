@@ -293,3 +293,29 @@ def test_set_reaches_an_included_autoscaler(tmp_path: Path) -> None:
 
 def test_setup_is_shared_with_simulation_files() -> None:
     assert "ProvisioningRequestConfig" in SETUP
+
+
+# --- the bundled week ------------------------------------------------------------------------------------
+
+EXAMPLES_TRACES = Path(__file__).parent.parent / "examples" / "traces"
+
+
+def test_the_bundled_week_is_what_its_script_and_calibrate_write(tmp_path: Path) -> None:
+    """``week.jsonl`` is ``make-week.py``'s output and ``week-autoscaler.yaml`` calibrate's fit
+    of it, whose intervals hold the values the script used."""
+    import runpy
+    import shutil
+
+    shutil.copy(EXAMPLES_TRACES / "make-week.py", tmp_path / "make-week.py")
+    runpy.run_path(str(tmp_path / "make-week.py"), run_name="__main__")
+    assert (tmp_path / "week.jsonl").read_text() == (EXAMPLES_TRACES / "week.jsonl").read_text()
+    status = cli("calibrate", str(EXAMPLES_TRACES / "week.jsonl"), "--out", str(tmp_path / "fit"))
+    assert status.returncode == 0, status.stderr
+    assert (tmp_path / "fit" / "autoscaler.yaml").read_text() == (EXAMPLES_TRACES / "week-autoscaler.yaml").read_text()
+    (fit,) = calibrate.fit(t.read(EXAMPLES_TRACES / "week.jsonl"))
+    assert fit.provisioned is not None and fit.failed is not None and fit.stockouts is not None
+    assert fit.failure_probability is not None
+    for interval, truth in ((fit.provisioned.median, 360), (fit.provisioned.sigma, 0.6), (fit.failed.median, 240),
+                            (fit.failed.sigma, 0.3), (fit.failure_probability, 0.1),
+                            (fit.stockouts.available, 3 * 3600), (fit.stockouts.stockout, 3600)):
+        assert interval.low <= truth <= interval.high, (interval, truth)
