@@ -52,5 +52,5 @@ def run(args: argparse.Namespace) -> int:
             print(f"  {line}")
         for line in f.unidentified:
             print(f"  not identified: {line}")
-    print(f"wrote {target / 'autoscaler.yaml'}, fit.json, fit.png")
+    print("wrote autoscaler.yaml, fit.json and fit.png")
     return 0
