@@ -319,3 +319,14 @@ def test_the_bundled_week_is_what_its_script_and_calibrate_write(tmp_path: Path)
                             (fit.failed.sigma, 0.3), (fit.failure_probability, 0.1),
                             (fit.stockouts.available, 3 * 3600), (fit.stockouts.stockout, 3600)):
         assert interval.low <= truth <= interval.high, (interval, truth)
+
+
+def test_record_refuses_live_options_with_dumps_and_bad_dumps_in_one_line(tmp_path: Path) -> None:
+    a, _ = dumps(tmp_path)
+    for extra in (("--for", "1m"), ("-n", "team-a"), ("--context", "kind")):
+        status = cli("record", "-f", str(a), "--trace", str(tmp_path / "t.jsonl"), *extra)
+        assert status.returncode == 2 and "needs --kubeconfig" in status.stderr
+    (tmp_path / "empty.json").write_text('{"apiVersion": "v1", "kind": "List", "items": []}')
+    status = cli("record", "-f", str(tmp_path / "empty.json"), "--trace", str(tmp_path / "t.jsonl"))
+    assert status.returncode == 2 and "empty.json" in status.stderr and len(status.stderr.splitlines()) == 1
+    assert not (tmp_path / "t.jsonl").exists()

@@ -35,8 +35,9 @@ def register(subparsers: argparse._SubParsersAction[options.Parser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.duration is not None and args.kubeconfig is None:
-        raise options.UsageError("--for needs --kubeconfig")
+    for given, option in ((args.duration, "--for"), (args.namespace or None, "--namespace"), (args.context, "--context")):
+        if given is not None and args.kubeconfig is None:
+            raise options.UsageError(f"{option} needs --kubeconfig (a dump holds what it holds)")
     duration = options.duration("--for", args.duration) if args.duration is not None else None
     path = Path(args.trace)
     known = trace.read(path).records if path.exists() else ()
