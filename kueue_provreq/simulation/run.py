@@ -41,7 +41,7 @@ from kueue_provreq.simulation.drive import AutoscalerDriver, JobDriver, Retentio
 from kueue_provreq.simulation.fleet import Draws, FleetModel
 from kueue_provreq.simulation.loop import Loop
 from kueue_provreq.simulation.outcomes import Outcome, outcome_of
-from kueue_provreq.simulation.spec import POISSON, Simulation
+from kueue_provreq.simulation.spec import POISSON, Simulation, repeat_period
 from kueue_provreq.simulation.watch import Subscriber
 from kueue_provreq.world import Create, Effect, World
 from kueue_provreq.world_builder import build_world
@@ -416,8 +416,7 @@ class _Metrics(Subscriber):
 
 def _arrival_times(sim: Simulation, draws: Draws) -> Iterator[int]:
     if sim.trace:
-        span = sim.trace[-1].at - sim.trace[0].at
-        period = span + (span // (len(sim.trace) - 1) if len(sim.trace) > 1 else 0)
+        period = repeat_period(sim.trace, sim.trace_period)
         for i in range(sim.count):
             copy, index = divmod(i, len(sim.trace))
             yield sim.trace[index].at + copy * period
@@ -439,6 +438,8 @@ class _Arrivals:
         self.loop = loop
         self.templates: dict[Key, str] = {}
         """Each arrival's template (``""``: a trace's own Workload)."""
+        self.running: dict[Key, int] = {}
+        """The running time a trace gives a workload (it replaces the job model's draw)."""
         self.times = list(_arrival_times(sim, draws))
         self.choices = draws.stream("templates") if not sim.trace else None
         self.weights = [t.weight for t in sim.templates]
@@ -460,12 +461,14 @@ class _Arrivals:
         sim = self.sim
         self.index += 1
         i = self.index
+        running = None
         if self.choices is not None:
             template = self.choices.choices(sim.templates, self.weights)[0]
             wl, name = self._from_template(template.obj, i), template.name
         else:
             arrival = sim.trace[(i - 1) % len(sim.trace)]
             copy = (i - 1) // len(sim.trace)
+            running = arrival.running_time
             if arrival.template is not None:
                 wl, name = self._from_template(sim.template(arrival.template).obj, i), arrival.template
             else:
@@ -480,6 +483,8 @@ class _Arrivals:
                                                     uid=world.next_uid(), generation=1,
                                                     creation_timestamp=self.loop.now))
         self.templates[key_of(wl)] = name
+        if running is not None:
+            self.running[key_of(wl)] = running
         self._next()
         self.loop.write("arrival", Create(wl))
 
@@ -513,7 +518,8 @@ def simulate(sim: Simulation, *, verify: bool = False, progress: Callable[[int],
         template = arrivals.templates.get((c.WORKLOAD, ns, name), "")
         model = sim.template(template).jobs if template else sim.jobs
         ready = model.pods_ready_time.draw(draws.rng("ready", ns, name, admission))
-        run = model.running_time.draw(draws.rng("run", ns, name))
+        traced = arrivals.running.get((c.WORKLOAD, ns, name))
+        run = model.running_time.draw(draws.rng("run", ns, name)) if traced is None else traced
         return ready, run
 
     jobs = JobDriver(loop, durations)

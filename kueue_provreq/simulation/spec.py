@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 
 import attrs
 
+from kueue_provreq import trace as trace_format
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.config import Configuration
 from kueue_provreq.api.frozen import FrozenMap
@@ -202,6 +203,8 @@ class Arrival:
     at: int
     template: str | None = None
     workload: Workload | None = None
+    running_time: int | None = None
+    """How long it ran in the trace (seconds from pods ready to finished): replaces the job model's draw."""
 
 
 @attrs.frozen
@@ -224,6 +227,9 @@ class Simulation:
     jobs: JobModel
     autoscaler: FrozenMap[str, ClassModel]
     description: str = ""
+    trace_period: int | None = None
+    """How often a repeated trace starts over: the time it covers, where known (None: estimated
+    from its arrivals, see :func:`repeat_period`)."""
 
     def template(self, name: str) -> Template:
         return next(t for t in self.templates if t.name == name)
@@ -239,15 +245,35 @@ class Document:
     data: Mapping[str, Any]
     source: str
     base: Path
+    included: Mapping[str, Any] | None = None
+    """The autoscaler file ``autoscaler: PATH`` named, as read (its lines name its errors)."""
 
 
 def load_document(path: str | Path) -> Document:
-    """Read a simulation file (one YAML document)."""
+    """Read a simulation file (one YAML document), with the autoscaler file it names, if it
+    names one (``autoscaler: PATH``, as ``kueue-provreq calibrate`` writes it): its mapping
+    takes the path's place, so ``--set autoscaler...`` reaches it as any other field."""
     path = Path(path)
     documents = load_file(path)
     if len(documents) != 1:
         raise ManifestError(f"expected one simulation document, found {len(documents)}", source=str(path))
-    return Document(documents[0], str(path), path.parent)
+    data = documents[0]
+    include = data.get("autoscaler")
+    if not isinstance(include, str):
+        return Document(data, str(path), path.parent)
+    where = locate(data, "autoscaler")
+    given = data.get("name")
+    obj = f"Simulation {given if isinstance(given, str) and given else path.stem}"
+    if not include or not (path.parent / include).is_file():
+        problems = Problems()
+        File(path.parent).check(include, "autoscaler", problems)
+        raise ManifestErrors([ManifestError(e.reason, path="autoscaler", obj=obj, source=where) for e in problems.errors])
+    included = load_file(path.parent / include)
+    if len(included) != 1:
+        raise ManifestError(f"expected one autoscaler document (the autoscaler section), found {len(included)}",
+                            path="autoscaler", obj=obj, source=str(path.parent / include))
+    data["autoscaler"] = included[0]
+    return Document(data, str(path), path.parent, included[0])
 
 
 # --- the schema: what a simulation file may say ------------------------------------------------
@@ -349,12 +375,13 @@ def _end_within_rfc3339(value: Mapping[str, Any], path: str, out: Problems) -> N
 
 
 class _Trace(Node):
-    """An explicit trace: a list of arrivals, or ``{file: PATH}`` (``kubectl get workloads -o json``)."""
+    """An explicit trace: a list of arrivals, or ``{file: PATH}`` (``kubectl get workloads -o json``,
+    or a recorded trace, ``*.jsonl``), optionally with the ``period`` it repeats on."""
 
     def __init__(self, base: Path) -> None:
         self.arrivals = Arr(Obj({"at": Duration(minimum=0), "template": Str(min_length=1)},
                                 required=("at", "template")))
-        self.file = Obj({"file": File(base)}, required=("file",))
+        self.file = Obj({"file": File(base), "period": Duration(minimum=1)}, required=("file",))
 
     def check(self, value: Any, path: str, out: Problems) -> None:
         if isinstance(value, Mapping):
@@ -431,6 +458,20 @@ def _overridden_by(overridden: Mapping[str, str]) -> Callable[[str], str | None]
     return source
 
 
+def _included(document: Document, source: Callable[[str], str | None]) -> Callable[[str], str | None]:
+    """Errors under ``autoscaler`` name the line of the autoscaler file the path came from."""
+    included = document.included
+    if included is None:
+        return source
+
+    def where(path: str) -> str | None:
+        if path.startswith("autoscaler") and source(path) is None:
+            return locate(included, path.removeprefix("autoscaler").lstrip(".")) or None
+        return source(path)
+
+    return where
+
+
 def parse(document: Document, *, config: Configuration | None = None, count: int | None = None,
           seed: int | None = None, retry_strategy: Mapping[str, Any] | None = None,
           overridden: Mapping[str, str] | None = None) -> Simulation:
@@ -444,7 +485,7 @@ def parse(document: Document, *, config: Configuration | None = None, count: int
     given = data.get("name") if isinstance(data, Mapping) else None
     name = given if isinstance(given, str) and given else Path(document.source).stem
     obj = f"Simulation {name}"
-    source = _overridden_by(overridden or {})
+    source = _included(document, _overridden_by(overridden or {}))
     schema = _Schema(document.base)
     check_document(schema.root, data, obj=obj, source=source)
     if count is not None and not 1 <= count <= MAX_WORKLOADS:
@@ -455,7 +496,7 @@ def parse(document: Document, *, config: Configuration | None = None, count: int
     job_model = _job_model(data.get("jobs") or {}, JobModel())
     w = data["workloads"]
     templates = _templates(schema, w.get("templates") or [], job_model, config, World(setup), data, obj)
-    trace = _trace(document, w.get("trace"))
+    trace, period = _trace(document, w.get("trace"))
     if count is None:
         count = w["count"] if w.get("count") is not None else len(trace) if trace else DEFAULT_COUNT
     arrival = w.get("arrival") or {"process": ALL_AT_ONCE}
@@ -466,7 +507,8 @@ def parse(document: Document, *, config: Configuration | None = None, count: int
         setup=setup, config=config,
         count=count, templates=templates, process=arrival["process"],
         rate_per_hour=float(arrival.get("ratePerHour") or 0.0), trace=trace, jobs=job_model,
-        autoscaler=_autoscaler(data.get("autoscaler") or {}), description=data.get("description") or "")
+        autoscaler=_autoscaler(data.get("autoscaler") or {}), description=data.get("description") or "",
+        trace_period=period)
 
 
 def _configuration(document: Document, value: Any) -> Configuration:
@@ -571,20 +613,64 @@ def _templates(schema: _Schema, items: Sequence[Mapping[str, Any]], job_model: J
     return tuple(out)
 
 
-def _trace(document: Document, value: Any) -> tuple[Arrival, ...]:
+def _trace(document: Document, value: Any) -> tuple[tuple[Arrival, ...], int | None]:
+    """The arrivals, and the period they repeat on where the file says or the trace knows."""
     if value is None:
-        return ()
+        return (), None
     if isinstance(value, Mapping):
-        return kubectl_trace(document.base / value["file"])
-    arrivals = [Arrival(math.ceil(duration_seconds(a["at"])), template=a["template"]) for a in value]
-    return tuple(sorted(arrivals, key=lambda x: x.at))
+        path = document.base / value["file"]
+        arrivals, period = recorded_trace(path) if path.suffix == ".jsonl" else kubectl_trace(path)
+        return arrivals, (int(duration_seconds(value["period"])) if value.get("period") is not None else period)
+    listed = [Arrival(math.ceil(duration_seconds(a["at"])), template=a["template"]) for a in value]
+    return tuple(sorted(listed, key=lambda x: x.at)), None
 
 
-def kubectl_trace(path: Path) -> tuple[Arrival, ...]:
+def repeat_period(arrivals: Sequence[Arrival], period: int | None) -> int:
+    """How often a trace starts over when a run asks for more workloads than it holds: the time
+    it covers (``period``) where known, else its arrivals' span plus one mean gap."""
+    if period is not None:
+        return period
+    span = arrivals[-1].at - arrivals[0].at
+    return span + (span // (len(arrivals) - 1) if len(arrivals) > 1 else 0)
+
+
+def recorded_trace(path: Path) -> tuple[tuple[Arrival, ...], int | None]:
+    """The arrivals of a recorded trace (``kueue-provreq record``; ``docs/trace-format.rst``),
+    relative to the start of the time it covers, each with its podSets, queue and priority and
+    the running time the trace knows (an arrival's own, else its finish's); the period is the
+    time the trace covers, so a repeated week keeps its quiet weekend."""
+    recorded = trace_format.read(path)
+    window = recorded.window
+    records = recorded.of(trace_format.Arrival)
+    if window is None or not records:
+        raise ManifestError("no arrivals", source=str(path))
+    ran = {(f.namespace, f.name): f.running_seconds for f in recorded.of(trace_format.Finish)
+           if f.running_seconds is not None}
+    out = []
+    for a in sorted(records, key=lambda r: r.time):
+        spec: dict[str, Any] = {"queueName": a.queue, "podSets": list(a.podsets)}
+        if a.priority:
+            spec["priority"] = a.priority
+        manifest = {"apiVersion": c.KUEUE_V1BETA2, "kind": c.WORKLOAD,
+                    "metadata": {"name": a.name, "namespace": a.namespace}, "spec": spec}
+        try:
+            wl = load_object(manifest)
+        except ManifestError as e:
+            raise ManifestError(e.reason, path=f"podsets ({e.path})" if e.path else "", obj=e.obj,
+                                source=f"{path}: arrival {a.namespace}/{a.name}") from None
+        assert isinstance(wl, Workload)
+        running = a.running_seconds if a.running_seconds is not None else ran.get((a.namespace, a.name))
+        out.append(Arrival(a.time - window.start, workload=wl, running_time=running))
+    return tuple(out), max(1, window.end - window.start)
+
+
+def kubectl_trace(path: Path) -> tuple[tuple[Arrival, ...], int | None]:
     """The arrivals of ``kubectl get workloads -A -o json`` (a List, or one Workload): each
     Workload arrives at its creationTimestamp, relative to the earliest, with its podSets,
     queue name, priority, labels and annotations; its status, owners and ``spec.active`` are
-    left behind (a replay starts every workload afresh)."""
+    left behind (a replay starts every workload afresh).  The period: from the earliest
+    creation to the newest time the dump records (it was taken no earlier), when that is
+    later than the last arrival."""
     text = read_text(path)
     if text.lstrip()[:1] in ("{", "["):  # JSON, as kubectl writes it: read fast
         try:
@@ -624,7 +710,9 @@ def kubectl_trace(path: Path) -> tuple[Arrival, ...]:
     if not stamped:
         raise ManifestError("no Workloads", source=str(path))
     first = min(t for t, _, _ in stamped)
-    return tuple(Arrival(t - first, workload=wl) for t, _, wl in sorted(stamped, key=lambda x: (x[0], x[1])))
+    arrivals = tuple(Arrival(t - first, workload=wl) for t, _, wl in sorted(stamped, key=lambda x: (x[0], x[1])))
+    newest = trace_format.newest_time(items)
+    return arrivals, (newest - first if newest is not None and newest - first > arrivals[-1].at else None)
 
 
 def _autoscaler(value: Mapping[str, Any]) -> FrozenMap[str, ClassModel]:
