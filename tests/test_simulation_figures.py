@@ -80,8 +80,8 @@ def test_figures_per_local_queue_add_up_to_the_totals() -> None:
     s = simulate(parse(load_document(EXAMPLES / "three-teams-gpu-pool.yaml"), count=40)).summary
     assert sorted(s.local_queues) == ["team-a/training", "team-b/training", "team-c/training"]
     assert sum(q.workloads for q in s.local_queues.values()) == s.workloads
-    assert sum(q.quota_held_waiting["nvidia.com/gpu"] for q in s.local_queues.values()) == \
-        s.quota_held_waiting["nvidia.com/gpu"]
+    assert sum(q.reserved_waiting_quota_seconds["nvidia.com/gpu"] for q in s.local_queues.values()) == \
+        s.reserved_waiting_quota_seconds["nvidia.com/gpu"]  # exact: the hours are divided, and rounded
     assert s.local_queues["team-a/training"] == s.cluster_queues["team-a"]  # one LocalQueue per ClusterQueue
     out = s.to_json()
     assert set(out["localQueues"]["team-b/training"]) >= {"timeToRunningSeconds", "attemptsPerWorkload",

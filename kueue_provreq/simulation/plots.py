@@ -21,7 +21,7 @@ import matplotlib.pyplot as plt  # noqa: E402  (after choosing the backend)
 
 from kueue_provreq.machines import WorkloadPhase as P  # noqa: E402
 from kueue_provreq.simulation import units  # noqa: E402
-from kueue_provreq.simulation.run import Report  # noqa: E402
+from kueue_provreq.simulation.run import Report, after_warm_up  # noqa: E402
 
 _SAVE: dict[str, Any] = {"dpi": 100, "metadata": {"Software": None}}
 _PHASE_COLORS: dict[str, str] = {P.PENDING: "#c7c7c7", P.BACKOFF: "#9e9e9e", P.QUOTA_RESERVED: "#ff9f1c",
@@ -53,7 +53,7 @@ def latency_cdf(report: Report, path: Path) -> Path:
     """The admission latency's CDF over every workload counted: those never admitted (the
     censored share) keep the curve below 1."""
     summary = report.summary
-    counted = [r for r in report.workloads if r.created >= summary.warm_up_seconds]
+    counted = after_warm_up(report.workloads, summary.warm_up_seconds)
     latencies = sorted(r.admitted - r.created for r in counted if r.admitted is not None)
     fig, ax = plt.subplots(figsize=(7, 4))
     if latencies:

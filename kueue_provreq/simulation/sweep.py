@@ -35,7 +35,7 @@ from kueue_provreq.extras import SIM, require
 from kueue_provreq.simulation import settings as s
 from kueue_provreq.simulation.replicate import CI95, MEAN, aggregate, is_figure, replicas
 from kueue_provreq.simulation.run import simulate
-from kueue_provreq.simulation.spec import POISSON, Document, Simulation, parse
+from kueue_provreq.simulation.spec import POISSON, Cluster, Document, Simulation, parse
 
 #: Seconds to reach a Dask scheduler before the sweep says it cannot (Dask's own default is 30).
 DASK_CONNECT_TIMEOUT = 3.0
@@ -136,10 +136,10 @@ def flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
 
 def grid(document: Document, settings: Sequence[s.Setting], *, config: Configuration | None = None,
          count: int | None = None, seed: int | None = None, replications: int = 1,
-         warm_up: int = 0) -> list[Point]:
-    """Every combination of the settings' values, each validated into its simulation; a path
-    set twice, or more than :data:`MAX_POINTS` simulations (combinations times
-    ``replications``), refused before any is made."""
+         cluster: Cluster | None = None, warm_up: int = 0) -> list[Point]:
+    """Every combination of the settings' values, each validated into its simulation (starting
+    from ``cluster``, when given); a path set twice, or more than :data:`MAX_POINTS`
+    simulations (combinations times ``replications``), refused before any is made."""
     seen: set[tuple[Any, ...]] = set()
     for setting in settings:
         key = setting.keys if setting.shorthand is None else (setting.text,)
@@ -163,8 +163,8 @@ def grid(document: Document, settings: Sequence[s.Setting], *, config: Configura
             if created is not None:
                 overridden[created] = given
         sim = parse(attrs.evolve(document, data=data), config=config, count=count, seed=seed,
-                    retry_strategy=s.shorthands(assignments), overridden=overridden, warm_up=warm_up,
-                    feature_gates=s.gates(assignments))
+                    retry_strategy=s.shorthands(assignments), overridden=overridden, cluster=cluster,
+                    warm_up=warm_up, feature_gates=s.gates(assignments))
         points.append(Point(values, sim, replications))
     return points
 
