@@ -25,8 +25,8 @@ What CA does follows ``autoscaler-provisioningrequest-api.md`` (CA's
   nothing on ``Accepted`` alone, so the model writes both at the answer's time;
 * a provisioned request is *booked*: ``BookingExpired=True`` follows with
   ``CapacityBookingConsumed`` as soon as all its pods are scheduled, or with
-  ``CapacityReservationTimeExpired`` :data:`BOOKING_TIME` (10 min, a CA constant) after the
-  ``Provisioned`` transition;
+  ``CapacityReservationTimeExpired`` :data:`BOOKING_TIME` (10 min, a CA constant; a decision
+  may say otherwise for a provider's class) after the ``Provisioned`` transition;
 * a request not provisioned within :data:`EXPIRATION_TIME` (7 days) of its creation gets
   ``Failed=True`` ``Expired``;
 * ``CapacityRevoked`` is never set by upstream CA; provider classes set it, so the model sets it
@@ -84,12 +84,14 @@ SCRIPT_ANSWERS = ("provision", "fail", "expire", "revoke")
 
 @attrs.frozen
 class Decision:
-    """What CA will do with one request: answer ``answer`` at ``at``, and revoke the
-    capacity at ``revoke_at`` (a provider's decision; None: never)."""
+    """What CA will do with one request: answer ``answer`` at ``at``, revoke the capacity at
+    ``revoke_at`` (a provider's decision; None: never), and keep provisioned capacity booked
+    for ``booking_time`` seconds (CA's constant; a provider's class may book longer or shorter)."""
 
     answer: Answer
     at: Time
     revoke_at: Time | None = None
+    booking_time: int = BOOKING_TIME
 
 
 class ScriptError(KueueProvreqError, ValueError):
@@ -321,10 +323,10 @@ def reconcile(pr: ProvisioningRequest, now: Time, decision: Decision, pods_sched
         since = _transition_time(conditions, c.PR_PROVISIONED, now)
         if pods_scheduled:
             move(RequestTrigger.EXPIRE_BOOKING, c.CA_REASON_CAPACITY_BOOKING_CONSUMED)
-        elif now >= since + BOOKING_TIME:
+        elif now >= since + decision.booking_time:
             move(RequestTrigger.EXPIRE_BOOKING)
         else:
-            next_at.append(since + BOOKING_TIME)
+            next_at.append(since + decision.booking_time)
     if written:
         pr = attrs.evolve(pr, status=attrs.evolve(pr.status, conditions=conditions))
     return Reconciled(pr, tuple(written), Time(min(next_at)) if next_at else None, tuple(fired))

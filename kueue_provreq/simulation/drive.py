@@ -10,7 +10,8 @@ scheduling events, and writes from outside the controllers, through the loop:
   :class:`Model`, which decides what CA answers (a script for ``forecast``, sampled
   distributions for ``simulate``), and writes what :func:`autoscaler.reconcile` says CA writes,
   when it says so; it looks at a workload's requests again when the job driver says its pods
-  are ready (which consumes the capacity booking);
+  are ready (which consumes the capacity booking), and tells the job driver whether pods that
+  start after their booking expired still find the capacity;
 * :class:`Retention` deletes a workload that is finished or deactivated and owns no request
   any more, as an object retention policy would.
 """
@@ -22,7 +23,7 @@ from typing import Protocol
 
 from kueue_provreq import autoscaler
 from kueue_provreq.api import constants as c
-from kueue_provreq.api.meta import Time
+from kueue_provreq.api.meta import Time, find_condition
 from kueue_provreq.api.objects import Key, key_of
 from kueue_provreq.api.provisioning import ProvisioningRequest
 from kueue_provreq.api.workload import Workload
@@ -51,6 +52,11 @@ class Model(Protocol):
     def released(self, key: Key) -> None:
         """The request is gone or revoked: whatever it held is free again."""
 
+    def capacity_lost(self, pr: ProvisioningRequest) -> bool:
+        """Whether the pods of ``pr``, becoming ready only after its booking expired, find the
+        capacity gone (CA stopped guarding it): they wait, and never get it back, since CA does
+        not scale up for pods that consume a request."""
+
 
 class ScriptModel:
     """A SCRIPT: attempt *i* of every check gets item *i*, the last item repeats."""
@@ -70,6 +76,9 @@ class ScriptModel:
     def released(self, key: Key) -> None:
         pass
 
+    def capacity_lost(self, pr: ProvisioningRequest) -> bool:
+        return False
+
 
 class AutoscalerDriver(Subscriber):
     """Cluster Autoscaler over a run: one pending wake-up per request, as CA's own loop
@@ -87,6 +96,7 @@ class AutoscalerDriver(Subscriber):
         self._due: dict[Key, Event] = {}
         loop.subscribe(self)
         jobs.when_pods_ready(self.pods_ready)
+        jobs.when_pods_start(self.capacity_kept)
 
     def on_request_created(self, actor: str, pr: ProvisioningRequest) -> None:
         decision = self.model.first(pr)
@@ -114,6 +124,18 @@ class AutoscalerDriver(Subscriber):
             key = key_of(pr)
             if key in self.decisions:
                 self._schedule(key, self.loop.now)
+
+    def capacity_kept(self, wl: Workload) -> bool:
+        """Whether the workload's pods, about to be ready, still find their capacity: not when
+        a request's booking ran out before them and the model says the capacity went."""
+        for pr in self.loop.world.owned_by_name(c.PROVISIONING_REQUEST, wl.metadata.namespace, wl.metadata.name):
+            assert isinstance(pr, ProvisioningRequest)
+            expired = find_condition(pr.status.conditions, c.PR_BOOKING_EXPIRED)
+            if expired is not None and expired.status == c.TRUE and \
+                    expired.reason == c.CA_REASON_CAPACITY_RESERVATION_TIME_EXPIRED and \
+                    key_of(pr) in self.decisions and self.model.capacity_lost(pr):
+                return False
+        return True
 
     def revocations_pending(self) -> bool:
         """Whether some request still has a capacity revocation to come."""
@@ -169,12 +191,18 @@ class JobDriver(Subscriber):
         self._next: dict[Key, Event] = {}  # what is to come for each admitted workload
         self._admissions: dict[Key, int] = {}
         self._on_pods_ready: list[Callable[[Workload], None]] = []
+        self._can_start: list[Callable[[Workload], bool]] = []
         self._running: set[Key] = set()
         loop.subscribe(self)
 
     def when_pods_ready(self, callback: Callable[[Workload], None]) -> None:
         """Call ``callback`` with the workload each time its pods become ready."""
         self._on_pods_ready.append(callback)
+
+    def when_pods_start(self, predicate: Callable[[Workload], bool]) -> None:
+        """Ask ``predicate`` before the workload's pods become ready: False, they find no
+        node and wait (until ``waitForPodsReady`` evicts the workload, where configured)."""
+        self._can_start.append(predicate)
 
     def pods_scheduled(self, pr: ProvisioningRequest) -> bool:
         """Whether the pods of the workload owning ``pr`` are running."""
@@ -219,7 +247,7 @@ class JobDriver(Subscriber):
 
     def _pods_ready(self, key: Key, run_for: int | None) -> None:
         wl = self._current(key)
-        if wl is None:
+        if wl is None or not all(can(wl) for can in self._can_start):
             return
         self._running.add(key)
         new = ws.set_cond(wl, c.WORKLOAD_PODS_READY, c.TRUE, c.REASON_STARTED, c.MSG_PODS_READY, self.loop.now)
