@@ -27,7 +27,7 @@ WINDOW_EVERY = 60
 KINDS = (RESOURCES[c.WORKLOAD], RESOURCES[c.PROVISIONING_REQUEST])
 
 
-class Recorder:
+class TraceRecorder:
     """Appends what it sees to ``writer``; :meth:`run` until a time or until interrupted."""
 
     def __init__(self, client: Client, writer: trace.Writer, namespace: str = "",
