@@ -486,14 +486,28 @@ class ClusterDriver:
 
     def _write_status(self, res: Resource, current: Mapping[str, Any], status: Any,
                       conditional: bool = True) -> dict[str, Any]:
-        """A merge patch of the status subresource: conditional on the resourceVersion read
-        (a 409 when Kueue wrote since), or not (a world object's status as the scenario gives it,
-        whatever Kueue wrote in between)."""
+        """A write of the status subresource: conditional on the resourceVersion read (a 409
+        when Kueue wrote since), or not (a world object's status as the scenario gives it,
+        whatever Kueue wrote in between).
+
+        A Workload's status is written as Kueue writes it, a server-side apply by its admission
+        field manager (upstream's test helper ``util.SetQuotaReservation`` does the same), so
+        that Kueue owns it: Kueue releases a quota reservation by applying a status without
+        ``admission``, which removes the field only where no other manager owns it (a merge
+        patch by this driver would keep the admission of a pre-admitted Workload for ever).
+        Other kinds get a merge patch."""
         meta = current["metadata"]
-        body = {"status": status}
+        body: dict[str, Any] = {"status": status}
         if conditional:
             body["metadata"] = {"resourceVersion": meta["resourceVersion"]}
         try:
+            if res.kind == c.WORKLOAD:
+                body = {"apiVersion": res.api_version, "kind": res.kind,
+                        "metadata": {**body.get("metadata", {}), "name": meta["name"],
+                                     "namespace": meta.get("namespace", "")},
+                        "status": status}
+                return self.client.apply(res, meta.get("namespace", ""), meta["name"], body,
+                                         c.ADMISSION_FIELD_MANAGER, "status")
             return self.client.patch(res, meta.get("namespace", ""), meta["name"], body, FIELD_MANAGER, "status")
         except ApiError as e:
             if e.code == 409 and conditional:
