@@ -5,7 +5,8 @@ that a scenario written for the model judges the real Kueue too (``kueue-provreq
 --cluster``).  The translation, step by step:
 
 * **World objects** are created through the API in the order given; a status given in the
-  scenario is written through ``/status`` after the create.  A Workload no job owns (the format's
+  scenario is written through ``/status`` after the create (a Workload's as Kueue's admission
+  field manager applies it, so that Kueue may take it back, see :meth:`ClusterDriver._write_status`).  A Workload no job owns (the format's
   implicit job integration) gets a real suspended Job as its owner: created first without the
   queue-name label (so that Kueue does not make a Workload of its own), the Workload built on
   the Job's pod template as the API server defaulted it, then the label added, so that Kueue's
