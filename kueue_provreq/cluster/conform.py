@@ -65,6 +65,7 @@ from kueue_provreq.api.workload import Admission, Workload
 from kueue_provreq.cluster.client import ApiError, Client, ClusterError
 from kueue_provreq.cluster.resources import RESOURCES, Resource
 from kueue_provreq.cluster.testbed.controlplane import Testbed, restart_kueue
+from kueue_provreq.controllers import queues
 from kueue_provreq.driver import (
     NEED_FAULTS,
     NEED_RECONCILE,
@@ -387,11 +388,17 @@ class ClusterDriver:
         # An object comes after the world objects it names as owners, so that its owner
         # references carry their real uids (the garbage collector deletes an object whose owner
         # does not exist).
+        # A Workload in backoff (``requeueAt`` to come, or Requeued=False) joins its queue only
+        # once the ClusterQueues exist: Kueue's queue manager honours a backoff for a workload it
+        # hears of while its ClusterQueue exists (``PushOrUpdate``), not for those a new
+        # ClusterQueue collects from its LocalQueues (``AddFromLocalQueue``), nor for one queued
+        # at its create, before the driver could write its status.
         model_uids = [self._model_uid(o.metadata.uid or None) for o in objects]  # in the model's order
         depth = _owner_depths(objects)
         order = sorted(range(len(objects)), key=lambda i: (
             objects[i].KIND == c.CLUSTER_QUEUE, depth[i], objects[i].metadata.creation_timestamp or 0, i))
         stamp: int | None = None
+        in_backoff: list[Callable[[], None]] = []
         for i in order:
             obj = objects[i]
             given = obj.metadata.creation_timestamp
@@ -400,11 +407,15 @@ class ClusterDriver:
                     self._next_second()
                 stamp = given
             if isinstance(obj, Workload) and not any(r.kind in _JOB_KINDS for r in obj.metadata.owner_references):
-                self._create_owned_workload(obj, model_uids[i])
+                join = self._create_owned_workload(obj, model_uids[i], join=not queues.in_backoff(obj, Time(math.floor(clock))))
+                if join is not None:
+                    in_backoff.append(join)
             else:
                 if obj.KIND in _JOB_KINDS and c.LABEL_QUEUE_NAME not in obj.metadata.labels:
                     self._await_default_queue(obj.metadata.namespace or c.DEFAULT_NAMESPACE, objects)
                 self._create(obj, model_uids[i])
+        for join in in_backoff:
+            join()
 
     def _await_default_queue(self, namespace: str, objects: Sequence[KubeObject]) -> None:
         """Kueue's job webhook gives a job without a queue name the LocalQueue ``default`` of its
@@ -516,12 +527,17 @@ class ClusterDriver:
             raise StepFailed(f"cannot write the status of {res.kind} {self._back(meta['name'])}: "
                              f"{self._back(str(e))}") from None
 
-    def _create_owned_workload(self, wl: Workload, model_uid: str | None) -> None:
-        """A real suspended Job owning a scenario's bare Workload (see the module's docstring)."""
+    def _create_owned_workload(self, wl: Workload, model_uid: str | None, *,
+                               join: bool = True) -> Callable[[], None] | None:
+        """A real suspended Job owning a scenario's bare Workload (see the module's docstring).
+        Without ``join`` the Workload is created without its queue name, and what sets it
+        (the Job's queue-name label, which Kueue's job reconciler copies to the Workload) is
+        returned, for later."""
         if len(wl.spec.pod_sets) != 1:
             raise StepFailed(f"Workload {wl.metadata.name}: {len(wl.spec.pod_sets)} pod sets; the implicit job "
                              "integration has a real counterpart for one (a batch/v1 Job) only")
         doc = self._document(wl)
+        queue = doc["spec"].get("queueName") if join else doc["spec"].pop("queueName", None)
         pod_set = doc["spec"]["podSets"][0]
         ns = doc["metadata"]["namespace"]
         template = json.loads(json.dumps(pod_set["template"]))
@@ -551,9 +567,14 @@ class ClusterDriver:
             self._map_uid(created["metadata"]["uid"], model_uid)
         if status:
             self._write_status(RESOURCES[c.WORKLOAD], created, status, conditional=False)
-        queue = doc["spec"].get("queueName")
         labels = {c.LABEL_QUEUE_NAME: queue} if queue else {}
-        self.client.patch(jobs, ns, job["metadata"]["name"], {"metadata": {"labels": labels}}, FIELD_MANAGER)
+
+        def label() -> None:
+            self.client.patch(jobs, ns, job["metadata"]["name"], {"metadata": {"labels": labels}}, FIELD_MANAGER)
+        if not join:
+            return label
+        label()
+        return None
 
     # --- steps -------------------------------------------------------------------------------------
     @property
@@ -646,8 +667,12 @@ class ClusterDriver:
         current = self._get_raw(res, ns, doc["metadata"]["name"])
         if current is None:
             if isinstance(obj, Workload) and not any(r.kind in _JOB_KINDS for r in obj.metadata.owner_references):
-                # the format's implicit job integration holds for a Workload created by a step too
-                self._create_owned_workload(obj, obj.metadata.uid or None)
+                # the format's implicit job integration holds for a Workload created by a step too;
+                # one in backoff joins its queue once its status says so (see :meth:`begin`)
+                join = self._create_owned_workload(obj, obj.metadata.uid or None,
+                                                   join=not queues.in_backoff(obj, Time(math.floor(self.now))))
+                if join is not None:
+                    join()
             else:
                 self._create(obj, obj.metadata.uid or None)
             return
