@@ -407,7 +407,7 @@ class ClusterDriver:
                     self._next_second()
                 stamp = given
             if isinstance(obj, Workload) and not any(r.kind in _JOB_KINDS for r in obj.metadata.owner_references):
-                join = self._create_owned_workload(obj, model_uids[i], join=not queues.in_backoff(obj, Time(math.floor(clock))))
+                join = self._create_owned_workload(obj, model_uids[i], join=not _waits_out_backoff(obj, clock))
                 if join is not None:
                     in_backoff.append(join)
             else:
@@ -571,10 +571,18 @@ class ClusterDriver:
 
         def label() -> None:
             self.client.patch(jobs, ns, job["metadata"]["name"], {"metadata": {"labels": labels}}, FIELD_MANAGER)
-        if not join:
-            return label
-        label()
-        return None
+        if join:
+            label()
+            return None
+
+        def join_queue() -> None:
+            # the Job's label alone does not do it: Kueue's job reconciler copies it to an evicted
+            # Workload only once the eviction is handled
+            if queue:
+                self.client.patch(RESOURCES[c.WORKLOAD], ns, created["metadata"]["name"], {"spec": {"queueName": queue}},
+                                  FIELD_MANAGER)
+            label()
+        return join_queue
 
     # --- steps -------------------------------------------------------------------------------------
     @property
@@ -670,7 +678,7 @@ class ClusterDriver:
                 # the format's implicit job integration holds for a Workload created by a step too;
                 # one in backoff joins its queue once its status says so (see :meth:`begin`)
                 join = self._create_owned_workload(obj, obj.metadata.uid or None,
-                                                   join=not queues.in_backoff(obj, Time(math.floor(self.now))))
+                                                   join=not _waits_out_backoff(obj, self.now))
                 if join is not None:
                     join()
             else:
@@ -917,6 +925,12 @@ def _job_name(workload: str) -> str:
     if len(workload) <= _JOB_NAME_MAX:
         return workload
     return "implicit-" + hashlib.sha1(workload.encode()).hexdigest()[:16]
+
+
+def _waits_out_backoff(wl: Workload, clock: float) -> bool:
+    """A pending Workload in backoff at ``clock`` (``requeueAt`` to come, or Requeued=False):
+    one that must join its queue only once its status is written (see :meth:`ClusterDriver.begin`)."""
+    return not wl.has_quota_reservation() and queues.in_backoff(wl, Time(math.floor(clock)))
 
 
 def _owner_depths(objects: Sequence[KubeObject]) -> list[int]:
