@@ -206,7 +206,8 @@ def test_an_admitted_job_is_started_with_its_flavors_and_checks() -> None:
     (started,), (event,), error = reconcile_job(j, wl, flavor)
     assert error is None and isinstance(started, Job) and started.spec.suspend is False
     assert started.spec.template["metadata"] == {
-        "labels": {c.LABEL_POD_SET: "main"}, "annotations": {c.ANNOTATION_CONSUME_PROVISIONING_REQUEST: "r-1"}}
+        "labels": {c.LABEL_POD_SET: "main"},
+        "annotations": {c.ANNOTATION_WORKLOAD: wl.metadata.name, c.ANNOTATION_CONSUME_PROVISIONING_REQUEST: "r-1"}}
     assert started.spec.template["spec"]["nodeSelector"] == {"instance": "a3"}
     assert started.spec.template["spec"]["tolerations"] == ({"key": "gpu", "operator": "Exists"},)
     assert (event.reason, event.message) == (c.EVENT_STARTED, "Admitted by clusterQueue cq")

@@ -332,6 +332,10 @@ LABEL_POD_SET: Final = "kueue.x-k8s.io/podset"
 ANNOTATION_JOB_MIN_PARALLELISM: Final = "kueue.x-k8s.io/job-min-parallelism"
 ANNOTATION_JOB_COMPLETIONS_EQUAL_PARALLELISM: Final = "kueue.x-k8s.io/job-completions-equal-parallelism"
 ANNOTATION_JOB_STOPPING: Final = "kueue.x-k8s.io/stopping"
+ANNOTATION_WORKLOAD: Final = "kueue.x-k8s.io/workload"
+"""The Workload a started job's pods belong to (``kueue.WorkloadAnnotation``), put on every pod
+template while the TopologyAwareScheduling gate is on (its default since v0.14; the model does not
+model the gate)."""
 ANNOTATION_PROVREQ_PREFIX: Final = "provreq.kueue.x-k8s.io/"
 ANNOTATION_CONSUME_PROVISIONING_REQUEST: Final = "autoscaling.x-k8s.io/consume-provisioning-request"
 ANNOTATION_PROVISIONING_CLASS_NAME: Final = "autoscaling.x-k8s.io/provisioning-class-name"

@@ -66,7 +66,8 @@ def _update_info(update: PodSetUpdate) -> PodSetInfo:
 def from_status(txn: Txn, wl: Workload) -> tuple[PodSetInfo, ...]:
     """``getPodSetsInfoFromStatus``: per assigned podset (in the admission's order, which is the
     podsets' order), the admitted count, its flavors' node labels and tolerations, the podset
-    label, and the podSetUpdates of every admission check.  Raises
+    label, the Workload's name (:data:`~kueue_provreq.api.constants.ANNOTATION_WORKLOAD`), and
+    the podSetUpdates of every admission check.  Raises
     :class:`BadPodSetsInfo`, or ``LookupError`` for a flavor that does not exist."""
     assert wl.status.admission is not None
     out = []
@@ -83,8 +84,9 @@ def from_status(txn: Txn, wl: Workload) -> tuple[PodSetInfo, ...]:
             selector.update(flavor.spec.node_labels)
             tolerations.extend(flavor.spec.tolerations)
         info = PodSetInfo(psa.name, ps.count if psa.count is None else psa.count,
-                          labels=FrozenMap({c.LABEL_POD_SET: psa.name}), node_selector=FrozenMap(selector),
-                          tolerations=tuple(tolerations))
+                          labels=FrozenMap({c.LABEL_POD_SET: psa.name}),
+                          annotations=FrozenMap({c.ANNOTATION_WORKLOAD: wl.metadata.name}),
+                          node_selector=FrozenMap(selector), tolerations=tuple(tolerations))
         for check in wl.status.admission_checks:
             update = next((u for u in check.pod_set_updates if u.name == info.name), None)
             if update is not None:
