@@ -68,6 +68,9 @@ BATCH_MANAGED_LABELS: Final = ("job-name", "controller-uid", BATCH_JOB_NAME_LABE
 # --- controller names ---------------------------------------------------------
 PROVISIONING_REQUEST_CONTROLLER_NAME: Final = "kueue.x-k8s.io/provisioning-request"
 MULTIKUEUE_CONTROLLER_NAME: Final = "kueue.x-k8s.io/multikueue"
+ADMISSION_FIELD_MANAGER: Final = "kueue-admission"
+"""The field manager of Kueue's server-side applies of a Workload's admission status
+(``constants.AdmissionName``, written by ``workload.PatchAdmissionStatus``)."""
 
 # --- Workload condition types -------------------------------------------------
 WORKLOAD_QUOTA_RESERVED: Final = "QuotaReserved"
