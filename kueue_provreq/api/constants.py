@@ -377,6 +377,7 @@ GATE_CLEANUP_ON_EVICTION: Final = "CleanupProvisioningRequestsOnEviction"
 GATE_UNADMITTED_OBSERVABILITY: Final = "UnadmittedWorkloadsObservability"
 GATE_ADMISSION_GATED_BY: Final = "AdmissionGatedBy"
 GATE_PARTIAL_ADMISSION: Final = "PartialAdmission"
+GATE_SCHEDULING_EQUIVALENCE_HASHING: Final = "SchedulingEquivalenceHashing"
 
 # --- waitForPodsReady requeuing timestamps ------------------------------------
 TIMESTAMP_EVICTION: Final = "Eviction"

@@ -16,6 +16,16 @@ a BestEffortFIFO queue moves past it.  A workload set aside by BestEffortFIFO is
 in every later cycle rather than waiting in the inadmissible set for a requeue event; as the
 usage only grows between such events, the verdict is the same and nothing is rewritten.
 
+**Equivalent workloads** (gate ``SchedulingEquivalenceHashing``, on by default since 0.18):
+when a workload of a BestEffortFIFO queue does not fit (``NoFit`` or ``PreemptionNoCandidates``),
+upstream's queue moves every workload behind it with the same scheduling hash (priority and pod
+sets) to the inadmissible set, and one that arrives while that hash is recorded goes there at
+once (``cluster_queue.go``, ``requeueIfNotPresent``, ``handleInadmissibleHash``,
+``AddOrUpdateWorkload``): the scheduler never tries it, so it gets no ``QuotaReserved``
+condition of its own (or keeps the one it had) until the queue's inadmissible workloads are
+requeued, which clears the hashes.  The walk skips such a workload the same way: the earlier
+one of its shape, tried first in queue order, fails again in each cycle until the usage changes.
+
 **Partial admission** (gate ``PartialAdmission``, on by default): a workload that does not fit
 whole and has a podset whose ``minCount`` is below its ``count`` gets the largest counts that
 fit, found as upstream's ``PodSetReducer`` finds them (:func:`reduced_assignment`); when none
@@ -634,9 +644,16 @@ class _Cycle:
         # (upstream's SchedulingEquivalenceHashing); this keeps long queues of look-alikes cheap.
         # Who may be preempted depends on the preemptor, so a queue that preempts asks each one.
         answers: dict[tuple[PodSet, ...], tuple[Assignment, list[preemption.Target]]] = {}
+        # The shapes (priority and podsets) a workload of this walk failed to fit: in a
+        # BestEffortFIFO queue the equivalent workloads behind it are moved to the inadmissible
+        # set untried and unwritten (SchedulingEquivalenceHashing, on by default; see the module).
+        no_fit: set[tuple[int, tuple[PodSet, ...]]] = set()
         for index in range(start, len(pending)):
             yield index
             wl = pending[index]
+            shape = queues.scheduling_shape(wl)
+            if shape in no_fit:
+                continue
             if queues.has_failed_checks(wl):
                 self.park(wl, c.REASON_PENDING_EVALUATION, c.MSG_FAILED_ADMISSION_CHECKS)
             else:
@@ -652,6 +669,8 @@ class _Cycle:
                     return True, None  # the preemptor stays at the head until its targets release their quota
                 if found.reason is not None and not targets:
                     self.park(wl, found.reason, found.message)
+                    if not strict and self.ctx.config.gate(c.GATE_SCHEDULING_EQUIVALENCE_HASHING):
+                        no_fit.add(shape)
                 elif block and self.not_ready:
                     self.park(wl, c.REASON_WAITING_FOR_PODS_READY, c.MSG_WAITING_FOR_PODS_READY)
                     return False, None
