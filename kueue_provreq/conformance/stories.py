@@ -269,7 +269,8 @@ class _Recorder:
         _, age = self.transitions.get((wl.metadata.name, state.name), (None, 1))
         if age == 0:
             return 0
-        return max(0, math.ceil(float(state.last_transition_time) + retry["backoffMaxSeconds"] - self.driver.now) + 1)
+        longest: int = retry["backoffMaxSeconds"]
+        return max(0, math.ceil(float(state.last_transition_time) + longest - self.driver.now) + 1)
 
     def _expectation(self) -> dict[str, Any]:
         objects: list[dict[str, Any]] = []
