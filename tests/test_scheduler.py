@@ -296,6 +296,20 @@ def test_an_equivalent_workload_behind_one_that_does_not_fit_is_not_tried(hashin
     assert cycle(world, config=config).effects == ()
 
 
+@pytest.mark.parametrize(("strategy", "winner"), [(c.BEST_EFFORT_FIFO, "back"), (c.STRICT_FIFO, "waiting")])
+def test_a_workload_set_aside_is_tried_after_the_heap(strategy: str, winner: str) -> None:
+    """Upstream returns BestEffortFIFO's inadmissible set to the heap a batch period after the
+    event that requeues it: a workload requeued by itself meanwhile goes first, whatever the
+    priorities.  StrictFIFO sets nothing aside."""
+    parked = WorkloadStatus(conditions=(
+        Condition(c.WORKLOAD_QUOTA_RESERVED, c.FALSE, c.REASON_WAITING_FOR_QUOTA, "no room", T0),))
+    world = setup(workload("waiting", "4", priority=10, created=0, status=parked), workload("back", "4", created=1),
+                  cq=cluster_queue(strategy=strategy))
+    cycle(world)
+    assert [w.metadata.name for w in world.objects(c.WORKLOAD) if isinstance(w, Workload) and w.is_admitted()] == [
+        winner]
+
+
 def test_higher_priority_goes_first() -> None:
     world = setup(workload("old-low", "4", created=0), workload("new-high", "4", created=10, priority=100))
     cycle(world)

@@ -386,7 +386,13 @@ def cluster_queue_for(txn: Txn, wl: Workload) -> ClusterQueue | None:
 
 def scan(world: World, ctx: Context, only: str | None = None) -> Scan:
     """The admissible workloads by ClusterQueue, each queue's ready ones sorted (those of a
-    missing, stopped or terminating LocalQueue left out); with ``only``, just that ClusterQueue's."""
+    missing, stopped or terminating LocalQueue left out); with ``only``, just that ClusterQueue's.
+
+    A BestEffortFIFO queue's workloads in the inadmissible set (:func:`set_aside`) come after
+    the others: upstream's ``InadmissibleWorkloadRequeuer`` moves them back to the heap only
+    ``requeueBatchPeriod`` (1 s) after the event that requeues them, while a workload requeued
+    by itself (a new one, one whose backoff finished) enters the heap at once, so the scheduler
+    tries it first whatever the order between them."""
     config = ctx.config
     ix = index(world)
     out = Scan(ix)
@@ -412,7 +418,12 @@ def scan(world: World, ctx: Context, only: str | None = None) -> Scan:
                 ready.append(wl)
     for cq, wls in list(out.ready.items()):
         if wls:
-            wls.sort(key=lambda w: order_key(w, config))
+            queue = world.get(c.CLUSTER_QUEUE, "", cq)
+            if isinstance(queue, ClusterQueue) and queue.spec.queueing_strategy != c.STRICT_FIFO:
+                aside = set_aside(wls, config.gate(c.GATE_SCHEDULING_EQUIVALENCE_HASHING))
+                wls.sort(key=lambda w: (w.metadata.uid in aside, order_key(w, config)))
+            else:
+                wls.sort(key=lambda w: order_key(w, config))
         else:
             del out.ready[cq]
     return out
@@ -439,9 +450,17 @@ def pending_counts(found: Scan, cq: ClusterQueue, inactive: bool = False, hashin
         return 0, len(ready) + backoff
     if cq.spec.queueing_strategy == c.STRICT_FIFO:
         return len(ready), backoff
-    no_fit = {scheduling_shape(wl) for wl in ready if hashing and _did_not_fit(wl)}
-    parked = sum(1 for wl in ready if parked_by_scheduler(wl) or scheduling_shape(wl) in no_fit)
+    parked = len(set_aside(ready, hashing))
     return len(ready) - parked, backoff + parked
+
+
+def set_aside(ready: Iterable[Workload], hashing: bool) -> set[str]:
+    """The uids of the BestEffortFIFO workloads in the inadmissible set: those the scheduler set
+    aside (:func:`parked_by_scheduler`) and, with ``hashing`` (SchedulingEquivalenceHashing),
+    those of the same priority and pod sets as one set aside for not fitting."""
+    ready = list(ready)
+    no_fit = {scheduling_shape(wl) for wl in ready if hashing and _did_not_fit(wl)}
+    return {wl.metadata.uid for wl in ready if parked_by_scheduler(wl) or scheduling_shape(wl) in no_fit}
 
 
 def _did_not_fit(wl: Workload) -> bool:

@@ -14,7 +14,12 @@ when nothing else changes between its cycles: the next head sees exactly the usa
 previous admissions left, a StrictFIFO queue stops at its first head that does not fit, and
 a BestEffortFIFO queue moves past it.  A workload set aside by BestEffortFIFO is tried again
 in every later cycle rather than waiting in the inadmissible set for a requeue event; as the
-usage only grows between such events, the verdict is the same and nothing is rewritten.
+usage only grows between such events, the verdict is the same and nothing is rewritten.  It is
+tried after the queue's other workloads, though (:func:`queues.scan`): upstream returns the
+inadmissible set to the heap a batch period (1 s) after the event that requeues it, by which time
+the scheduler has tried what waits in the heap, such as a workload evicted for a Retry check and
+requeued at once, which so takes its released quota back ahead of a higher-priority one that
+waited (specs/stories/retry-evicted-workload-takes-its-quota-back-first.yaml).
 
 **Equivalent workloads** (gate ``SchedulingEquivalenceHashing``, on by default since 0.18):
 when a workload of a BestEffortFIFO queue does not fit (``NoFit`` or ``PreemptionNoCandidates``),
