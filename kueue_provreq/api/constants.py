@@ -384,6 +384,7 @@ GATE_CLEANUP_ON_EVICTION: Final = "CleanupProvisioningRequestsOnEviction"
 GATE_UNADMITTED_OBSERVABILITY: Final = "UnadmittedWorkloadsObservability"
 GATE_ADMISSION_GATED_BY: Final = "AdmissionGatedBy"
 GATE_PARTIAL_ADMISSION: Final = "PartialAdmission"
+GATE_SCHEDULING_EQUIVALENCE_HASHING: Final = "SchedulingEquivalenceHashing"
 #: Topology-aware scheduling is not modelled; its gate (Beta, on since v0.14) still makes every
 #: started job's pods carry their Workload's name (:data:`ANNOTATION_WORKLOAD`).
 GATE_TOPOLOGY_AWARE_SCHEDULING: Final = "TopologyAwareScheduling"

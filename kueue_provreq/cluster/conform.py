@@ -88,6 +88,9 @@ from kueue_provreq.manifests.patch import patch_document
 SETTLE_QUIET = 1.5
 #: ... and gives up (the step fails) when the objects keep changing for this long.
 SETTLE_LIMIT = 60.0
+#: The longest a bare Workload's create waits for the watch's news of it before its Job is
+#: labelled for Kueue (the news comes within milliseconds; the limit only bounds a lost event).
+WATCH_WAIT = 5.0
 #: Scenarios whose advances add up to more than this are skipped: a real cluster waits them out.
 MAX_ADVANCE = 120.0
 
@@ -272,6 +275,8 @@ class ClusterDriver:
         self.implicit_jobs: dict[tuple[str, str], str] = {}
         """(namespace, Workload) on the cluster -> the name of the Job made to own it."""
         self._event_counts: dict[str, int] = {}
+        self._watched: set[str] = set()
+        """The uids of the objects the watch has told of."""
         self._named: frozenset[str] = frozenset()
         """The scenario's cluster-scoped names (:attr:`Needs.cluster_names`), told by :meth:`refuses`."""
 
@@ -567,6 +572,12 @@ class ClusterDriver:
             self._map_uid(created["metadata"]["uid"], model_uid)
         if status:
             self._write_status(RESOURCES[c.WORKLOAD], created, status, conditional=False)
+        # Labelling the Job wakes Kueue's job reconciler; if its cache has not seen the Workload
+        # yet, it makes one of its own and then deletes one of the two, sometimes the scenario's
+        # (seen once in 60 stories on a loaded machine).  Kueue's informers and this driver's watch
+        # hear of the create from the same API server at about the same time: wait for ours.
+        with self._changed:
+            self._changed.wait_for(lambda: created["metadata"]["uid"] in self._watched, WATCH_WAIT)
         labels = {c.LABEL_QUEUE_NAME: queue} if queue else {}
 
         def label() -> None:
@@ -598,6 +609,7 @@ class ClusterDriver:
             elif verb == "ADDED":
                 meta = obj.get("metadata") or {}
                 uid = str(meta.get("uid") or "")
+                self._watched.add(uid)
                 if uid and uid not in self.uids:
                     self._map_uid(uid, None)
                     self._name_workload(kind, obj)
