@@ -160,9 +160,29 @@ class Workload:
         """This workload with some status fields replaced (``evolve`` on the status, spelled
         out: every status write goes through here)."""
         s = self.status
-        return Workload(self.metadata, self.spec, WorkloadStatus(
+        status = WorkloadStatus(
             s.conditions if conditions is None else conditions,
             s.admission if admission is _KEEP else admission,
             s.admission_checks if admission_checks is None else admission_checks,
             s.requeue_state if requeue_state is _KEEP else requeue_state,
-            s.extra if extra is None else extra), self.extra)
+            s.extra if extra is None else extra)
+        if status.conditions is s.conditions:
+            _carry_derived(s, status)
+        return Workload(self.metadata, self.spec, status, self.extra)
+
+
+_DERIVED = tuple(WorkloadStatus.__dict__[name] for name in ("conditions_by_type", "true_types"))
+"""The slots attrs keeps :class:`WorkloadStatus`'s cached properties in (reading one that is
+not filled raises AttributeError, without computing it)."""
+
+
+def _carry_derived(old: WorkloadStatus, new: WorkloadStatus) -> None:
+    """Give ``new``, which has ``old``'s very conditions, what ``old`` already derived from them:
+    about half of a workload's status writes leave its conditions alone (checks, admission,
+    requeue state), and every write's phase check would otherwise index them again."""
+    for slot in _DERIVED:
+        try:
+            value = slot.__get__(old, WorkloadStatus)
+        except AttributeError:
+            return  # computed in order: by type first, then the true types
+        slot.__set__(new, value)
