@@ -495,3 +495,71 @@ def test_the_autoscaler_command_gets_real_workloads_admitted(testbed: controlpla
     provisioned = [line for line in lines if "Provisioned=True (CapacityIsFound" in line]
     assert len(failed) == 2 and all(line.split(": ")[0].endswith("-1") for line in failed), out
     assert len(provisioned) == 2 and all(line.split(": ")[0].endswith("-2") for line in provisioned), out
+
+
+# --- recording a trace of the real Kueue ---------------------------------------------------------------
+
+
+def test_record_follows_the_real_kueue_and_stops_on_ctrl_c_with_nothing_lost(
+        testbed: controlplane.Testbed, admin: client.Client, namespace: Namespaces, tmp_path: Path) -> None:
+    """``kueue-provreq record --kubeconfig`` watches a Job go through a provisioning check the
+    ``autoscaler`` command fails once and then provisions: the trace holds its arrival and both
+    attempts with their answers; Ctrl-C (SIGINT) ends it with its window written; resumed, it
+    writes nothing twice; ``calibrate`` reads what it wrote."""
+    import signal
+
+    from kueue_provreq import trace
+
+    ns = namespace("real-record")
+    create(admin, *queues(ns, "4", retry={"backoffLimitCount": 2, "backoffBaseSeconds": 1, "backoffMaxSeconds": 2}))
+    path = tmp_path / "trace.jsonl"
+    recording = subprocess.Popen(
+        [sys.executable, "-m", "kueue_provreq", "record", "--kubeconfig", testbed.kubeconfig, "-n", ns,
+         "--trace", str(path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    answering = subprocess.Popen(
+        [sys.executable, "-m", "kueue_provreq", "autoscaler", "--kubeconfig", testbed.kubeconfig, "-n", ns,
+         "--autoscaler", "fail@2s,provision@3s", "--for", "240s"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True)
+    try:
+        create(admin, job(ns, "train", "queue"))
+
+        def answered() -> bool:
+            if not path.exists():
+                return False
+            outcomes = {(a.name.rsplit("-", 1)[-1], a.outcome) for a in trace.read(path).of(trace.Attempt)}
+            return {("1", trace.FAILED), ("2", trace.PROVISIONED)} <= outcomes
+
+        wait("both attempts answered in the trace", answered, timeout=180)
+    finally:
+        answering.terminate()
+        answering.communicate(timeout=10)
+        recording.send_signal(signal.SIGINT)
+        _, err = recording.communicate(timeout=20)
+    assert recording.returncode == 0, err
+    assert "recording" in err and "stopped:" in err and "Traceback" not in err
+    recorded = trace.read(path)
+    (arrival,) = recorded.of(trace.Arrival)
+    assert (arrival.namespace, arrival.queue, arrival.podsets[0]["count"]) == (ns, "queue", 1)
+    first = next(a for a in recorded.of(trace.Attempt) if a.name.endswith("-1") and a.outcome == trace.FAILED)
+    second = next(a for a in recorded.of(trace.Attempt) if a.name.endswith("-2") and a.outcome == trace.PROVISIONED)
+    assert first.workload == second.workload == arrival.name and first.provisioning_class == CHECK_CAPACITY
+    assert first.reason == c.CA_REASON_CAPACITY_IS_NOT_FOUND and first.outcome_time - first.time >= 2  # fail@2s
+    assert arrival.time <= first.time < second.time
+    windows = recorded.of(trace.Window)
+    assert windows and windows[-1].end >= second.outcome_time
+    # resumed for a few seconds: the same objects, nothing written twice
+    done = cli("record", "--kubeconfig", testbed.kubeconfig, "-n", ns, "--trace", str(path), "--for", "3s")
+    assert done.returncode == 0, done.stderr
+    again = trace.read(path)
+    assert [r for r in again.records if not isinstance(r, trace.Window)] == \
+        [r for r in recorded.records if not isinstance(r, trace.Window)]
+    fitted = cli("calibrate", str(path), "--out", str(tmp_path / "fit"))
+    assert fitted.returncode == 0 and "not identified" in fitted.stdout, fitted.stderr
+    # and simulate replays it: the same queues, the recorded arrival, the fitted autoscaler
+    setup = queues(ns, "4", retry={"backoffLimitCount": 2, "backoffBaseSeconds": 1, "backoffMaxSeconds": 2})
+    (tmp_path / "replay.yaml").write_text(json.dumps({
+        "name": "replay", "setup": {"manifests": setup}, "workloads": {"trace": {"file": "trace.jsonl"}},
+        "autoscaler": "fit/autoscaler.yaml"}))
+    replayed = cli("simulate", str(tmp_path / "replay.yaml"), "-o", "json")
+    assert replayed.returncode == 0, replayed.stderr
+    assert json.loads(replayed.stdout)["workloads"] == 1

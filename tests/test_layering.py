@@ -45,7 +45,8 @@ ROOMS: dict[str, tuple[str, str]] = {
     "kueue_provreq.driver": ("shared", "driver"),  # the runner's world-driver interface: two edges implement it
     "kueue_provreq.autoscaler": ("shared", "autoscaler"),  # the Cluster Autoscaler model: simulation and cluster play it
     "kueue_provreq.changes": ("shared", "changes"),  # what a write changed: the timeline and the simulation read it
-    "kueue_provreq.extras": ("shared", "extras"),  # which extra to install: every edge that needs one asks
+    "kueue_provreq.extras": ("shared", "extras"),
+    "kueue_provreq.trace": ("shared", "trace"),  # the trace format: cluster records it, simulation replays it  # which extra to install: every edge that needs one asks
     "kueue_provreq.simulation": ("edges", "simulation"),
     "kueue_provreq.cluster": ("edges", "cluster"),
     "kueue_provreq.conformance": ("edges", "conformance"),

@@ -2,7 +2,8 @@
 
 ``conform`` judges conformance scenarios, ``run`` watches one unfold, ``explain`` says what
 each controller would do next to real manifests or a live cluster, ``forecast`` runs them
-forward in time, ``simulate`` and ``sweep`` run simulation files, ``audit`` checks a cluster
+forward in time, ``simulate`` and ``sweep`` run simulation files, ``record`` writes a trace of what a cluster did
+and ``calibrate`` fits the Cluster Autoscaler model to it, ``audit`` checks a cluster
 snapshot against the model's guarantees, ``autoscaler`` answers ProvisioningRequests on a test
 cluster, ``validate`` checks manifests as the API server would, ``diagram`` draws the
 lifecycles, ``explore`` searches a small world exhaustively, and ``testbed`` starts the real
@@ -34,12 +35,14 @@ from kueue_provreq import __version__
 from kueue_provreq.cli import (
     audit,
     autoscaler,
+    calibrate,
     conform,
     diagram,
     explain,
     explore,
     forecast,
     options,
+    record,
     run,
     simulate,
     stories,
@@ -57,8 +60,8 @@ from kueue_provreq.manifests.inputs import InputErrors
 __all__ = ["EXIT_STATUS", "PROG", "UsageError", "build_parser", "main"]
 
 #: The commands, in the order ``--help`` lists them.
-COMMANDS = (conform, stories, run, explain, audit, validate, diagram, forecast, simulate, sweep, autoscaler,
-            explore, testbed)
+COMMANDS = (conform, stories, run, explain, audit, validate, diagram, forecast, simulate, sweep, record, calibrate,
+            autoscaler, explore, testbed)
 
 #: Error families and the exit status each gets, the first that matches winning: the model
 #: failing on good input (a settle that does not converge, a transition its machine refuses) is

@@ -163,6 +163,25 @@ def simulation(cmd: argparse.ArgumentParser) -> None:
     cmd.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
 
 
+def starting_state(cmd: argparse.ArgumentParser) -> None:
+    """``--from DUMP... | --kubeconfig PATH``: a cluster's state a run starts from, read as
+    ``explain`` reads ``-f`` or a live cluster (:func:`kueue_provreq.cli.inputs.read_input`)."""
+    source = cmd.add_mutually_exclusive_group()
+    source.add_argument("--from", action="append", dest="filename", default=None, metavar="FILE|DIR|-",
+                        help="start from the cluster state in these dumps (kubectl get -A -o yaml|json), "
+                             "repeatable: its workloads go on from where they are, at the dump's time, and "
+                             "the file's arrivals come on top")
+    cluster(cmd, group=source, namespace_help="with --kubeconfig: read namespaced objects of NS only "
+                                              "(default: all namespaces)")
+    cmd.set_defaults(in_cluster=False)
+    cmd.add_argument("--validate", type=_validation_level, default=STRICT, metavar="|".join(VALIDATION_LEVELS),
+                     help="with --from or --kubeconfig: unknown fields are errors (strict, the default), "
+                          "warnings (warn) or dropped silently (ignore)")
+    cmd.add_argument("--at", metavar="TIME", default=None,
+                     help="with --from or --kubeconfig: the run's start, an RFC 3339 time (default: the "
+                          "newest time the dump records; for a cluster, now)")
+
+
 def replications(cmd: argparse.ArgumentParser, default: int) -> None:
     """How many independent runs each figure is a mean of (docs: 'Replications')."""
     cmd.add_argument("--replications", type=int, default=default, metavar="N",

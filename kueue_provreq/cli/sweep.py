@@ -8,7 +8,9 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from kueue_provreq.api.config import Configuration
 from kueue_provreq.cli import folder, options
+from kueue_provreq.cli.inputs import note_left_out, starting_state
 from kueue_provreq.cli.output import print_data
 from kueue_provreq.extras import SIM, require
 
@@ -23,6 +25,7 @@ def register(subparsers: argparse._SubParsersAction[options.Parser]) -> None:
                     "file's seed, or --seed), in parallel, and print one row per point; --out DIR "
                     "writes sweep.csv and a plot.")
     options.simulation(cmd)
+    options.starting_state(cmd)
     options.replications(cmd, 3)
     options.output(cmd, ("table", "csv", "yaml", "json"))
     options.out_folder(cmd, "sweep.csv and a plot")
@@ -50,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
     from kueue_provreq.simulation import objective as obj
     from kueue_provreq.simulation.progress import progress_bar
     from kueue_provreq.simulation.replicate import MAX_REPLICATIONS
-    from kueue_provreq.simulation.spec import MAX_WORKLOADS
+    from kueue_provreq.simulation.spec import MAX_WORKLOADS, left_out, parse
     from kueue_provreq.simulation.sweep import check_scheduler
 
     options.at_least("-j", args.jobs, 1)
@@ -70,8 +73,14 @@ def run(args: argparse.Namespace) -> int:
     config = options.configuration_file(args.config)
     document = load_document(args.simulation)
     settings = [parse_setting(text) for text in args.settings]
+    # the file as it is: how to read the cluster (its semantics switches), and its own setup
+    plain = parse(document, config=config, count=args.workloads, seed=args.seed) \
+        if args.filename is not None or args.kubeconfig is not None else None
+    cluster = starting_state(args, plain.config if plain is not None else Configuration())
     points = grid(document, settings, config=config, count=args.workloads, seed=args.seed,
-                  replications=args.replications)
+                  replications=args.replications, cluster=cluster)
+    if cluster is not None and plain is not None:
+        note_left_out(cluster, left_out(cluster.objects, plain.setup, points[0].simulation.setup))
     parameters = [setting.text for setting in settings]
     with progress_bar(len(points) * args.replications, "runs", args.quiet) as progress:
         result = sweep(parameters, points, jobs=args.jobs, dask=args.dask, progress=progress)

@@ -6,7 +6,8 @@
 * :mod:`~kueue_provreq.cluster.snapshot` -- reading the objects the model uses, read-only;
 * :mod:`~kueue_provreq.cluster.apply` -- a reconcile's effects as API calls;
 * :mod:`~kueue_provreq.cluster.autoscaler` -- a stand-in for Cluster Autoscaler that answers
-  ProvisioningRequests on a test cluster.
+  ProvisioningRequests on a test cluster;
+* :mod:`~kueue_provreq.cluster.record` -- a live cluster's trace (``kueue-provreq record``).
 
 Importing this package imports no client: ``kueue-provreq explain -f`` starts as fast
 without the extra as with it.

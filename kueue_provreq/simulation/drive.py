@@ -10,7 +10,8 @@ scheduling events, and writes from outside the controllers, through the loop:
   :class:`Model`, which decides what CA answers (a script for ``forecast``, sampled
   distributions for ``simulate``), and writes what :func:`autoscaler.reconcile` says CA writes,
   when it says so; it looks at a workload's requests again when the job driver says its pods
-  are ready (which consumes the capacity booking);
+  are ready (which consumes the capacity booking), and tells the job driver whether pods that
+  start after their booking expired still find the capacity;
 * :class:`Retention` deletes a workload that is finished or deactivated and owns no request
   any more, as an object retention policy would.
 """
@@ -22,7 +23,7 @@ from typing import Protocol
 
 from kueue_provreq import autoscaler
 from kueue_provreq.api import constants as c
-from kueue_provreq.api.meta import Time
+from kueue_provreq.api.meta import Time, find_condition
 from kueue_provreq.api.objects import Key, key_of
 from kueue_provreq.api.provisioning import ProvisioningRequest
 from kueue_provreq.api.workload import Workload
@@ -51,6 +52,11 @@ class Model(Protocol):
     def released(self, key: Key) -> None:
         """The request is gone or revoked: whatever it held is free again."""
 
+    def capacity_lost(self, pr: ProvisioningRequest) -> bool:
+        """Whether the pods of ``pr``, becoming ready only after its booking expired, find the
+        capacity gone (CA stopped guarding it): they wait, and never get it back, since CA does
+        not scale up for pods that consume a request."""
+
 
 class ScriptModel:
     """A SCRIPT: attempt *i* of every check gets item *i*, the last item repeats."""
@@ -70,6 +76,9 @@ class ScriptModel:
     def released(self, key: Key) -> None:
         pass
 
+    def capacity_lost(self, pr: ProvisioningRequest) -> bool:
+        return False
+
 
 class AutoscalerDriver(Subscriber):
     """Cluster Autoscaler over a run: one pending wake-up per request, as CA's own loop
@@ -87,11 +96,14 @@ class AutoscalerDriver(Subscriber):
         self._due: dict[Key, Event] = {}
         loop.subscribe(self)
         jobs.when_pods_ready(self.pods_ready)
+        jobs.when_pods_start(self.capacity_kept)
 
     def on_request_created(self, actor: str, pr: ProvisioningRequest) -> None:
         decision = self.model.first(pr)
         if decision is None:
             return
+        if not actor:  # one the world held when the run began: CA takes it up where it stands
+            decision = autoscaler.resumed(pr, decision, self.loop.now)
         key = key_of(pr)
         self.decisions[key] = decision
         self._unresolved.add(key)
@@ -112,6 +124,18 @@ class AutoscalerDriver(Subscriber):
             key = key_of(pr)
             if key in self.decisions:
                 self._schedule(key, self.loop.now)
+
+    def capacity_kept(self, wl: Workload) -> bool:
+        """Whether the workload's pods, about to be ready, still find their capacity: not when
+        a request's booking ran out before them and the model says the capacity went."""
+        for pr in self.loop.world.owned_by_name(c.PROVISIONING_REQUEST, wl.metadata.namespace, wl.metadata.name):
+            assert isinstance(pr, ProvisioningRequest)
+            expired = find_condition(pr.status.conditions, c.PR_BOOKING_EXPIRED)
+            if expired is not None and expired.status == c.TRUE and \
+                    expired.reason == c.CA_REASON_CAPACITY_RESERVATION_TIME_EXPIRED and \
+                    key_of(pr) in self.decisions and self.model.capacity_lost(pr):
+                return False
+        return True
 
     def revocations_pending(self) -> bool:
         """Whether some request still has a capacity revocation to come."""
@@ -167,12 +191,18 @@ class JobDriver(Subscriber):
         self._next: dict[Key, Event] = {}  # what is to come for each admitted workload
         self._admissions: dict[Key, int] = {}
         self._on_pods_ready: list[Callable[[Workload], None]] = []
+        self._can_start: list[Callable[[Workload], bool]] = []
         self._running: set[Key] = set()
         loop.subscribe(self)
 
     def when_pods_ready(self, callback: Callable[[Workload], None]) -> None:
         """Call ``callback`` with the workload each time its pods become ready."""
         self._on_pods_ready.append(callback)
+
+    def when_pods_start(self, predicate: Callable[[Workload], bool]) -> None:
+        """Ask ``predicate`` before the workload's pods become ready: False, they find no
+        node and wait (until ``waitForPodsReady`` evicts the workload, where configured)."""
+        self._can_start.append(predicate)
 
     def pods_scheduled(self, pr: ProvisioningRequest) -> bool:
         """Whether the pods of the workload owning ``pr`` are running."""
@@ -195,6 +225,14 @@ class JobDriver(Subscriber):
         ready_after, run_for = self.durations(wl, admission)
         self._next[key] = self.loop.at(self.loop.now + ready_after, lambda: self._pods_ready(key, run_for))
 
+    def take_up(self, wl: Workload, ready_in: int, run_for: int | None) -> None:
+        """An admitted workload the world held at the start (a cluster's): its pods are ready
+        ``ready_in`` from now (0: they are, and the booking is consumed at once), its Job
+        completes ``run_for`` after that."""
+        key = key_of(wl)
+        self._admissions[key] = 1
+        self._next[key] = self.loop.at(self.loop.now + ready_in, lambda: self._pods_ready(key, run_for))
+
     def _stopped(self, key: Key) -> None:
         """The workload left Admitted: its pods are gone, what was planned is off."""
         planned = self._next.pop(key, None)
@@ -209,7 +247,7 @@ class JobDriver(Subscriber):
 
     def _pods_ready(self, key: Key, run_for: int | None) -> None:
         wl = self._current(key)
-        if wl is None:
+        if wl is None or not all(can(wl) for can in self._can_start):
             return
         self._running.add(key)
         new = ws.set_cond(wl, c.WORKLOAD_PODS_READY, c.TRUE, c.REASON_STARTED, c.MSG_PODS_READY, self.loop.now)

@@ -38,10 +38,11 @@ from kueue_provreq.api.workload import Workload
 from kueue_provreq.controllers import job as jobs
 from kueue_provreq.machines import WorkloadPhase as P
 from kueue_provreq.simulation.drive import AutoscalerDriver, JobDriver, Retention
+from kueue_provreq.simulation.existing import attempts_before, remaining
 from kueue_provreq.simulation.fleet import Draws, FleetModel
 from kueue_provreq.simulation.loop import Loop
 from kueue_provreq.simulation.outcomes import Outcome, outcome_of
-from kueue_provreq.simulation.spec import POISSON, Simulation
+from kueue_provreq.simulation.spec import POISSON, Simulation, repeat_period
 from kueue_provreq.simulation.watch import Subscriber
 from kueue_provreq.world import Create, Effect, World
 from kueue_provreq.world_builder import build_world
@@ -50,8 +51,8 @@ GANTT_LIMIT = 50
 """Runs of at most this many workloads keep each workload's phase history (for a Gantt chart)."""
 
 SERIES_POINTS = 4000
-"""Samples kept of each time series: past this, every other one is dropped (and the
-spacing doubles), so memory stays flat however long the run."""
+"""Samples kept of each time series: past this, the spacing between samples doubles until
+half are left (:meth:`_Metrics._thin`), so memory stays flat however long the run."""
 
 WAITING, ADMITTED = "waiting", "admitted"
 
@@ -257,7 +258,7 @@ class _Metrics(Subscriber):
             self._advance(self.loop.now)
 
     # --- time -------------------------------------------------------------------------
-    def _advance(self, now: int) -> None:
+    def _advance(self, now: int, last: bool = False) -> None:
         dt = now - self.t
         for resource, amount in self.totals[WAITING].items():
             if amount:
@@ -267,25 +268,44 @@ class _Metrics(Subscriber):
             for resource, amount in held.items():
                 if amount:
                     seconds[resource] = seconds.get(resource, Decimal(0)) + amount * dt
-        self._sample()
+        self._sample(now, last)
         self.t = Time(now)
 
-    def _sample(self) -> None:
+    def _sample(self, until: int, last: bool) -> None:
+        """Keep the state the instant ``self.t`` ended with, which holds until ``until``: at
+        most one sample per spacing, except that a state held for a spacing or more is always
+        kept (a quiet weekend shows the state it really had, not the last one kept before it),
+        and so is the ``last``."""
         t = self.t - self.start
-        if self.samples and t - self.samples[-1][0] < self.spacing:
+        held = until - self.t
+        if not last and self.samples and t - self.samples[-1][0] < self.spacing and held < self.spacing:
             return
         counts = self.phase_counts
         self.samples.append((t, counts.get(P.PENDING, 0) + counts.get(P.BACKOFF, 0), self._count(WAITING),
-                             self._count(ADMITTED), dict(self.totals[WAITING]), dict(self.totals[ADMITTED])))
+                             self._count(ADMITTED), dict(self.totals[WAITING]), dict(self.totals[ADMITTED]), held))
         if len(self.samples) > SERIES_POINTS:
-            self.samples = self.samples[::2]
+            self._thin()
+
+    def _thin(self) -> None:
+        """Double the spacing until at most half the samples are left, by the rule
+        :meth:`_sample` keeps them by (the first and the last are always kept)."""
+        while len(self.samples) > SERIES_POINTS // 2:
             self.spacing = max(1, self.spacing * 2)
+            kept = [self.samples[0]]
+            for sample in self.samples[1:-1]:
+                if sample[0] - kept[-1][0] >= self.spacing or sample[-1] >= self.spacing:
+                    kept.append(sample)
+            kept.append(self.samples[-1])
+            self.samples = kept
 
     def _count(self, category: str) -> int:
         return self.category_counts.get(category, 0)
 
     def finish(self, end: int) -> None:
-        self._advance(end)
+        """The run ended at ``end``: the last state is kept, and drawn until ``end``."""
+        self._advance(end, last=True)
+        if self.samples[-1][0] < end - self.start:
+            self.samples.append((end - self.start, *self.samples[-1][1:-1], 0))
 
     # --- workloads ----------------------------------------------------------------------
     def _phase_count(self, phase: str | None, delta: int) -> None:
@@ -297,10 +317,27 @@ class _Metrics(Subscriber):
         phase = self.loop.watch.phases[key]
         lq = self.loop.world.get(c.LOCAL_QUEUE, wl.metadata.namespace, wl.spec.queue_name)
         cq = lq.spec.cluster_queue if isinstance(lq, LocalQueue) else ""
-        self.lives[key] = _Life(self.templates.get(key, ""), self.loop.now - self.start, cluster_queue=cq)
+        life = self.lives[key] = _Life(self.templates.get(key, ""), self.loop.now - self.start, cluster_queue=cq)
         self._phase_count(phase, 1)
+        if not actor:  # a cluster's workload, there at the start: its past as its conditions say
+            self._taken_up(wl, life)
         if self.histories is not None:
             self.histories[key] = [(self.loop.now - self.start, phase)]
+
+    def _taken_up(self, wl: Workload, life: _Life) -> None:
+        """A workload the run starts with: created, reserved and admitted when its conditions say
+        (before the start: negative), its attempts as Kueue counted them, the quota it holds."""
+        def since(type_: str) -> int | None:
+            cond = wl.condition(type_)
+            if cond is None or cond.status != c.TRUE or cond.last_transition_time is None:
+                return None
+            return cond.last_transition_time - self.start
+        life.created = (wl.metadata.creation_timestamp or self.start) - self.start
+        life.quota_reserved = since(c.WORKLOAD_QUOTA_RESERVED)
+        life.admitted = since(c.WORKLOAD_ADMITTED)
+        life.attempts = attempts_before(self.loop.world, wl)
+        life.outcome = outcome_of(self.loop.watch.phases[key_of(wl)])
+        self.on_workload_updated("", wl)
 
     def on_phase(self, actor: str, wl: Workload, before: str, after: str) -> None:
         key = key_of(wl)
@@ -371,6 +408,9 @@ class _Metrics(Subscriber):
 
     # --- requests ---------------------------------------------------------------------
     def on_request_created(self, actor: str, pr: ProvisioningRequest) -> None:
+        if not actor:  # a cluster's, there at the start: counted with its workload's attempts
+            self.request_conditions[key_of(pr)] = {x.type for x in pr.status.conditions if x.status == c.TRUE}
+            return
         self.requests["created"] += 1
         self.request_conditions[key_of(pr)] = set()
         ref = pr.metadata.controller_ref()
@@ -416,8 +456,7 @@ class _Metrics(Subscriber):
 
 def _arrival_times(sim: Simulation, draws: Draws) -> Iterator[int]:
     if sim.trace:
-        span = sim.trace[-1].at - sim.trace[0].at
-        period = span + (span // (len(sim.trace) - 1) if len(sim.trace) > 1 else 0)
+        period = repeat_period(sim.trace, sim.trace_period)
         for i in range(sim.count):
             copy, index = divmod(i, len(sim.trace))
             yield sim.trace[index].at + copy * period
@@ -439,8 +478,10 @@ class _Arrivals:
         self.loop = loop
         self.templates: dict[Key, str] = {}
         """Each arrival's template (``""``: a trace's own Workload)."""
+        self.running: dict[Key, int] = {}
+        """The running time a trace gives a workload (it replaces the job model's draw)."""
         self.times = list(_arrival_times(sim, draws))
-        self.choices = draws.rng("templates") if not sim.trace else None
+        self.choices = draws.stream("templates") if not sim.trace else None
         self.weights = [t.weight for t in sim.templates]
         self.width = max(5, len(str(sim.count)))
         self.index = 0
@@ -460,12 +501,14 @@ class _Arrivals:
         sim = self.sim
         self.index += 1
         i = self.index
+        running = None
         if self.choices is not None:
             template = self.choices.choices(sim.templates, self.weights)[0]
             wl, name = self._from_template(template.obj, i), template.name
         else:
             arrival = sim.trace[(i - 1) % len(sim.trace)]
             copy = (i - 1) // len(sim.trace)
+            running = arrival.running_time
             if arrival.template is not None:
                 wl, name = self._from_template(sim.template(arrival.template).obj, i), arrival.template
             else:
@@ -480,6 +523,8 @@ class _Arrivals:
                                                     uid=world.next_uid(), generation=1,
                                                     creation_timestamp=self.loop.now))
         self.templates[key_of(wl)] = name
+        if running is not None:
+            self.running[key_of(wl)] = running
         self._next()
         self.loop.write("arrival", Create(wl))
 
@@ -503,7 +548,7 @@ def simulate(sim: Simulation, *, verify: bool = False, progress: Callable[[int],
     reconcile (slow; for tests).  ``progress`` is called with the number of workloads done
     (finished or deactivated) each time one is."""
     draws = Draws(sim.seed)
-    world: World = build_world(sim.setup, sim.start)
+    world: World = build_world(sim.setup, sim.start, sim.config)
     loop = Loop(world, sim.config, sim.start, verify=verify)
     arrivals = _Arrivals(sim, loop, draws)
     metrics = _Metrics(loop, sim, arrivals.templates, progress)
@@ -513,17 +558,45 @@ def simulate(sim: Simulation, *, verify: bool = False, progress: Callable[[int],
         template = arrivals.templates.get((c.WORKLOAD, ns, name), "")
         model = sim.template(template).jobs if template else sim.jobs
         ready = model.pods_ready_time.draw(draws.rng("ready", ns, name, admission))
-        run = model.running_time.draw(draws.rng("run", ns, name))
+        traced = arrivals.running.get((c.WORKLOAD, ns, name))
+        run = model.running_time.draw(draws.rng("run", ns, name)) if traced is None else traced
         return ready, run
 
     jobs = JobDriver(loop, durations)
     AutoscalerDriver(loop, FleetModel(sim, world, draws), jobs)
     Retention(loop)
+    _take_up(loop, sim, jobs, draws)
     arrivals.start()
     until = sim.start + arrivals.last + sim.horizon
     end = until if loop.run(until) else loop.now
     metrics.finish(end)
     return _report(sim, metrics, end)
+
+
+def _take_up(loop: Loop, sim: Simulation, jobs: JobDriver, draws: Draws) -> None:
+    """The workloads and requests the run starts with (a cluster's state, ``--from``) go on from
+    where they stand: each is told to every process and observer as there from the start, and
+    an admitted workload's pods are ready after what is left of a pods-ready time drawn from its
+    admission, its Job done after a running time drawn given how long it has run already
+    (:func:`~kueue_provreq.simulation.existing.remaining`), from the file's ``jobs`` model."""
+    world = loop.world
+    workloads = [o for o in world.objects(c.WORKLOAD) if isinstance(o, Workload)]
+    for obj in [*workloads, *world.objects(c.PROVISIONING_REQUEST)]:
+        loop.report(obj)
+    for wl in workloads:
+        if not wl.is_admitted() or wl.is_finished():
+            continue
+        ns, name = wl.metadata.namespace, wl.metadata.name
+        ready = wl.condition(c.WORKLOAD_PODS_READY)
+        if ready is not None and ready.status == c.TRUE and ready.last_transition_time is not None:
+            left = remaining(sim.jobs.running_time, loop.now - ready.last_transition_time,
+                             draws.rng("remaining", ns, name))
+            jobs.take_up(wl, 0, left)
+            continue
+        admitted = wl.condition(c.WORKLOAD_ADMITTED)
+        since = loop.now - (admitted.last_transition_time or loop.now) if admitted is not None else 0
+        ready_in = max(0, sim.jobs.pods_ready_time.draw(draws.rng("ready", ns, name, 1)) - since)
+        jobs.take_up(wl, ready_in, sim.jobs.running_time.draw(draws.rng("run", ns, name)))
 
 
 def _per_queue(records: tuple[WorkloadRecord, ...], m: _Metrics) -> FrozenMap[str, QueueSummary]:

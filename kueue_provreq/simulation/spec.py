@@ -22,12 +22,16 @@ from typing import Any, TypeVar
 
 import attrs
 
+from kueue_provreq import trace as trace_format
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.config import Configuration
 from kueue_provreq.api.frozen import FrozenMap
+from kueue_provreq.api.job import Job, JobSet, PyTorchJob
 from kueue_provreq.api.meta import Time
-from kueue_provreq.api.objects import JOB_KINDS, JobObject, KubeObject
+from kueue_provreq.api.objects import JOB_KINDS, JobObject, KubeObject, key_of
+from kueue_provreq.api.provisioning import ProvisioningRequestConfig
 from kueue_provreq.api.workload import Workload
+from kueue_provreq.autoscaler import BOOKING_TIME
 from kueue_provreq.controllers import job as jobs
 from kueue_provreq.manifests import (
     ManifestError,
@@ -40,6 +44,7 @@ from kueue_provreq.manifests import (
 )
 from kueue_provreq.manifests.codec import MAX_TIME, describe, format_duration, format_time, parse_time
 from kueue_provreq.manifests.documents import File, KueueConfiguration, Manifest, check_document, place
+from kueue_provreq.manifests.inputs import list_items
 from kueue_provreq.manifests.nodes import (
     Arr,
     Choice,
@@ -107,6 +112,15 @@ class Distribution:
             value = rng.lognormvariate(math.log(self.a), self.b) if self.a > 0 else 0.0
         return max(0, round(value))
 
+    @property
+    def most(self) -> float:
+        """The longest it can draw (infinite for the unbounded ones)."""
+        if self.kind == "fixed":
+            return self.a
+        if self.kind == "uniform":
+            return self.b
+        return math.inf if self.a > 0 else 0.0
+
     def __str__(self) -> str:
         if self.kind == "fixed":
             return format_duration(self.a)
@@ -130,14 +144,44 @@ class JobModel:
 
 
 @attrs.frozen
+class Stockouts:
+    """Capacity that comes and goes: an alternating renewal process per class, starting with
+    an ``available`` period at the run's start, then a ``stockout`` period, and so on, each
+    period drawn from its distribution.  Every try made during a stock-out finds no capacity,
+    so tries close together fail together (a zone out of GPUs for an hour)."""
+
+    available: Distribution
+    stockout: Distribution
+
+
+#: What a try that finds no capacity ends with, for a class upstream CA does not handle:
+#: ``Failed=True`` (the attempt is over; Kueue retries it with its own backoff) or
+#: ``Provisioned=False`` (the request stays pending; CA tries again after its own backoff).
+SHORTAGE_FAIL, SHORTAGE_RETRY = "Fail", "Retry"
+
+
+@attrs.frozen
 class ClassModel:
     """What Cluster Autoscaler does with requests of one provisioning class."""
 
     provisioning_time: Distribution = ZERO
-    """From the request's creation to CA's answer (and from each retry to the next answer
-    too, when a try found no capacity)."""
+    """From the request's creation to CA's answer: what ``provisioned_time`` and
+    ``failed_time`` are when the file does not set them."""
     failure_probability: float = 0.0
     """That a try finds no capacity (what follows depends on the class, see the docs)."""
+    provisioned_time: Distribution = ZERO
+    """From the request's creation to ``Provisioned=True``, for a try that finds capacity."""
+    failed_time: Distribution = ZERO
+    """From the request's creation to the no-capacity answer, for a try that finds none."""
+    stockouts: Stockouts | None = None
+    """When the class has no capacity at all; None: always available."""
+    shortage: str | None = None
+    """:data:`SHORTAGE_FAIL` or :data:`SHORTAGE_RETRY` for a provider's class; None: as the
+    class and its ``noRetry`` parameter say (:func:`~kueue_provreq.autoscaler.no_capacity_answer`)."""
+    booking_time: int = BOOKING_TIME
+    """How long a provisioned request's capacity stays booked for its pods."""
+    booking_loss_probability: float = 0.0
+    """That pods not yet ready when the booking expires have lost the capacity: they wait."""
     capacity: FrozenMap[str, Decimal] | None = None
     """The most the class can provide at once, per resource; None: unlimited."""
     revocation_probability: float = 0.0
@@ -162,6 +206,8 @@ class Arrival:
     at: int
     template: str | None = None
     workload: Workload | None = None
+    running_time: int | None = None
+    """How long it ran in the trace (seconds from pods ready to finished): replaces the job model's draw."""
 
 
 @attrs.frozen
@@ -184,9 +230,21 @@ class Simulation:
     jobs: JobModel
     autoscaler: FrozenMap[str, ClassModel]
     description: str = ""
+    trace_period: int | None = None
+    """How often a repeated trace starts over: the time it covers, where known (None: estimated
+    from its arrivals, see :func:`repeat_period`)."""
 
     def template(self, name: str) -> Template:
         return next(t for t in self.templates if t.name == name)
+
+
+@attrs.frozen
+class Cluster:
+    """A cluster's state a run starts from (``--from DUMP``, ``--kubeconfig``): its objects and
+    the time they were read at, which becomes the run's start."""
+
+    objects: tuple[KubeObject, ...]
+    at: Time
 
 
 # --- reading ----------------------------------------------------------------------------
@@ -199,15 +257,35 @@ class Document:
     data: Mapping[str, Any]
     source: str
     base: Path
+    included: Mapping[str, Any] | None = None
+    """The autoscaler file ``autoscaler: PATH`` named, as read (its lines name its errors)."""
 
 
 def load_document(path: str | Path) -> Document:
-    """Read a simulation file (one YAML document)."""
+    """Read a simulation file (one YAML document), with the autoscaler file it names, if it
+    names one (``autoscaler: PATH``, as ``kueue-provreq calibrate`` writes it): its mapping
+    takes the path's place, so ``--set autoscaler...`` reaches it as any other field."""
     path = Path(path)
     documents = load_file(path)
     if len(documents) != 1:
         raise ManifestError(f"expected one simulation document, found {len(documents)}", source=str(path))
-    return Document(documents[0], str(path), path.parent)
+    data = documents[0]
+    include = data.get("autoscaler")
+    if not isinstance(include, str):
+        return Document(data, str(path), path.parent)
+    where = locate(data, "autoscaler")
+    given = data.get("name")
+    obj = f"Simulation {given if isinstance(given, str) and given else path.stem}"
+    if not include or not (path.parent / include).is_file():
+        problems = Problems()
+        File(path.parent).check(include, "autoscaler", problems)
+        raise ManifestErrors([ManifestError(e.reason, path="autoscaler", obj=obj, source=where) for e in problems.errors])
+    included = load_file(path.parent / include)
+    if len(included) != 1:
+        raise ManifestError(f"expected one autoscaler document (the autoscaler section), found {len(included)}",
+                            path="autoscaler", obj=obj, source=str(path.parent / include))
+    data["autoscaler"] = included[0]
+    return Document(data, str(path), path.parent, included[0])
 
 
 # --- the schema: what a simulation file may say ------------------------------------------------
@@ -280,6 +358,25 @@ def _setup_rules(value: Mapping[str, Any], path: str, out: Problems) -> None:
         out.error("no objects: the setup holds the queues, checks and configs workloads use", path)
 
 
+def _some_time(value: Mapping[str, Any], path: str, out: Problems) -> None:
+    """Stock-out periods that always last 0s would never let time pass."""
+    if _always_zero(value["available"]) and _always_zero(value["stockout"]):
+        out.error("available and stockout cannot both always be 0s", path)
+
+
+def _always_zero(value: Any) -> bool:
+    return _distribution(value).most == 0
+
+
+def _shortage_rules(value: Mapping[str, Any], path: str, out: Problems) -> None:
+    """Upstream CA's classes answer a shortage as their code and parameters say."""
+    for class_name, body in value.items():
+        if isinstance(body, Mapping) and "shortage" in body and class_name in c.CA_CLASSES:
+            out.error("only for a provider's class: upstream CA's classes answer a shortage themselves "
+                      "(check-capacity fails with parameters noRetry: \"true\" and retries without it; "
+                      "best-effort-atomic-scale-up always retries)", f"{path}[{class_name}].shortage")
+
+
 def _end_within_rfc3339(value: Mapping[str, Any], path: str, out: Problems) -> None:
     """``start`` plus ``horizon`` within RFC 3339's years: every time the run writes can be read back."""
     start = parse_time(value.get("start") or DEFAULT_START)
@@ -290,12 +387,13 @@ def _end_within_rfc3339(value: Mapping[str, Any], path: str, out: Problems) -> N
 
 
 class _Trace(Node):
-    """An explicit trace: a list of arrivals, or ``{file: PATH}`` (``kubectl get workloads -o json``)."""
+    """An explicit trace: a list of arrivals, or ``{file: PATH}`` (``kubectl get workloads -o json``,
+    or a recorded trace, ``*.jsonl``), optionally with the ``period`` it repeats on."""
 
     def __init__(self, base: Path) -> None:
         self.arrivals = Arr(Obj({"at": Duration(minimum=0), "template": Str(min_length=1)},
                                 required=("at", "template")))
-        self.file = Obj({"file": File(base)}, required=("file",))
+        self.file = Obj({"file": File(base), "period": Duration(minimum=1)}, required=("file",))
 
     def check(self, value: Any, path: str, out: Problems) -> None:
         if isinstance(value, Mapping):
@@ -349,7 +447,12 @@ class _Schema:
                 "provisioningTime": distribution, "failureProbability": probability,
                 "capacity": Obj(values=Qty(non_negative=True)), "revocationProbability": probability,
                 "revocationTime": distribution,
-            })),
+                "provisionedTime": distribution, "failedTime": distribution,
+                "stockouts": Obj({"available": distribution, "stockout": distribution},
+                                 required=("available", "stockout"), rules=(_some_time,)),
+                "shortage": Str(enum=(SHORTAGE_FAIL, SHORTAGE_RETRY)),
+                "bookingTime": Duration(minimum=0), "bookingLossProbability": probability,
+            }), rules=(_shortage_rules,)),
         }, required=("workloads",), rules=(_end_within_rfc3339,))
 
 
@@ -367,20 +470,35 @@ def _overridden_by(overridden: Mapping[str, str]) -> Callable[[str], str | None]
     return source
 
 
+def _included(document: Document, source: Callable[[str], str | None]) -> Callable[[str], str | None]:
+    """Errors under ``autoscaler`` name the line of the autoscaler file the path came from."""
+    included = document.included
+    if included is None:
+        return source
+
+    def where(path: str) -> str | None:
+        if path.startswith("autoscaler") and source(path) is None:
+            return locate(included, path.removeprefix("autoscaler").lstrip(".")) or None
+        return source(path)
+
+    return where
+
+
 def parse(document: Document, *, config: Configuration | None = None, count: int | None = None,
           seed: int | None = None, retry_strategy: Mapping[str, Any] | None = None,
-          overridden: Mapping[str, str] | None = None) -> Simulation:
+          overridden: Mapping[str, str] | None = None, cluster: Cluster | None = None) -> Simulation:
     """Validate a simulation file.  ``config`` (``--config``), ``count`` (``--workloads``) and
     ``seed`` (``--seed``) override the file; ``retry_strategy`` sets fields of every
     ProvisioningRequestConfig of the setup; ``overridden`` maps field paths to the ``--set``
-    that wrote them, for error messages.  Every problem of the file is raised at once
+    that wrote them, for error messages; ``cluster`` is the state the run starts from
+    (:func:`starting_world`), at its time instead of the file's ``start``.  Every problem of the file is raised at once
     (:class:`~kueue_provreq.manifests.ManifestErrors`), each naming the file and line (or the
     ``--set``), the simulation and the field path."""
     data = document.data
     given = data.get("name") if isinstance(data, Mapping) else None
     name = given if isinstance(given, str) and given else Path(document.source).stem
     obj = f"Simulation {name}"
-    source = _overridden_by(overridden or {})
+    source = _included(document, _overridden_by(overridden or {}))
     schema = _Schema(document.base)
     check_document(schema.root, data, obj=obj, source=source)
     if count is not None and not 1 <= count <= MAX_WORKLOADS:
@@ -391,18 +509,22 @@ def parse(document: Document, *, config: Configuration | None = None, count: int
     job_model = _job_model(data.get("jobs") or {}, JobModel())
     w = data["workloads"]
     templates = _templates(schema, w.get("templates") or [], job_model, config, World(setup), data, obj)
-    trace = _trace(document, w.get("trace"))
+    trace, period = _trace(document, w.get("trace"))
     if count is None:
         count = w["count"] if w.get("count") is not None else len(trace) if trace else DEFAULT_COUNT
     arrival = w.get("arrival") or {"process": ALL_AT_ONCE}
+    start = Time(parse_time(data.get("start") or DEFAULT_START))
+    if cluster is not None:
+        setup, start = starting_world(cluster.objects, setup, retry_strategy or {}, config), cluster.at
     return Simulation(
         name=name, source=document.source, seed=(data.get("seed") or 0) if seed is None else seed,
-        start=Time(parse_time(data.get("start") or DEFAULT_START)),
+        start=start,
         horizon=DEFAULT_HORIZON if data.get("horizon") is None else int(duration_seconds(data["horizon"])),
         setup=setup, config=config,
         count=count, templates=templates, process=arrival["process"],
         rate_per_hour=float(arrival.get("ratePerHour") or 0.0), trace=trace, jobs=job_model,
-        autoscaler=_autoscaler(data.get("autoscaler") or {}), description=data.get("description") or "")
+        autoscaler=_autoscaler(data.get("autoscaler") or {}), description=data.get("description") or "",
+        trace_period=period)
 
 
 def _configuration(document: Document, value: Any) -> Configuration:
@@ -415,13 +537,17 @@ def _configuration(document: Document, value: Any) -> Configuration:
 
 def _setup(document: Document, schema: _Schema, value: Mapping[str, Any], retry_strategy: Mapping[str, Any],
            source: Callable[[str], str | None]) -> tuple[KubeObject, ...]:
-    """The setup's objects: the files' (each read and checked here, every problem at once), then
-    the file's own manifests (checked with the file), each ProvisioningRequestConfig with the
-    ``--set retryStrategy.*`` fields."""
+    """The setup's objects: the files' (each read and checked here, every problem at once; a
+    ``kubectl get -o yaml|json`` List gives its items, as ``-f`` reads it), then the file's own
+    manifests (checked with the file), each ProvisioningRequestConfig with the ``--set
+    retryStrategy.*`` fields."""
     objects: list[KubeObject] = []
     errors: list[ManifestError] = []
     for name in value.get("files") or ():
-        for doc in load_file(document.base / name):
+        for doc in (item for listed in load_file(document.base / name) for item in list_items(listed)):
+            if isinstance(doc, ManifestError):  # a List's item that is no object
+                errors.append(doc)
+                continue
             checked = check_object(_with_retry_strategy(doc, retry_strategy))
             errors += [_retry_source(e, source) for e in checked.errors]
             obj = checked.obj
@@ -443,6 +569,51 @@ def _setup(document: Document, schema: _Schema, value: Mapping[str, Any], retry_
     if errors:
         raise ManifestErrors(errors)
     return tuple(objects)
+
+
+def starting_world(cluster: Sequence[KubeObject], setup: Sequence[KubeObject], retry_strategy: Mapping[str, Any],
+                   config: Configuration) -> tuple[KubeObject, ...]:
+    """The objects a run from a cluster's state starts with: the setup's, then the cluster's
+    but those the setup replaces (same kind, namespace and name: the file says how the cluster
+    is to be configured) and the workloads already finished or deactivated, with the requests
+    they own (a retention policy's: they matter to nobody); each ProvisioningRequestConfig with
+    the ``--set retryStrategy.*`` fields.  Jobs stay implicit, as a simulation's own are (the
+    job model plays their pods): a job Kueue manages that has no Workload yet becomes the one
+    Kueue would create for it, at the job's creation; the others are left out."""
+    replaced = {key_of(o) for o in setup}
+    done = {key_of(o) for o in cluster if isinstance(o, Workload) and (o.is_finished() or not o.is_active)}
+    owners = {(r.kind, o.metadata.namespace, r.name) for o in cluster if isinstance(o, Workload)
+              for r in o.metadata.owner_references}
+    kept: list[KubeObject] = list(setup)
+    for obj in cluster:
+        ref = obj.metadata.controller_ref() if obj.KIND == c.PROVISIONING_REQUEST else None
+        owner = (c.WORKLOAD, obj.metadata.namespace, ref.name) if ref is not None else None
+        if key_of(obj) not in replaced | done and owner not in done and obj.KIND not in JOB_KINDS:
+            kept.append(obj)
+    for job in cluster:
+        if not isinstance(job, Job | JobSet | PyTorchJob) or key_of(job) in owners:
+            continue
+        if jobs.management(World(kept), job, config).managed:
+            wl = jobs.workload_for(job, config)
+            kept.append(attrs.evolve(wl, metadata=attrs.evolve(wl.metadata,
+                                                               creation_timestamp=job.metadata.creation_timestamp)))
+    fields = {attr: retry_strategy[name] for name, attr in zip(
+        RETRY_STRATEGY_FIELDS, ("backoff_limit_count", "backoff_base_seconds", "backoff_max_seconds"), strict=True)
+        if name in retry_strategy}
+    return tuple(_retried(o, fields) if isinstance(o, ProvisioningRequestConfig) and fields else o for o in kept)
+
+
+def left_out(cluster: Sequence[KubeObject], setup: Sequence[KubeObject], start: Sequence[KubeObject]) -> list[str]:
+    """The cluster's objects :func:`starting_world` left out or replaced, in words (``Kind
+    ns/name``); jobs, implicit in a run, are not named."""
+    kept = {key_of(o) for o in start} - {key_of(o) for o in setup}
+    return [f"{o.KIND} {o.metadata.namespace + '/' if o.metadata.namespace else ''}{o.metadata.name}"
+            for o in cluster if key_of(o) not in kept and o.KIND not in JOB_KINDS]
+
+
+def _retried(prc: ProvisioningRequestConfig, fields: Mapping[str, int]) -> ProvisioningRequestConfig:
+    strategy = attrs.evolve(prc.spec.retry_strategy, **fields)
+    return attrs.evolve(prc, spec=attrs.evolve(prc.spec, retry_strategy=strategy))
 
 
 def _retry_source(error: ManifestError, source: Callable[[str], str | None]) -> ManifestError:
@@ -507,20 +678,64 @@ def _templates(schema: _Schema, items: Sequence[Mapping[str, Any]], job_model: J
     return tuple(out)
 
 
-def _trace(document: Document, value: Any) -> tuple[Arrival, ...]:
+def _trace(document: Document, value: Any) -> tuple[tuple[Arrival, ...], int | None]:
+    """The arrivals, and the period they repeat on where the file says or the trace knows."""
     if value is None:
-        return ()
+        return (), None
     if isinstance(value, Mapping):
-        return kubectl_trace(document.base / value["file"])
-    arrivals = [Arrival(math.ceil(duration_seconds(a["at"])), template=a["template"]) for a in value]
-    return tuple(sorted(arrivals, key=lambda x: x.at))
+        path = document.base / value["file"]
+        arrivals, period = recorded_trace(path) if path.suffix == ".jsonl" else kubectl_trace(path)
+        return arrivals, (int(duration_seconds(value["period"])) if value.get("period") is not None else period)
+    listed = [Arrival(math.ceil(duration_seconds(a["at"])), template=a["template"]) for a in value]
+    return tuple(sorted(listed, key=lambda x: x.at)), None
 
 
-def kubectl_trace(path: Path) -> tuple[Arrival, ...]:
+def repeat_period(arrivals: Sequence[Arrival], period: int | None) -> int:
+    """How often a trace starts over when a run asks for more workloads than it holds: the time
+    it covers (``period``) where known, else its arrivals' span plus one mean gap."""
+    if period is not None:
+        return period
+    span = arrivals[-1].at - arrivals[0].at
+    return span + (span // (len(arrivals) - 1) if len(arrivals) > 1 else 0)
+
+
+def recorded_trace(path: Path) -> tuple[tuple[Arrival, ...], int | None]:
+    """The arrivals of a recorded trace (``kueue-provreq record``; ``docs/trace-format.rst``),
+    relative to the start of the time it covers, each with its podSets, queue and priority and
+    the running time the trace knows (an arrival's own, else its finish's); the period is the
+    time the trace covers, so a repeated week keeps its quiet weekend."""
+    recorded = trace_format.read(path)
+    window = recorded.window
+    records = recorded.of(trace_format.Arrival)
+    if window is None or not records:
+        raise ManifestError("no arrivals", source=str(path))
+    ran = {(f.namespace, f.name): f.running_seconds for f in recorded.of(trace_format.Finish)
+           if f.running_seconds is not None}
+    out = []
+    for a in sorted(records, key=lambda r: r.time):
+        spec: dict[str, Any] = {"queueName": a.queue, "podSets": list(a.podsets)}
+        if a.priority:
+            spec["priority"] = a.priority
+        manifest = {"apiVersion": c.KUEUE_V1BETA2, "kind": c.WORKLOAD,
+                    "metadata": {"name": a.name, "namespace": a.namespace}, "spec": spec}
+        try:
+            wl = load_object(manifest)
+        except ManifestError as e:
+            raise ManifestError(e.reason, path=f"podsets ({e.path})" if e.path else "", obj=e.obj,
+                                source=f"{path}: arrival {a.namespace}/{a.name}") from None
+        assert isinstance(wl, Workload)
+        running = a.running_seconds if a.running_seconds is not None else ran.get((a.namespace, a.name))
+        out.append(Arrival(a.time - window.start, workload=wl, running_time=running))
+    return tuple(out), max(1, window.end - window.start)
+
+
+def kubectl_trace(path: Path) -> tuple[tuple[Arrival, ...], int | None]:
     """The arrivals of ``kubectl get workloads -A -o json`` (a List, or one Workload): each
     Workload arrives at its creationTimestamp, relative to the earliest, with its podSets,
     queue name, priority, labels and annotations; its status, owners and ``spec.active`` are
-    left behind (a replay starts every workload afresh)."""
+    left behind (a replay starts every workload afresh).  The period: from the earliest
+    creation to the newest time the dump records (it was taken no earlier), when that is
+    later than the last arrival."""
     text = read_text(path)
     if text.lstrip()[:1] in ("{", "["):  # JSON, as kubectl writes it: read fast
         try:
@@ -560,7 +775,9 @@ def kubectl_trace(path: Path) -> tuple[Arrival, ...]:
     if not stamped:
         raise ManifestError("no Workloads", source=str(path))
     first = min(t for t, _, _ in stamped)
-    return tuple(Arrival(t - first, workload=wl) for t, _, wl in sorted(stamped, key=lambda x: (x[0], x[1])))
+    arrivals = tuple(Arrival(t - first, workload=wl) for t, _, wl in sorted(stamped, key=lambda x: (x[0], x[1])))
+    newest = trace_format.newest_time(items)
+    return arrivals, (newest - first if newest is not None and newest - first > arrivals[-1].at else None)
 
 
 def _autoscaler(value: Mapping[str, Any]) -> FrozenMap[str, ClassModel]:
@@ -570,10 +787,20 @@ def _autoscaler(value: Mapping[str, Any]) -> FrozenMap[str, ClassModel]:
         m = body or {}
         capacity = m.get("capacity")
         ready, revocation = m.get("provisioningTime"), m.get("revocationTime")
+        answer = default.provisioning_time if ready is None else _distribution(ready)
+        provisioned, failed, stockouts = m.get("provisionedTime"), m.get("failedTime"), m.get("stockouts")
+        booking = m.get("bookingTime")
         out[str(class_name)] = ClassModel(
-            provisioning_time=default.provisioning_time if ready is None else _distribution(ready),
+            provisioning_time=answer,
             failure_probability=float(m.get("failureProbability") or 0.0),
             capacity=None if capacity is None else FrozenMap({str(k): quantity_value(v) for k, v in capacity.items()}),
             revocation_probability=float(m.get("revocationProbability") or 0.0),
-            revocation_time=default.revocation_time if revocation is None else _distribution(revocation))
+            revocation_time=default.revocation_time if revocation is None else _distribution(revocation),
+            provisioned_time=answer if provisioned is None else _distribution(provisioned),
+            failed_time=answer if failed is None else _distribution(failed),
+            stockouts=None if stockouts is None else Stockouts(_distribution(stockouts["available"]),
+                                                               _distribution(stockouts["stockout"])),
+            shortage=m.get("shortage"),
+            booking_time=default.booking_time if booking is None else int(duration_seconds(booking)),
+            booking_loss_probability=float(m.get("bookingLossProbability") or 0.0))
     return FrozenMap(out)

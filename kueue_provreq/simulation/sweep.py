@@ -35,7 +35,7 @@ from kueue_provreq.extras import SIM, require
 from kueue_provreq.simulation import settings as s
 from kueue_provreq.simulation.replicate import CI95, MEAN, aggregate, is_figure, replicas
 from kueue_provreq.simulation.run import simulate
-from kueue_provreq.simulation.spec import POISSON, Document, Simulation, parse
+from kueue_provreq.simulation.spec import POISSON, Cluster, Document, Simulation, parse
 
 #: Seconds to reach a Dask scheduler before the sweep says it cannot (Dask's own default is 30).
 DASK_CONNECT_TIMEOUT = 3.0
@@ -133,10 +133,11 @@ def flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
 
 
 def grid(document: Document, settings: Sequence[s.Setting], *, config: Configuration | None = None,
-         count: int | None = None, seed: int | None = None, replications: int = 1) -> list[Point]:
-    """Every combination of the settings' values, each validated into its simulation; a path
-    set twice, or more than :data:`MAX_POINTS` simulations (combinations times
-    ``replications``), refused before any is made."""
+         count: int | None = None, seed: int | None = None, replications: int = 1,
+         cluster: Cluster | None = None) -> list[Point]:
+    """Every combination of the settings' values, each validated into its simulation (starting
+    from ``cluster``, when given); a path set twice, or more than :data:`MAX_POINTS`
+    simulations (combinations times ``replications``), refused before any is made."""
     seen: set[tuple[Any, ...]] = set()
     for setting in settings:
         key = setting.keys if setting.shorthand is None else (setting.text,)
@@ -160,7 +161,7 @@ def grid(document: Document, settings: Sequence[s.Setting], *, config: Configura
             if created is not None:
                 overridden[created] = given
         sim = parse(attrs.evolve(document, data=data), config=config, count=count, seed=seed,
-                    retry_strategy=s.shorthands(assignments), overridden=overridden)
+                    retry_strategy=s.shorthands(assignments), overridden=overridden, cluster=cluster)
         points.append(Point(values, sim, replications))
     return points
 
