@@ -159,6 +159,9 @@ def simulation(cmd: argparse.ArgumentParser) -> None:
     cmd.add_argument("--workloads", type=int, default=None, metavar="N",
                      help="exactly N arrivals (a trace is truncated or repeated)")
     cmd.add_argument("--seed", type=int, default=None, metavar="S", help="the random seed (default: the file's)")
+    cmd.add_argument("--warm-up", default="0s", metavar="DURATION",
+                     help="leave the first DURATION of the run out of the figures: the workloads "
+                          "created in it and what happened in it (default: 0s)")
     config_file(cmd, "instead of the simulation file's configuration")
     cmd.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
 

@@ -36,12 +36,13 @@ def run(args: argparse.Namespace) -> int:
         options.plots_available("--out")
         target = folder.check("--out", args.out, args.force)
     config = options.configuration_file(args.config)
+    warm_up = options.duration("--warm-up", args.warm_up)
     document = load_document(args.simulation)
-    sim = parse(document, config=config, count=args.workloads, seed=args.seed)
+    sim = parse(document, config=config, count=args.workloads, seed=args.seed, warm_up=warm_up)
     cluster = starting_state(args, sim.config)
     if cluster is not None:
         setup = sim.setup
-        sim = parse(document, config=config, count=args.workloads, seed=args.seed, cluster=cluster)
+        sim = parse(document, config=config, count=args.workloads, seed=args.seed, cluster=cluster, warm_up=warm_up)
         note_left_out(cluster, left_out(cluster.objects, setup, sim.setup))
     runs = replicas(sim, args.replications)
     reports = []

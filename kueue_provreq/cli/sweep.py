@@ -78,7 +78,8 @@ def run(args: argparse.Namespace) -> int:
         if args.filename is not None or args.kubeconfig is not None else None
     cluster = starting_state(args, plain.config if plain is not None else Configuration())
     points = grid(document, settings, config=config, count=args.workloads, seed=args.seed,
-                  replications=args.replications, cluster=cluster)
+                  replications=args.replications, cluster=cluster,
+                  warm_up=options.duration("--warm-up", args.warm_up))
     if cluster is not None and plain is not None:
         note_left_out(cluster, left_out(cluster.objects, plain.setup, points[0].simulation.setup))
     parameters = [setting.text for setting in settings]
@@ -89,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
         standings = obj.judge(result.samples, goal, constraints)
         result = attrs.evolve(result, rows=tuple(_ranked(parameters, r, s) for r, s in zip(result.rows, standings,
                                                                                               strict=True)),
-                              order=tuple(obj.order(standings)))
+                              order=tuple(obj.order(standings)), objective=goal.text)
         labels = [", ".join(f"{p}={r[p]}" for p in parameters) for r in result.rows]
         verdict = obj.verdict(standings, labels)
     if args.out is not None:
@@ -119,12 +120,13 @@ def _ranked(parameters: Sequence[str], row: dict[str, Any], standing: Standing) 
 
 
 def _table(parameters: Sequence[str], rows: Sequence[dict[str, Any]], ranked: bool = False) -> str:
-    """One line per point: its values, outcomes and admission latency (with replications:
-    mean ± the 95% interval's half-width); ranked: its rank and objective first, and the
-    constraints it breaks last."""
-    header = [*parameters, "finished", "admitted", "deactivated", "pending", "p50", "p90", "p99"]
-    keys = ["finished", "admitted", "deactivated", "pending", "admissionLatencySeconds.p50",
-            "admissionLatencySeconds.p90", "admissionLatencySeconds.p99"]
+    """One line per point: its values, outcomes and time to running with the share censored
+    (with replications: mean ± the 95% interval's half-width); ranked: its rank and objective
+    first, and the constraints it breaks last."""
+    header = [*parameters, "finished", "admitted", "deactivated", "pending", "running p50", "p90", "p99",
+              "censored"]
+    keys = ["finished", "admitted", "deactivated", "pending", *(f"timeToRunningSeconds.{k}" for k in
+                                                                ("p50", "p90", "p99", "censoredShare"))]
     table = [header] + [[str(r[p]) for p in parameters] + [_cell(r, k) for k in keys] for r in rows]
     if ranked:
         table = [["rank", "objective", *table[0], "breaks"]] + [

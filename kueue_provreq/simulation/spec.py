@@ -24,7 +24,7 @@ import attrs
 
 from kueue_provreq import trace as trace_format
 from kueue_provreq.api import constants as c
-from kueue_provreq.api.config import Configuration
+from kueue_provreq.api.config import Configuration, UnknownSemantics, parse_semantics
 from kueue_provreq.api.frozen import FrozenMap
 from kueue_provreq.api.job import Job, JobSet, PyTorchJob
 from kueue_provreq.api.meta import Time
@@ -233,6 +233,8 @@ class Simulation:
     trace_period: int | None = None
     """How often a repeated trace starts over: the time it covers, where known (None: estimated
     from its arrivals, see :func:`repeat_period`)."""
+    warm_up: int = 0
+    """Seconds from the start left out of the summary's figures (``--warm-up``)."""
 
     def template(self, name: str) -> Template:
         return next(t for t in self.templates if t.name == name)
@@ -420,6 +422,20 @@ class _ConfigurationSource(Node):
             out.error(f"expected a file path or a Configuration, got {describe(value)}", path)
 
 
+class _Semantics(Node):
+    """Semantics switches (``api.config.SEMANTICS``): a list of names, or one string of
+    comma-separated names; ``current`` is none (the default), so a sweep can vary it."""
+
+    def check(self, value: Any, path: str, out: Problems) -> None:
+        if not isinstance(value, (str, list)):
+            out.error(f"expected switch names (a list, or a comma-separated string), got {describe(value)}", path)
+            return
+        try:
+            parse_semantics(value)
+        except UnknownSemantics as e:
+            out.error(str(e), path)
+
+
 class _Schema:
     """The nodes of one simulation file (its files are named relative to its folder)."""
 
@@ -430,7 +446,7 @@ class _Schema:
         self.manifests = Manifest()
         self.root = Obj({
             "name": Str(), "description": Str(), "seed": Int(minimum=0, bits=64), "start": DateTime(),
-            "horizon": Duration(minimum=0), "configuration": _ConfigurationSource(base),
+            "horizon": Duration(minimum=0), "configuration": _ConfigurationSource(base), "semantics": _Semantics(),
             "setup": Obj({"files": Arr(File(base)), "manifests": Arr(self.manifests)}, rules=(_setup_rules,)),
             "workloads": Obj({
                 "count": Int(minimum=1, maximum=MAX_WORKLOADS, bits=64),
@@ -486,12 +502,15 @@ def _included(document: Document, source: Callable[[str], str | None]) -> Callab
 
 def parse(document: Document, *, config: Configuration | None = None, count: int | None = None,
           seed: int | None = None, retry_strategy: Mapping[str, Any] | None = None,
-          overridden: Mapping[str, str] | None = None, cluster: Cluster | None = None) -> Simulation:
+          overridden: Mapping[str, str] | None = None, cluster: Cluster | None = None, warm_up: int = 0,
+          feature_gates: Mapping[str, bool] | None = None) -> Simulation:
     """Validate a simulation file.  ``config`` (``--config``), ``count`` (``--workloads``) and
     ``seed`` (``--seed``) override the file; ``retry_strategy`` sets fields of every
     ProvisioningRequestConfig of the setup; ``overridden`` maps field paths to the ``--set``
     that wrote them, for error messages; ``cluster`` is the state the run starts from
-    (:func:`starting_world`), at its time instead of the file's ``start``.  Every problem of the file is raised at once
+    (:func:`starting_world`), at its time instead of the file's ``start``; ``warm_up``
+    (``--warm-up``, seconds) is left out of the figures; ``feature_gates`` (``--set
+    featureGates.NAME``) go on top of the configuration, whichever it is.  Every problem of the file is raised at once
     (:class:`~kueue_provreq.manifests.ManifestErrors`), each naming the file and line (or the
     ``--set``), the simulation and the field path."""
     data = document.data
@@ -505,6 +524,10 @@ def parse(document: Document, *, config: Configuration | None = None, count: int
         raise ManifestError(f"must be between 1 and {MAX_WORKLOADS:,}", path="--workloads")
     if config is None:
         config = _configuration(document, data.get("configuration"))
+    if feature_gates:
+        config = attrs.evolve(config, feature_gates=config.feature_gates.merged(feature_gates))
+    if data.get("semantics") is not None:
+        config = attrs.evolve(config, semantics=parse_semantics(data["semantics"]))
     setup = _setup(document, schema, data.get("setup") or {}, retry_strategy or {}, source)
     job_model = _job_model(data.get("jobs") or {}, JobModel())
     w = data["workloads"]
@@ -524,7 +547,7 @@ def parse(document: Document, *, config: Configuration | None = None, count: int
         count=count, templates=templates, process=arrival["process"],
         rate_per_hour=float(arrival.get("ratePerHour") or 0.0), trace=trace, jobs=job_model,
         autoscaler=_autoscaler(data.get("autoscaler") or {}), description=data.get("description") or "",
-        trace_period=period)
+        trace_period=period, warm_up=warm_up)
 
 
 def _configuration(document: Document, value: Any) -> Configuration:
