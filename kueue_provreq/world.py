@@ -37,12 +37,12 @@ from kueue_provreq.machines.table import Transition
 # --- effects -------------------------------------------------------------------
 
 
-@attrs.frozen
+@attrs.define(unsafe_hash=True)
 class Create:
     obj: KubeObject
 
 
-@attrs.frozen
+@attrs.define(unsafe_hash=True)
 class Update:
     obj: KubeObject
     transitions: tuple[Transition, ...] = ()
@@ -50,14 +50,14 @@ class Update:
     checks' states); empty when the write moves neither."""
 
 
-@attrs.frozen
+@attrs.define(unsafe_hash=True)
 class Delete:
     kind: str
     namespace: str
     name: str
 
 
-@attrs.frozen
+@attrs.define(unsafe_hash=True)
 class Event:
     type: str
     reason: str
@@ -67,7 +67,7 @@ class Event:
     name: str
 
 
-@attrs.frozen
+@attrs.define(unsafe_hash=True)
 class MetricInc:
     name: str
     labels: FrozenMap[str, str]
@@ -77,7 +77,7 @@ class MetricInc:
 Effect = Create | Update | Delete | Event | MetricInc
 
 
-@attrs.frozen
+@attrs.define(unsafe_hash=True)
 class Result:
     """What one reconcile wants done.  ``requeue_after`` is the "wake me at" delay (seconds)."""
 
@@ -94,7 +94,7 @@ class Result:
 NOTHING = Result()
 
 
-@attrs.frozen
+@attrs.define(unsafe_hash=True)
 class Fault:
     """An API error a scenario injects: every matching call fails and stores nothing."""
 

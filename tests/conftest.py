@@ -120,3 +120,42 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     terminalreporter.section("skipped, by reason", sep="-")
     for reason, count in reasons.most_common():
         terminalreporter.write_line(f"{count:4d} skipped: {reason}")
+
+
+# --- the models stay immutable -------------------------------------------------------------------
+#
+# The models are not frozen attrs classes (kueue_provreq.api.immutable says why): every test runs
+# with their fields guarded, so that a write changing a model in place fails as it would on a
+# frozen class.
+
+
+def _models() -> list[type]:
+    """The value classes of ``kueue_provreq.api`` and the effects of ``kueue_provreq.world``:
+    hashable attrs classes that are not frozen (``world.Hooks``, mutable by design, hashes not)."""
+    import importlib
+    import pkgutil
+
+    import attrs
+    import kueue_provreq.api
+
+    modules = [importlib.import_module(f"kueue_provreq.api.{m.name}")
+               for m in pkgutil.iter_modules(kueue_provreq.api.__path__)]
+    modules.append(importlib.import_module("kueue_provreq.world"))
+    found = []
+    for module in modules:
+        for cls in vars(module).values():
+            if isinstance(cls, type) and attrs.has(cls) and cls.__module__ == module.__name__ \
+                    and cls.__hash__ is not None and cls.__setattr__ is object.__setattr__:
+                found.append(cls)
+    return found
+
+
+def _guard_models() -> None:
+    from kueue_provreq.api.immutable import guard
+
+    models = _models()
+    assert len(models) >= 60, [m.__name__ for m in models]
+    guard(models)
+
+
+_guard_models()

@@ -29,6 +29,7 @@ def load(name: str) -> ModuleType:
     ("bench_core", ["--sizes", "20", "--seconds", "0.01", "--repeat", "1"]),
     ("bench_inputs", ["--sizes", "10", "--repeat", "1"]),
     ("bench_sim", ["--workloads", "20", "--settle-size", "20", "--repeat", "1"]),
+    ("bench_backlog", ["--workloads", "20"]),
     ("bench_verify", ["--size", "20", "--repeat", "1"]),
     ("bench_breakdown", ["--size", "20"]),
     # this checkout against itself: the ratio of two runs of the same code

@@ -15,3 +15,25 @@ def test_frozen_map_edits_return_new_maps() -> None:
     assert m.set("b", 2) == {"a": 1, "b": 2} and m == {"a": 1}
     assert m.without("a") == {} and m.without("x") is m
     assert m.merged({"a": 3}) == {"a": 3}
+
+
+def test_models_refuse_changes_in_place_under_the_guard_the_tests_run_with() -> None:
+    """The models are not frozen classes (``kueue_provreq.api.immutable``); the suite runs with
+    their fields guarded, so changing one in place fails as on a frozen class, while building,
+    evolving and hashing them works as before."""
+    import attrs
+    import pytest
+    from kueue_provreq.api.evolve import evolve
+    from kueue_provreq.api.meta import ObjectMeta
+    from kueue_provreq.api.workload import Workload, WorkloadStatus
+    from kueue_provreq.world import Update
+
+    wl = Workload(ObjectMeta(name="a", namespace="ns"))
+    for obj, field, value in ((wl, "status", WorkloadStatus()), (wl.metadata, "name", "b"),
+                              (Update(wl), "obj", wl)):
+        with pytest.raises(attrs.exceptions.FrozenInstanceError):
+            setattr(obj, field, value)
+    renamed = evolve(wl, metadata=evolve(wl.metadata, name="b"))
+    assert (wl.metadata.name, renamed.metadata.name) == ("a", "b")
+    assert hash(wl) == hash(Workload(ObjectMeta(name="a", namespace="ns"))) and hash(wl) == hash(wl)
+    assert renamed != wl and len({wl, renamed, Workload(ObjectMeta(name="a", namespace="ns"))}) == 2

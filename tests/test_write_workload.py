@@ -309,3 +309,40 @@ def test_on_the_examples_every_phase_change_is_a_write_workload_call(monkeypatch
                 calls.remove(call)
                 phase = call[3]
     assert changes >= 30, changes
+
+
+def test_a_status_write_that_keeps_the_conditions_keeps_what_was_derived_from_them() -> None:
+    """``with_status`` hands the new status the old one's index of its conditions when the
+    conditions are the very same, and a status with other conditions derives its own."""
+    wl = builders.workload(conditions=(builders.reserved_in(), cond(c.WORKLOAD_EVICTED, c.FALSE)))
+    assert wl.status.true_types == (c.WORKLOAD_QUOTA_RESERVED,)
+    moved = wl.with_status(admission=builders.admission())
+    assert moved.status.conditions_by_type is wl.status.conditions_by_type
+    assert moved.status.true_types is wl.status.true_types
+    fresh = builders.workload(conditions=wl.status.conditions).with_status(admission=builders.admission())
+    assert fresh.status.true_types == (c.WORKLOAD_QUOTA_RESERVED,)  # nothing derived yet: derived on demand
+    evicted = wl.with_status(conditions=(builders.reserved_in(), cond(c.WORKLOAD_EVICTED)))
+    assert evicted.status.true_types == (c.WORKLOAD_QUOTA_RESERVED, c.WORKLOAD_EVICTED)
+    assert workload_phase(evicted) is phases_module.WorkloadPhase.EVICTED
+
+
+@given(st.sampled_from([c.TRUE, c.FALSE]), st.sampled_from([c.TRUE, c.FALSE, None]),
+       st.lists(st.sampled_from([c.CHECK_READY, c.CHECK_PENDING]), max_size=2), st.booleans())
+def test_status_writes_change_nothing_when_nothing_is_to_change(reserved: str, admitted: str | None,
+                                                                states: list[str], observability: bool) -> None:
+    """``SyncAdmittedCondition`` and ``UnsetQuotaReservation`` hand back the workload itself when
+    they leave its status as it was (the scheduler tells a changed workload from the same one by
+    identity), and a second call never changes what the first wrote."""
+    from kueue_provreq.api.frozen import FrozenMap
+    from kueue_provreq.machines.status import sync_admitted_condition, unset_quota_reservation
+    config = Configuration(feature_gates=FrozenMap({c.GATE_UNADMITTED_OBSERVABILITY: observability}))
+    conds = [cond(c.WORKLOAD_QUOTA_RESERVED, reserved)]
+    if admitted is not None:
+        conds.append(cond(c.WORKLOAD_ADMITTED, admitted))
+    wl = builders.workload(conditions=conds, checks=[builders.check_state(f"c{i}", s) for i, s in enumerate(states)],
+                           admission=builders.admission() if reserved == c.TRUE else None)
+    for write in (lambda w: sync_admitted_condition(w, Time(T0 + 5), config),
+                  lambda w: unset_quota_reservation(w, "Pending", "waiting", Time(T0 + 5), config)):
+        once = write(wl)
+        assert (once is wl) == (once == wl)
+        assert write(once) is once

@@ -11,11 +11,12 @@ from __future__ import annotations
 import hashlib
 
 from kueue_provreq.api import constants as c
-from kueue_provreq.api.memo import memo
 
 
 def limit_object_name(name: str) -> str:
     """Keep names within 253 bytes by hashing the tail; upstream has no 63-character rule."""
+    if len(name) <= c.OBJECT_NAME_MAX_PREFIX and name.isascii():
+        return name  # the usual name: as many bytes as characters, without encoding it
     raw = name.encode()
     if len(raw) <= c.OBJECT_NAME_MAX_PREFIX:
         return name
@@ -63,9 +64,9 @@ def pod_template_name(request: str, pod_set: str) -> str:
     return limit_object_name(f"{c.POD_TEMPLATE_PREFIX}-{request}-{pod_set}")
 
 
-@memo(4096)
 def attempt_prefix(workload: str, check: str) -> str:
-    """Memoised: every reconcile of a workload with a request asks it several times."""
+    """Not memoised: a short name costs one length test, less than a memo's lookup, and a
+    bounded memo keyed by workload misses on every lookup once a world has more workloads."""
     return limit_object_name(f"{workload}-{check}-")
 
 

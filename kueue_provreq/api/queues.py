@@ -16,7 +16,7 @@ STOPPING_POLICIES = frozenset({c.STOP_POLICY_HOLD, c.STOP_POLICY_HOLD_AND_DRAIN}
 """The ``stopPolicy`` values that stop a queue (``None`` and absent let it run)."""
 
 
-@attrs.frozen
+@attrs.define(unsafe_hash=True)
 class ResourceQuota:
     name: str
     nominal_quota: Quantity
@@ -27,32 +27,32 @@ class ResourceQuota:
     extra: FrozenMap[str, Json] = EMPTY
 
 
-@attrs.frozen
+@attrs.define(unsafe_hash=True)
 class FlavorQuotas:
     name: str
     resources: tuple[ResourceQuota, ...] = ()
     extra: FrozenMap[str, Json] = EMPTY
 
 
-@attrs.frozen
+@attrs.define(unsafe_hash=True)
 class ResourceGroup:
     covered_resources: tuple[str, ...] = ()
     flavors: tuple[FlavorQuotas, ...] = ()
     extra: FrozenMap[str, Json] = EMPTY
 
 
-@attrs.frozen
+@attrs.define(unsafe_hash=True)
 class AdmissionCheckStrategyRule:
     name: str
     on_flavors: tuple[str, ...] = ()
 
 
-@attrs.frozen
+@attrs.define(unsafe_hash=True)
 class AdmissionChecksStrategy:
     admission_checks: tuple[AdmissionCheckStrategyRule, ...] = ()
 
 
-@attrs.frozen
+@attrs.define(unsafe_hash=True)
 class BorrowWithinCohort:
     """``spec.preemption.borrowWithinCohort``: whether a preemptor may borrow while it reclaims,
     and from candidates up to which priority."""
@@ -62,7 +62,7 @@ class BorrowWithinCohort:
     extra: FrozenMap[str, Json] = EMPTY
 
 
-@attrs.frozen
+@attrs.define(unsafe_hash=True)
 class ClusterQueuePreemption:
     """``spec.preemption``: within the queue, and in its cohort (reclaiming what others borrow,
     borrowing while preempting)."""
@@ -73,7 +73,7 @@ class ClusterQueuePreemption:
     extra: FrozenMap[str, Json] = EMPTY
 
 
-@attrs.frozen
+@attrs.define(unsafe_hash=True)
 class FlavorFungibility:
     """``spec.flavorFungibility``: whether the flavor search goes on past a flavor that needs
     preemption (``whenCanPreempt``) or borrowing (``whenCanBorrow``)."""
@@ -83,7 +83,7 @@ class FlavorFungibility:
     extra: FrozenMap[str, Json] = EMPTY
 
 
-@attrs.frozen
+@attrs.define(unsafe_hash=True)
 class LabelSelectorRequirement:
     """One ``matchExpressions`` entry: ``In``, ``NotIn``, ``Exists`` or ``DoesNotExist``."""
 
@@ -103,7 +103,7 @@ class LabelSelectorRequirement:
         return False  # the API refuses any other operator
 
 
-@attrs.frozen
+@attrs.define(unsafe_hash=True)
 class LabelSelector:
     """A ``metav1.LabelSelector``: every label and every expression must match; empty matches
     everything (``metav1.LabelSelectorAsSelector``)."""
@@ -126,7 +126,7 @@ def namespace_labels(namespace: str) -> Mapping[str, str]:
     return {c.LABEL_NAMESPACE_NAME: namespace}
 
 
-@attrs.frozen(cache_hash=True)
+@attrs.define(unsafe_hash=True, cache_hash=True)
 class ClusterQueueSpec:
     resource_groups: tuple[ResourceGroup, ...] = ()
     cohort_name: str = ""
@@ -184,7 +184,7 @@ class ClusterQueueSpec:
             else BorrowWithinCohort()
 
 
-@attrs.frozen
+@attrs.define(unsafe_hash=True)
 class ResourceUsage:
     name: str
     total: Quantity = Quantity.parse("0")
@@ -193,13 +193,13 @@ class ResourceUsage:
     Quantity is not omitted), None only where an input left it out."""
 
 
-@attrs.frozen
+@attrs.define(unsafe_hash=True)
 class FlavorUsage:
     name: str
     resources: tuple[ResourceUsage, ...] = ()
 
 
-@attrs.frozen
+@attrs.define(unsafe_hash=True)
 class ClusterQueueStatus:
     conditions: Conditions = ()
     pending_workloads: int | None = None
@@ -212,7 +212,7 @@ class ClusterQueueStatus:
     extra: FrozenMap[str, Json] = EMPTY
 
 
-@attrs.frozen(cache_hash=True)
+@attrs.define(unsafe_hash=True, cache_hash=True)
 class ClusterQueue:
     KIND: ClassVar[str] = c.CLUSTER_QUEUE
     kind: ClassVar[str] = c.CLUSTER_QUEUE
@@ -236,7 +236,7 @@ class ClusterQueue:
                 for r in rules.admission_checks}
 
 
-@attrs.frozen
+@attrs.define(unsafe_hash=True)
 class CohortSpec:
     parent_name: str = ""
     """The cohort it lends to and borrows from; empty: a root."""
@@ -245,7 +245,7 @@ class CohortSpec:
     extra: FrozenMap[str, Json] = EMPTY
 
 
-@attrs.frozen(cache_hash=True)
+@attrs.define(unsafe_hash=True, cache_hash=True)
 class Cohort:
     """``kueue.x-k8s.io`` Cohort: a node of the cohort tree with its own quota and a parent.
     A cohort a ClusterQueue or another Cohort names exists without an object (no quota, a
@@ -261,7 +261,7 @@ class Cohort:
     extra: FrozenMap[str, Json] = EMPTY
 
 
-@attrs.frozen
+@attrs.define(unsafe_hash=True)
 class LocalQueueSpec:
     cluster_queue: str = ""
     stop_policy: str | None = None
@@ -273,7 +273,7 @@ class LocalQueueSpec:
         return self.stop_policy in STOPPING_POLICIES
 
 
-@attrs.frozen
+@attrs.define(unsafe_hash=True)
 class LocalQueueStatus:
     """What Kueue's LocalQueue controller writes: the ``Active`` condition, the workload counts
     and the quota its workloads hold, per flavor (the shape of a ClusterQueue's, never
@@ -289,7 +289,7 @@ class LocalQueueStatus:
     """``fairSharing`` and the rest: kept, not written (fair sharing is not modelled)."""
 
 
-@attrs.frozen(cache_hash=True)
+@attrs.define(unsafe_hash=True, cache_hash=True)
 class LocalQueue:
     KIND: ClassVar[str] = c.LOCAL_QUEUE
     kind: ClassVar[str] = c.LOCAL_QUEUE
@@ -301,14 +301,14 @@ class LocalQueue:
     extra: FrozenMap[str, Json] = EMPTY
 
 
-@attrs.frozen
+@attrs.define(unsafe_hash=True)
 class ResourceFlavorSpec:
     node_labels: FrozenMap[str, str] = EMPTY
     tolerations: tuple[FrozenMap[str, Json], ...] = ()
     extra: FrozenMap[str, Json] = EMPTY
 
 
-@attrs.frozen(cache_hash=True)
+@attrs.define(unsafe_hash=True, cache_hash=True)
 class ResourceFlavor:
     KIND: ClassVar[str] = c.RESOURCE_FLAVOR
     kind: ClassVar[str] = c.RESOURCE_FLAVOR
@@ -319,14 +319,14 @@ class ResourceFlavor:
     extra: FrozenMap[str, Json] = EMPTY
 
 
-@attrs.frozen
+@attrs.define(unsafe_hash=True)
 class ParametersReference:
     api_group: str = ""
     kind: str = ""
     name: str = ""
 
 
-@attrs.frozen
+@attrs.define(unsafe_hash=True)
 class AdmissionCheckSpec:
     controller_name: str = ""
     parameters: ParametersReference | None = None
@@ -342,13 +342,13 @@ class AdmissionCheckSpec:
         return self.preemption_policy == c.PREEMPTION_POLICY_AFTER_CHECK_PASSED_OR_ON_DEMAND
 
 
-@attrs.frozen
+@attrs.define(unsafe_hash=True)
 class AdmissionCheckStatus:
     conditions: Conditions = ()
     extra: FrozenMap[str, Json] = EMPTY
 
 
-@attrs.frozen(cache_hash=True)
+@attrs.define(unsafe_hash=True, cache_hash=True)
 class AdmissionCheck:
     KIND: ClassVar[str] = c.ADMISSION_CHECK
     kind: ClassVar[str] = c.ADMISSION_CHECK

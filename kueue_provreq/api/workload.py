@@ -15,7 +15,7 @@ from kueue_provreq.api.meta import Condition, Conditions, Json, ObjectMeta, Time
 from kueue_provreq.api.quantity import Quantity
 
 
-@attrs.frozen(cache_hash=True)
+@attrs.define(unsafe_hash=True, cache_hash=True)
 class PodSet:
     name: str
     count: int = 1
@@ -25,7 +25,7 @@ class PodSet:
     extra: FrozenMap[str, Json] = EMPTY
 
 
-@attrs.frozen
+@attrs.define(unsafe_hash=True)
 class WorkloadSpec:
     pod_sets: tuple[PodSet, ...] = ()
     queue_name: str = ""
@@ -34,7 +34,7 @@ class WorkloadSpec:
     extra: FrozenMap[str, Json] = EMPTY
 
 
-@attrs.frozen
+@attrs.define(unsafe_hash=True)
 class PodSetAssignment:
     name: str
     flavors: FrozenMap[str, str] = EMPTY
@@ -43,14 +43,14 @@ class PodSetAssignment:
     extra: FrozenMap[str, Json] = EMPTY
 
 
-@attrs.frozen
+@attrs.define(unsafe_hash=True)
 class Admission:
     cluster_queue: str
     pod_set_assignments: tuple[PodSetAssignment, ...] = ()
     extra: FrozenMap[str, Json] = EMPTY
 
 
-@attrs.frozen
+@attrs.define(unsafe_hash=True)
 class PodSetUpdate:
     name: str
     labels: FrozenMap[str, str] = EMPTY
@@ -59,7 +59,7 @@ class PodSetUpdate:
     tolerations: tuple[FrozenMap[str, Json], ...] = ()
 
 
-@attrs.frozen
+@attrs.define(unsafe_hash=True)
 class AdmissionCheckState:
     name: str
     state: str = c.CHECK_PENDING
@@ -70,7 +70,7 @@ class AdmissionCheckState:
     requeue_after_seconds: int | None = None
 
 
-@attrs.frozen
+@attrs.define(unsafe_hash=True)
 class RequeueState:
     count: int | None = None
     requeue_at: Time | None = None
@@ -84,7 +84,7 @@ _KEEP = _Keep.KEEP
 """A field :meth:`Workload.with_status` leaves as it is (None is a value these may take)."""
 
 
-@attrs.frozen(cache_hash=True)
+@attrs.define(unsafe_hash=True, cache_hash=True)
 class WorkloadStatus:
     conditions: Conditions = ()
     admission: Admission | None = None
@@ -116,7 +116,7 @@ class WorkloadStatus:
         return type_ in self.true_types
 
 
-@attrs.frozen(cache_hash=True)
+@attrs.define(unsafe_hash=True, cache_hash=True)
 class Workload:
     KIND: ClassVar[str] = c.WORKLOAD
     kind: ClassVar[str] = c.WORKLOAD
@@ -160,9 +160,29 @@ class Workload:
         """This workload with some status fields replaced (``evolve`` on the status, spelled
         out: every status write goes through here)."""
         s = self.status
-        return Workload(self.metadata, self.spec, WorkloadStatus(
+        status = WorkloadStatus(
             s.conditions if conditions is None else conditions,
             s.admission if admission is _KEEP else admission,
             s.admission_checks if admission_checks is None else admission_checks,
             s.requeue_state if requeue_state is _KEEP else requeue_state,
-            s.extra if extra is None else extra), self.extra)
+            s.extra if extra is None else extra)
+        if status.conditions is s.conditions:
+            _carry_derived(s, status)
+        return Workload(self.metadata, self.spec, status, self.extra)
+
+
+_DERIVED = tuple(WorkloadStatus.__dict__[name] for name in ("conditions_by_type", "true_types"))
+"""The slots attrs keeps :class:`WorkloadStatus`'s cached properties in (reading one that is
+not filled raises AttributeError, without computing it)."""
+
+
+def _carry_derived(old: WorkloadStatus, new: WorkloadStatus) -> None:
+    """Give ``new``, which has ``old``'s very conditions, what ``old`` already derived from them:
+    about half of a workload's status writes leave its conditions alone (checks, admission,
+    requeue state), and every write's phase check would otherwise index them again."""
+    for slot in _DERIVED:
+        try:
+            value = slot.__get__(old, WorkloadStatus)
+        except AttributeError:
+            return  # computed in order: by type first, then the true types
+        slot.__set__(new, value)

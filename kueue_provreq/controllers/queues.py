@@ -31,7 +31,7 @@ import attrs
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.config import Configuration
 from kueue_provreq.api.frozen import FrozenMap
-from kueue_provreq.api.meta import Time, find_condition, is_false, is_true
+from kueue_provreq.api.meta import Time, find_condition, is_true
 from kueue_provreq.api.objects import Key, KubeObject, key_of
 from kueue_provreq.api.queues import ClusterQueue, LocalQueue
 from kueue_provreq.api.workload import PodSet, Workload
@@ -61,7 +61,8 @@ def is_admissible(wl: Workload, config: Configuration) -> bool:
 def in_backoff(wl: Workload, now: Time) -> bool:
     """``!backoffWaitingTimeExpired``: such a workload waits in the inadmissible set, so it
     blocks no StrictFIFO queue and is not tried until its backoff ends."""
-    if is_false(wl.status.conditions, c.WORKLOAD_REQUEUED):
+    requeued = wl.status.conditions_by_type.get(c.WORKLOAD_REQUEUED)
+    if requeued is not None and requeued.status == c.FALSE:
         return True
     rs = wl.status.requeue_state
     return rs is not None and rs.requeue_at is not None and now < rs.requeue_at

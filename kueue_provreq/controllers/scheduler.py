@@ -89,6 +89,7 @@ from decimal import ROUND_CEILING, Decimal
 import attrs
 
 from kueue_provreq.api import constants as c
+from kueue_provreq.api.evolve import same
 from kueue_provreq.api.frozen import FrozenMap
 from kueue_provreq.api.memo import memo
 from kueue_provreq.api.meta import find_condition
@@ -508,7 +509,10 @@ class _Cycle:
             new = workload_status.sync_admitted_condition(wl, self.ctx.now, self.ctx.config)
         else:
             new = workload_status.unset_quota_reservation(wl, reason, message, self.ctx.now, self.ctx.config)
-        if new != wl and self.write(new):
+        # the status helpers hand back the workload itself when they change nothing: an identity
+        # test, not attrs' field-by-field ``!=``, which for a workload already parked so (every
+        # waiting one, every cycle) walked the whole object only to find it equal
+        if new is not wl and not same(new, wl) and self.write(new):
             self.txn.event(c.EVENT_TYPE_WARNING, reason, message, wl)
 
     def admit(self, wl: Workload, cq: ClusterQueue, pod_sets: tuple[PodSetAssignment, ...],

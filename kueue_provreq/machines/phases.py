@@ -74,8 +74,7 @@ def _reserve_quota(wl: Workload, *, admission: Admission, now: Time, config: Con
     """``SetQuotaReservation``, and ``SyncAdmittedCondition`` in the same patch once the
     workload lists every check its flavors need (``checks_complete``; Kueue's test helper
     does not sync it)."""
-    new = set_quota_reservation(wl, admission, now)
-    return sync_admitted_condition(new, now, config, preemptions_pending) if checks_complete else new
+    return set_quota_reservation(wl, admission, now, config if checks_complete else None, preemptions_pending)
 
 
 def _unset_quota(wl: Workload, *, reason: str, message: str, now: Time, config: Configuration) -> Workload:

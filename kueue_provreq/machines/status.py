@@ -13,45 +13,57 @@ from __future__ import annotations
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.config import Configuration
 from kueue_provreq.api.evolve import evolve
-from kueue_provreq.api.meta import Condition, Time, find_condition, is_true, set_condition
+from kueue_provreq.api.meta import Condition, Conditions, Time, find_condition, is_true, set_condition
 from kueue_provreq.api.workload import Admission, RequeueState, Workload
 
 
-def condition(wl: Workload, type_: str, status: str, reason: str, message: str) -> Condition:
-    return Condition(type_, status, reason, message, None, wl.metadata.generation)
-
-
 def set_cond(wl: Workload, type_: str, status: str, reason: str, message: str, now: Time) -> Workload:
-    return _set(wl, condition(wl, type_, status, reason, message), now)
+    """``wl`` itself when its condition of ``type_`` already says this (``SetStatusCondition``'s
+    no-op, read off the per-status index without building a Condition: the scheduler re-parks
+    every waiting workload each cycle), else the workload with the condition set."""
+    old = wl.status.conditions_by_type.get(type_)
+    if old is not None and old.status == status and old.reason == reason and old.message == message \
+            and old.observed_generation == wl.metadata.generation:
+        return wl
+    conds = _with(wl.status.conditions, type_, status, reason, message, wl.metadata.generation, now)
+    return wl if conds is wl.status.conditions else wl.with_status(conditions=conds)
 
 
-def _set(wl: Workload, cond: Condition, now: Time) -> Workload:
-    conds, changed = set_condition(wl.status.conditions, cond, now)
-    return wl.with_status(conditions=conds) if changed else wl
+def _with(conds: Conditions, type_: str, status: str, reason: str, message: str, generation: int | None,
+          now: Time) -> Conditions:
+    """``conds`` with the condition set (the very tuple when that changes nothing): the writes
+    below compose their conditions first and build the Workload once."""
+    return set_condition(conds, Condition(type_, status, reason, message, None, generation), now)[0]
 
 
-def set_quota_reservation(wl: Workload, admission: Admission, now: Time) -> Workload:
-    """``workload.SetQuotaReservation``."""
-    # read off the workload as given: the writes below touch no other of these conditions
-    previous = [(type_, wl.condition(type_)) for type_ in
-                (c.WORKLOAD_EVICTED, c.WORKLOAD_PREEMPTED, c.WORKLOAD_BLOCKED_ON_PREEMPTION_GATES)]
-    wl = wl.with_status(admission=admission)
-    wl = _set(wl, condition(wl, c.WORKLOAD_QUOTA_RESERVED, c.TRUE, c.REASON_QUOTA_RESERVED,
-                            c.MSG_QUOTA_RESERVED.format(cq=admission.cluster_queue)), now)
-    for type_, old in previous:
+def set_quota_reservation(wl: Workload, admission: Admission, now: Time, config: Configuration | None = None,
+                          preemptions_pending: bool = False) -> Workload:
+    """``workload.SetQuotaReservation``; with ``config``, ``SyncAdmittedCondition`` in the same
+    write (the scheduler's patch), one new Workload for both."""
+    gen = wl.metadata.generation
+    conds = _with(wl.status.conditions, c.WORKLOAD_QUOTA_RESERVED, c.TRUE, c.REASON_QUOTA_RESERVED,
+                  c.MSG_QUOTA_RESERVED.format(cq=admission.cluster_queue), gen, now)
+    # read off the workload as given: the writes here touch no other of these conditions
+    for type_ in (c.WORKLOAD_EVICTED, c.WORKLOAD_PREEMPTED, c.WORKLOAD_BLOCKED_ON_PREEMPTION_GATES):
+        old = wl.condition(type_)
         if old is not None and old.status == c.TRUE:
-            wl = _set(wl, condition(wl, type_, c.FALSE, c.REASON_QUOTA_RESERVED,
-                                    c.MSG_PREVIOUSLY.format(message=old.message)), now)
-    return wl
+            conds = _with(conds, type_, c.FALSE, c.REASON_QUOTA_RESERVED, c.MSG_PREVIOUSLY.format(message=old.message),
+                          gen, now)
+    if config is not None:
+        conds = _sync_admitted(conds, all_checks_ready(wl), gen, now, config, preemptions_pending)
+    return wl.with_status(conditions=conds, admission=admission)
 
 
 def unset_quota_reservation(wl: Workload, reason: str, message: str, now: Time,
                             config: Configuration) -> Workload:
-    """``workload.UnsetQuotaReservationWithCondition``."""
-    wl = _set(wl, condition(wl, c.WORKLOAD_QUOTA_RESERVED, c.FALSE, reason, message), now)
-    if wl.status.admission is not None:
-        wl = wl.with_status(admission=None)
-    return sync_admitted_condition(wl, now, config)
+    """``workload.UnsetQuotaReservationWithCondition``, one new Workload (``wl`` itself when it
+    changes nothing)."""
+    gen, old = wl.metadata.generation, wl.status.conditions
+    conds = _with(old, c.WORKLOAD_QUOTA_RESERVED, c.FALSE, reason, message, gen, now)
+    conds = _sync_admitted(conds, all_checks_ready(wl), gen, now, config)
+    if conds is old and wl.status.admission is None:
+        return wl
+    return wl.with_status(conditions=conds, admission=None)
 
 
 def all_checks_ready(wl: Workload) -> bool:
@@ -65,34 +77,41 @@ def sync_admitted_condition(wl: Workload, now: Time, config: Configuration,
     ``preemptions_pending`` (KEP-993 only): the quota is still held by the workloads the
     reservation preempts, so it is ``Admitted=False`` ``WaitingForPreemptedWorkloads`` until
     they release it (the KEP's "recheck that Admission settings are still valid")."""
-    conds = wl.status.conditions
+    wanted = _admitted(wl.status.conditions, all_checks_ready(wl), config, preemptions_pending)
+    return wl if wanted is None else set_cond(wl, c.WORKLOAD_ADMITTED, *wanted, now)
+
+
+def _sync_admitted(conds: Conditions, ready: bool, generation: int | None, now: Time, config: Configuration,
+                   preemptions_pending: bool = False) -> Conditions:
+    """:func:`sync_admitted_condition` on conditions being composed."""
+    wanted = _admitted(conds, ready, config, preemptions_pending)
+    return conds if wanted is None else _with(conds, c.WORKLOAD_ADMITTED, *wanted, generation, now)
+
+
+def _admitted(conds: Conditions, ready: bool, config: Configuration,
+              preemptions_pending: bool) -> tuple[str, str, str] | None:
+    """The ``Admitted`` condition (status, reason, message) ``SyncAdmittedCondition`` writes
+    given the conditions and whether every check is Ready; None when it leaves it alone."""
     has_reservation = is_true(conds, c.WORKLOAD_QUOTA_RESERVED)
-    ready = all_checks_ready(wl)
     if has_reservation and ready and preemptions_pending:
-        return _set(wl, condition(wl, c.WORKLOAD_ADMITTED, c.FALSE, c.REASON_WAITING_FOR_PREEMPTED_WORKLOADS,
-                                  c.MSG_KEP_993_PREEMPTIONS_PENDING), now)
-    is_admitted = is_true(conds, c.WORKLOAD_ADMITTED)
+        return c.FALSE, c.REASON_WAITING_FOR_PREEMPTED_WORKLOADS, c.MSG_KEP_993_PREEMPTIONS_PENDING
     observability = config.gate(c.GATE_UNADMITTED_OBSERVABILITY)
     if observability:
         if find_condition(conds, c.WORKLOAD_QUOTA_RESERVED) is None and \
                 find_condition(conds, c.WORKLOAD_ADMITTED) is None:
-            return wl
-    elif is_admitted == (has_reservation and ready):
-        return wl
+            return None
+    elif is_true(conds, c.WORKLOAD_ADMITTED) == (has_reservation and ready):
+        return None
     if has_reservation and ready:
-        new = condition(wl, c.WORKLOAD_ADMITTED, c.TRUE, c.REASON_ADMITTED, c.MSG_ADMITTED)
-    elif not has_reservation and not ready:
-        new = (condition(wl, c.WORKLOAD_ADMITTED, c.FALSE, c.REASON_NO_RESERVATION, c.MSG_NO_RESERVATION)
-               if observability else
-               condition(wl, c.WORKLOAD_ADMITTED, c.FALSE, c.REASON_NO_RESERVATION_UNSATISFIED_CHECKS_LEGACY,
-                         c.MSG_NO_RESERVATION_UNSATISFIED_CHECKS_LEGACY))
-    elif not has_reservation:
-        new = condition(wl, c.WORKLOAD_ADMITTED, c.FALSE, c.REASON_NO_RESERVATION, c.MSG_NO_RESERVATION)
-    else:
-        new = condition(wl, c.WORKLOAD_ADMITTED, c.FALSE,
-                        c.REASON_UNSATISFIED_ADMISSION_CHECKS if observability else c.REASON_UNSATISFIED_CHECKS_LEGACY,
-                        c.MSG_UNSATISFIED_CHECKS)
-    return _set(wl, new, now)
+        return c.TRUE, c.REASON_ADMITTED, c.MSG_ADMITTED
+    if not has_reservation and not ready:
+        return ((c.FALSE, c.REASON_NO_RESERVATION, c.MSG_NO_RESERVATION) if observability else
+                (c.FALSE, c.REASON_NO_RESERVATION_UNSATISFIED_CHECKS_LEGACY,
+                 c.MSG_NO_RESERVATION_UNSATISFIED_CHECKS_LEGACY))
+    if not has_reservation:
+        return c.FALSE, c.REASON_NO_RESERVATION, c.MSG_NO_RESERVATION
+    return (c.FALSE, c.REASON_UNSATISFIED_ADMISSION_CHECKS if observability else c.REASON_UNSATISFIED_CHECKS_LEGACY,
+            c.MSG_UNSATISFIED_CHECKS)
 
 
 def set_requeue_state(wl: Workload, until: Time | None, increment: bool) -> Workload:

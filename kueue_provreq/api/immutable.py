@@ -1,0 +1,43 @@
+"""Why the models are not frozen attrs classes, and what keeps them immutable.
+
+The models are values: equal and hashed by their fields (``unsafe_hash``: the explorer keeps
+whole worlds in a visited set, and ``cache_hash`` keeps the hash of the big ones), never changed
+once built; every write builds a new one (the constructors, :func:`~kueue_provreq.api.evolve.evolve`).
+They are declared ``attrs.define(unsafe_hash=True)`` rather than ``attrs.frozen`` because a
+frozen class's ``__init__`` sets each field through ``object.__setattr__``, which makes a model
+about four times as dear to build, and a settle builds a dozen per write: as plain slotted
+classes a settled workload costs 1.135x fewer instructions (``benchmarks/bench_ab.py
+--instructions``, issue 25).
+
+Immutable by convention, then, and checked: under :func:`guard`, assigning a field that is
+already set raises ``attrs.exceptions.FrozenInstanceError`` as a frozen class would.  The test
+suite runs with it in force (``tests/conftest.py``), so a write that changes a model in place
+fails every test that reaches it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import attrs
+
+_HASH_CACHE = "_attrs_cached_hash"
+"""Where ``cache_hash`` classes keep their hash: set to None on construction, then once."""
+
+
+def _refuse_reassignment(self: object, name: str, value: object) -> None:
+    if name != _HASH_CACHE:
+        try:
+            object.__getattribute__(self, name)
+        except AttributeError:
+            pass  # being built: the field is not set yet
+        else:
+            raise attrs.exceptions.FrozenInstanceError  # as a frozen class raises it
+    object.__setattr__(self, name, value)
+
+
+def guard(classes: Iterable[type]) -> None:
+    """Make each class refuse to change a field once set (its ``__init__`` then goes through a
+    Python-level ``__setattr__``: for tests, not for speed)."""
+    for cls in classes:
+        cls.__setattr__ = _refuse_reassignment  # type: ignore[assignment]
