@@ -110,11 +110,12 @@ docs-screenshots: docs $(PLAYWRIGHT)
 oracle:
 	bash oracle/build.sh
 
-# every scenario of specs/ on the model and on the real Kueue (a testbed of its own, started and
+# every scenario of specs/ and every example that is a scenario (examples/*.yaml) on the model and
+# on the real Kueue (a testbed of its own, started and
 # stopped here; needs `make oracle`): both verdicts per scenario, then
 # `model N passed, M failed; real Kueue N passed, M failed, K skipped; disagree D`
 test-oracle: $(STAMP)
-	$(BIN)/python oracle/compare.py specs
+	$(BIN)/python oracle/compare.py specs $(wildcard examples/*.yaml)
 
 # Random stories on the model and on the real Kueue of a testbed started for them (`make oracle`
 # first): `make stories STORIES=200` runs 200 from seed 0 (CI runs the first 20, tests/test_stories.py)

@@ -45,6 +45,7 @@ from kueue_provreq.api.provisioning import (
 )
 from kueue_provreq.api.quantity import Quantity
 from kueue_provreq.api.queues import (
+    EVERY_NAMESPACE,
     AdmissionCheck,
     AdmissionCheckSpec,
     AdmissionChecksStrategy,
@@ -95,7 +96,7 @@ TEMPLATE = freeze({"spec": {"containers": [{"name": "c", "resources": {"requests
 def setup_objects(quota: int) -> list:
     return [
         ResourceFlavor(ObjectMeta(name="default-flavor", uid="rf")),
-        ClusterQueue(ObjectMeta(name="cq", uid="cq"), ClusterQueueSpec(
+        ClusterQueue(ObjectMeta(name="cq", uid="cq"), ClusterQueueSpec(namespace_selector=EVERY_NAMESPACE,
             resource_groups=(ResourceGroup(("cpu",), (FlavorQuotas("default-flavor", (
                 ResourceQuota("cpu", Quantity.parse(str(quota))),)),)),),
             admission_checks_strategy=AdmissionChecksStrategy((AdmissionCheckStrategyRule("prov"),)))),

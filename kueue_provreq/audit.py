@@ -83,6 +83,9 @@ RULES: dict[str, Rule] = {r.name: r for r in (
          "MultiKueue checks Kueue does not accept"),
     Rule("local-queue-inactive", WARNING, "localqueue_controller.go:194-215",
          "a LocalQueue whose status says it is not Active (stopped, or its ClusterQueue missing or inactive)"),
+    Rule("namespace-not-selected", WARNING, "workload.ValidateAdmissibility (pkg/workload/resources.go)",
+         "a LocalQueue whose ClusterQueue's namespaceSelector leaves its namespace out (an absent "
+         "selector selects none): its workloads are never admitted"),
     Rule("check-config-missing", WARNING, "PC §1.3, §3",
          "a provisioning AdmissionCheck whose parameters do not name an existing ProvisioningRequestConfig"),
     Rule("managed-resources-unused", WARNING, "PC §1.4",
@@ -335,6 +338,7 @@ def misconfiguration(world: World, now: Time) -> Iterator[Finding]:
         if problem is not None and problem[0] != c.REASON_CQ_STOPPED:
             yield _finding("cluster-queue-inactive", cq, f"admits nothing: {problem[1]} ({problem[0]})")
     yield from _inactive_local_queues(world)
+    yield from _unselected_namespaces(world)
     checks = _provisioning_checks(world)
     for ac in checks:
         prc, why = _config_of(world, ac, now)
@@ -359,6 +363,22 @@ def _inactive_local_queues(world: World) -> Iterator[Finding]:
         yield _finding("local-queue-inactive", lq,
                        f"admits nothing: {active.message} ({active.reason}); {waiting} workload(s) wait in it, "
                        f"{holding} hold quota")
+
+
+def _unselected_namespaces(world: World) -> Iterator[Finding]:
+    """LocalQueues whose workloads the scheduler refuses as ``Misconfigured``: the ClusterQueue's
+    ``namespaceSelector`` does not match the namespace (most often: no selector at all, where
+    ``namespaceSelector: {}`` was meant)."""
+    for lq in world.objects(c.LOCAL_QUEUE):
+        assert isinstance(lq, LocalQueue)
+        cq = world.get(c.CLUSTER_QUEUE, "", lq.spec.cluster_queue)
+        if not isinstance(cq, ClusterQueue) or cq.spec.admits_namespace(lq.metadata.namespace):
+            continue
+        why = "has no namespaceSelector, which selects no namespace (namespaceSelector: {} selects all)" \
+            if cq.spec.namespace_selector is None else "has a namespaceSelector that does not match it"
+        yield _finding("namespace-not-selected", lq,
+                       f"ClusterQueue {cq.metadata.name} {why}: workloads queued here get "
+                       f"QuotaReserved=False Misconfigured \"{c.MSG_NAMESPACE_MISMATCH}\"")
 
 
 def _unused_managed_resources(world: World, checks: list[AdmissionCheck], now: Time) -> Iterator[Finding]:

@@ -191,10 +191,20 @@ def parse_script(text: str) -> Script:
 
 
 def attempt_of(pr: ProvisioningRequest) -> int:
-    """The attempt a request stands for: the number ending its name (``wl-check-3`` -> 3),
-    1 when its name carries none (a hashed long name), as Kueue itself falls back."""
-    tail = pr.metadata.name.rsplit("-", 1)[-1]
-    return int(tail) if tail.isascii() and tail.isdigit() else 1
+    """The attempt a request stands for, as Kueue's ``getAttempt`` reads it: the number ending
+    its name (``wl-check-3`` -> 3), 1 when its name carries none (a hashed long name, whose
+    5-character tail may be all digits but is no attempt).
+
+    >>> from kueue_provreq.api.meta import ObjectMeta
+    >>> def named(name: str) -> ProvisioningRequest:
+    ...     return ProvisioningRequest(ObjectMeta(name=name, namespace="ns"))
+    >>> attempt_of(named("wl-check-3")), attempt_of(named("w" * 247 + "-12345"))
+    (3, 1)
+    """
+    name = pr.metadata.name
+    tail = name.rsplit("-", 1)[-1]
+    hashed = len(name.encode()) > c.OBJECT_NAME_MAX_PREFIX
+    return int(tail) if tail.isascii() and tail.isdigit() and not hashed else 1
 
 
 def ca_backoff(tries: int) -> int:
@@ -205,6 +215,31 @@ def ca_backoff(tries: int) -> int:
     [60, 120, 240, 480, 600, 600]
     """
     return min(INITIAL_BACKOFF << min(max(tries - 1, 0), 10), MAX_BACKOFF)
+
+
+def next_look(pr: ProvisioningRequest, now: Time) -> Time | None:
+    """When Cluster Autoscaler next decides on a request that already exists at ``now`` (one a
+    cluster dump holds): a request it has not answered, at its next loop (now); one it answered
+    ``Provisioned=False``, once its backoff since that answer is over, :data:`INITIAL_BACKOFF`
+    at the earliest (how many tries came before lives in CA's memory, not in the request);
+    None for a request it has answered for good (provisioned, failed, booking over)."""
+    phase = provisioning_request_phase(pr)
+    if phase not in (RequestPhase.NEW, RequestPhase.ACCEPTED):
+        return None
+    answered = next((x for x in pr.status.conditions if x.type == c.PR_PROVISIONED and x.status == c.FALSE), None)
+    if answered is None or answered.last_transition_time is None:
+        return now
+    return Time(max(now, answered.last_transition_time + INITIAL_BACKOFF))
+
+
+def resumed(pr: ProvisioningRequest, decision: Decision, now: Time) -> Decision:
+    """``decision`` (timed from the request's creation) for a request that already exists at
+    ``now``: an answer whose time has passed without CA giving it comes at CA's
+    :func:`next_look` instead (a try is the only time CA answers)."""
+    look = next_look(pr, now)
+    if look is None or decision.at >= look:
+        return decision
+    return attrs.evolve(decision, at=look)
 
 
 def no_capacity_answer(pr: ProvisioningRequest) -> Answer:
@@ -314,4 +349,5 @@ def _transition_time(conditions: Conditions, type_: str, default: Time) -> Time:
 
 __all__ = ["BOOKING_TIME", "EXPIRATION_TIME", "INITIAL_BACKOFF", "MAX_BACKOFF", "PROVISION_AT_ONCE",
            "SCRIPT_ANSWERS", "Answer", "Decision", "Reconciled", "Script", "ScriptError",
-           "ScriptItem", "attempt_of", "ca_backoff", "no_capacity_answer", "parse_script", "reconcile"]
+           "ScriptItem", "attempt_of", "ca_backoff", "next_look", "no_capacity_answer", "parse_script",
+           "reconcile", "resumed"]

@@ -33,6 +33,7 @@ from kueue_provreq.api.provisioning import (
 )
 from kueue_provreq.api.quantity import Quantity
 from kueue_provreq.api.queues import (
+    EVERY_NAMESPACE,
     AdmissionCheck,
     AdmissionCheckSpec,
     AdmissionChecksStrategy,
@@ -90,7 +91,7 @@ def pod_template(pr: ProvisioningRequest) -> PodTemplate:
 
 def base_objects() -> list[KubeObject]:
     return [
-        ClusterQueue(ObjectMeta(name="cq", uid="u-cq"), ClusterQueueSpec(
+        ClusterQueue(ObjectMeta(name="cq", uid="u-cq"), ClusterQueueSpec(namespace_selector=EVERY_NAMESPACE,
             resource_groups=(ResourceGroup(("cpu",), (FlavorQuotas("rf", (ResourceQuota("cpu", Quantity.parse(2)),)),)),),
             admission_checks_strategy=AdmissionChecksStrategy((AdmissionCheckStrategyRule("check"),)))),
         AdmissionCheck(ObjectMeta(name="check", uid="u-ac"), AdmissionCheckSpec(

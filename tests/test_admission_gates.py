@@ -11,6 +11,7 @@ from kueue_provreq.api.config import DEFAULT_FEATURE_GATES, Configuration
 from kueue_provreq.api.meta import ObjectMeta, Time
 from kueue_provreq.api.quantity import Quantity
 from kueue_provreq.api.queues import (
+    EVERY_NAMESPACE,
     ClusterQueue,
     ClusterQueueSpec,
     FlavorQuotas,
@@ -30,7 +31,7 @@ from kueue_provreq.world import Event, Update, World
 from builders import T0, cond, workload
 
 GATE = "example.com/controller1"
-CQ = ClusterQueue(ObjectMeta(name="cq", uid="cq"), ClusterQueueSpec(resource_groups=(
+CQ = ClusterQueue(ObjectMeta(name="cq", uid="cq"), ClusterQueueSpec(namespace_selector=EVERY_NAMESPACE, resource_groups=(
     ResourceGroup(("cpu",), (FlavorQuotas("default", (ResourceQuota("cpu", Quantity.parse("5")),)),)),)))
 LQ = LocalQueue(ObjectMeta(name="lq", namespace="ns", uid="lq"), LocalQueueSpec("cq"))
 RF = ResourceFlavor(ObjectMeta(name="default", uid="rf"))  # the queue can admit: no blocker comes first

@@ -22,6 +22,7 @@ from recorded import at, items, workload
 DOCS = Path(__file__).parents[1] / "docs"
 ITEMS: list[dict[str, Any]] = list(items("healthy"))
 AT = at("healthy")
+LOCAL_QUEUE = "LocalQueue ml/team-a"
 TRAIN_A, TRAIN_B, TUNE_D = (f"Workload ml/{workload('healthy', job)}" for job in ("train-a", "train-b", "tune-d"))
 
 Obj = dict[str, Any]
@@ -84,6 +85,10 @@ def bad_ref(items: list[Obj]) -> None:
     find(items, "AdmissionCheck", "gpu-capacity")["spec"]["parameters"]["kind"] = "ConfigMap"
 
 
+def no_namespace_selector(items: list[Obj]) -> None:
+    del find(items, "ClusterQueue", "gpu-queue")["spec"]["namespaceSelector"]
+
+
 @pytest.mark.parametrize(("change", "want"), [
     (quota_gone, [("error", "admitted-without-quota", TRAIN_A),
                   ("error", "admission-without-reservation", TRAIN_A)]),
@@ -95,6 +100,8 @@ def bad_ref(items: list[Obj]) -> None:
     # the check's controller makes it inactive, and so the queue that uses it, as explain says
     (bad_ref, [("warning", "check-config-missing", "AdmissionCheck gpu-capacity"),
                ("warning", "cluster-queue-inactive", "ClusterQueue gpu-queue")]),
+    # the API's default selects no namespace: every LocalQueue of the queue is told
+    (no_namespace_selector, [("warning", "namespace-not-selected", LOCAL_QUEUE)]),
 ], ids=lambda v: getattr(v, "__name__", ""))
 def test_each_rule(change: Callable[[list[Obj]], None], want: list[tuple[str, str, str]]) -> None:
     assert sorted(findings(change)) == sorted(want)

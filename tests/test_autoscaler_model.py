@@ -97,6 +97,16 @@ def test_a_provider_shortage_can_keep_the_request_pending_and_ca_retries(tmp_pat
     assert model.retry(pr, 1, Time(100)).at == 160  # CA's own backoff: 1 min after the first try
 
 
+def test_a_pending_shortage_never_reaches_kueue_s_retries(tmp_path: Path) -> None:
+    stockouts = {"available": "30m", "stockout": "1h"}
+    failing, pending = (simulate(parse(load_document(gke_file(
+        tmp_path, {"stockouts": stockouts, "shortage": shortage}, name=f"{shortage}.yaml")), count=12)).summary
+        for shortage in ("Fail", "Retry"))
+    assert failing.requests.failed > 0 and failing.evictions.get("AdmissionCheck", 0) > 0
+    assert (pending.requests.failed, pending.evictions.get("AdmissionCheck", 0), pending.deactivated) == (0, 0, 0)
+    assert pending.requests.created == pending.workloads == pending.finished  # one attempt each, CA retried it
+
+
 def test_unset_answer_times_are_the_provisioning_time(tmp_path: Path) -> None:
     sim = parse(load_document(gke_file(tmp_path, {"provisioningTime": "3m", "failedTime": "1m"})))
     model = sim.autoscaler[GKE]

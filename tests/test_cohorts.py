@@ -27,6 +27,7 @@ apiVersion: kueue.x-k8s.io/v1beta2
 kind: ClusterQueue
 metadata: {{name: {name}}}
 spec:
+  namespaceSelector: {{}}
   cohortName: {cohort}
   resourceGroups:
   - coveredResources: [cpu]

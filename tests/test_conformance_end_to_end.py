@@ -22,6 +22,7 @@ STORY = textwrap.dedent("""\
         kind: ClusterQueue
         metadata: {name: cq}
         spec:
+          namespaceSelector: {}
           resourceGroups: [{coveredResources: [cpu], flavors: [{name: default, resources: [{name: cpu, nominalQuota: 4}]}]}]
           admissionChecksStrategy: {admissionChecks: [{name: check}]}
       - {apiVersion: kueue.x-k8s.io/v1beta2, kind: LocalQueue, metadata: {namespace: ns, name: lq}, spec: {clusterQueue: cq}}

@@ -13,6 +13,8 @@ from kueue_provreq.api import constants as c
 from kueue_provreq.api.config import Configuration
 from kueue_provreq.api.meta import Time
 from kueue_provreq.api.objects import KubeObject
+from kueue_provreq.api.provisioning import ProvisioningRequest
+from kueue_provreq.autoscaler import Answer, Decision, reconcile
 from kueue_provreq.conformance.runner import Run
 from kueue_provreq.conformance.scenario import parse_scenario
 from kueue_provreq.conformance.timeline import NONE, Timeline
@@ -21,6 +23,7 @@ from kueue_provreq.engine import Manager
 from kueue_provreq.manifests import dump_object, load_file, load_object
 from kueue_provreq.simulation import forecast, parse_script
 from kueue_provreq.simulation.forecast import Forecast, relative
+from kueue_provreq.world import Update
 from kueue_provreq.world_builder import build_world
 
 from builders import SETUP, T0, job, objects
@@ -185,6 +188,67 @@ def test_a_cluster_dump_s_requests_are_answered_too() -> None:
     assert (wl.outcome, wl.attempts) == ("Admitted", 2)
     assert "already exists (New, " in wl.timeline[1].what
     assert wl.timeline[2].time == T0 + 60 and "Failed: retry 1 of 2" in wl.timeline[2].what
+
+
+def _dump_with_a_live_request(tmp_path: Path, answer: Answer, at: int) -> Path:
+    """A cluster dump (a kubectl List) taken at T0+30s: the job's first request, created at T0,
+    answered ``answer`` by Cluster Autoscaler at ``at``, and what Kueue made of it by then."""
+    world = build_world(objects(SETUP, job()), T0)
+    manager = Manager(world, verify=False)
+    manager.settle(Context(T0))
+    [pr] = world.objects(c.PROVISIONING_REQUEST)
+    assert isinstance(pr, ProvisioningRequest)
+    done = reconcile(pr, Time(at), Decision(answer, Time(at)))
+    world.apply(Update(done.request, done.transitions))
+    for t in range(at, T0 + 31):
+        manager.settle(Context(Time(t)))
+    path = tmp_path / "dump.json"
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [dump_object(o) for o in world]}))
+    return path
+
+
+def test_a_dump_s_live_request_is_answered_as_scripted(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Cluster Autoscaler answered the live request Provisioned=False at +10s and retries after its
+    backoff: the script's provision@0s was due before the dump, so it comes at that retry (it
+    used to wait for the request's 7-day expiry), and the timeline says why."""
+    dump = _dump_with_a_live_request(tmp_path, Answer.NOT_FOUND, T0 + 10)
+    status, out, _ = run_cli(capsys, "forecast", "-f", str(dump), "-o", "json", "--at", "2024-01-01T00:00:30Z")
+    assert status == 0
+    data = json.loads(out)
+    assert data["at"] == "2024-01-01T00:00:30Z"
+    [wl] = data["workloads"]
+    assert (wl["outcome"], wl["admittedAt"], wl["attempts"]) == ("Admitted", "2024-01-01T00:01:10Z", 1)
+    name = f"{wl['name']}-prov-1"
+    assert f"request {name}: provision@0s for attempt 1 was due at -30s, before the start; Cluster " \
+           "Autoscaler answered Provisioned=False at -20s and tries again after its backoff (1m0s at the " \
+           "earliest): it answers then, at +40s" in [e["what"] for e in wl["timeline"]]
+    # an item still to come when the dump was taken comes at its own time
+    [later] = forecast([load_object(o) for o in json.loads(dump.read_text())["items"]], Time(T0 + 30),
+                       parse_script("provision@5m")).workloads
+    assert later.admitted_at == T0 + 300 and not any("was due" in e.what for e in later.timeline)
+
+
+def test_a_dump_s_later_attempt_gets_its_item_and_counts_those_before(tmp_path: Path) -> None:
+    """Attempt 1 failed before the dump and Kueue created attempt 2 (deleting the first): the
+    script's second item answers it, and ``attempts`` counts both."""
+    world = build_world(objects(SETUP, job()), T0)
+    manager = Manager(world, verify=False)
+    manager.settle(Context(T0))
+    [pr] = world.objects(c.PROVISIONING_REQUEST)
+    assert isinstance(pr, ProvisioningRequest)
+    done = reconcile(pr, Time(T0 + 5), Decision(Answer.FAIL, Time(T0 + 5)))
+    world.apply(Update(done.request, done.transitions))
+    for t in range(T0 + 5, T0 + 90):
+        manager.settle(Context(Time(t)))
+    assert [p.metadata.name.rsplit("-", 1)[1] for p in world.objects(c.PROVISIONING_REQUEST)] == ["2"]
+    dumped = [load_object(dump_object(o)) for o in world]
+    [wl] = forecast(dumped, Time(T0 + 90), parse_script("fail,provision@10m")).workloads
+    created = next(p for p in world.objects(c.PROVISIONING_REQUEST)).metadata.creation_timestamp
+    assert created is not None
+    assert (wl.outcome, wl.admitted_at, wl.attempts) == ("Admitted", created + 600, 2)
+    # a failed attempt 2 then makes a third: three in all
+    [failing] = forecast(dumped, Time(T0 + 90), parse_script("fail")).workloads
+    assert failing.attempts == 3 and failing.outcome == "Deactivated"
 
 
 def test_relative_times() -> None:

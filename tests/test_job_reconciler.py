@@ -194,8 +194,9 @@ def admitted(pod_set_updates: tuple[PodSetUpdate, ...] = ()) -> tuple[Job, Workl
     return j, wl, flavor
 
 
-def reconcile_job(*objects: KubeObject) -> tuple[list[KubeObject], list[Event], str | None]:
-    result = reconciler.reconcile(World(objects), (c.JOB, NS, "j"), Context(now=T0))
+def reconcile_job(*objects: KubeObject, config: Configuration = Configuration()
+                  ) -> tuple[list[KubeObject], list[Event], str | None]:
+    result = reconciler.reconcile(World(objects), (c.JOB, NS, "j"), Context(now=T0, config=config))
     return ([e.obj for e in result.effects if isinstance(e, Update)],
             [e for e in result.effects if isinstance(e, Event)], result.error)
 
@@ -206,10 +207,19 @@ def test_an_admitted_job_is_started_with_its_flavors_and_checks() -> None:
     (started,), (event,), error = reconcile_job(j, wl, flavor)
     assert error is None and isinstance(started, Job) and started.spec.suspend is False
     assert started.spec.template["metadata"] == {
-        "labels": {c.LABEL_POD_SET: "main"}, "annotations": {c.ANNOTATION_CONSUME_PROVISIONING_REQUEST: "r-1"}}
+        "labels": {c.LABEL_POD_SET: "main"},
+        # the Workload's name: TopologyAwareScheduling is on by default
+        "annotations": {c.ANNOTATION_WORKLOAD: wl.metadata.name, c.ANNOTATION_CONSUME_PROVISIONING_REQUEST: "r-1"}}
     assert started.spec.template["spec"]["nodeSelector"] == {"instance": "a3"}
     assert started.spec.template["spec"]["tolerations"] == ({"key": "gpu", "operator": "Exists"},)
     assert (event.reason, event.message) == (c.EVENT_STARTED, "Admitted by clusterQueue cq")
+
+
+def test_without_topology_aware_scheduling_the_pods_do_not_carry_the_workload_name() -> None:
+    config = Configuration(feature_gates=FrozenMap({c.GATE_TOPOLOGY_AWARE_SCHEDULING: False}))
+    (started,), _, _ = reconcile_job(*admitted(), config=config)
+    assert isinstance(started, Job)
+    assert started.spec.template["metadata"] == {"labels": {c.LABEL_POD_SET: "main"}}
 
 
 def test_a_conflict_between_a_flavor_and_a_check_finishes_the_workload() -> None:

@@ -13,6 +13,7 @@ from kueue_provreq.api import constants as c
 from kueue_provreq.api.config import SEMANTICS_KEP_993_PREEMPTION, Configuration
 from kueue_provreq.api.meta import ObjectMeta, Time
 from kueue_provreq.api.queues import (
+    EVERY_NAMESPACE,
     AdmissionCheck,
     AdmissionCheckSpec,
     AdmissionChecksStrategy,
@@ -121,7 +122,7 @@ def test_explain_audit_and_forecast_take_the_switch_too(tmp_path: Any, command: 
 
 # --- the policy -------------------------------------------------------------------------------------
 
-CQ = ClusterQueue(ObjectMeta(name="cq", uid="cq"), ClusterQueueSpec(
+CQ = ClusterQueue(ObjectMeta(name="cq", uid="cq"), ClusterQueueSpec(namespace_selector=EVERY_NAMESPACE,
     resource_groups=(ResourceGroup(("cpu",), (FlavorQuotas("default"),)),),
     admission_checks_strategy=AdmissionChecksStrategy((AdmissionCheckStrategyRule("waits"),
                                                        AdmissionCheckStrategyRule("anytime"))),

@@ -12,6 +12,7 @@ from kueue_provreq.api.frozen import FrozenMap, freeze
 from kueue_provreq.api.meta import Condition, ObjectMeta, Time
 from kueue_provreq.api.quantity import Quantity
 from kueue_provreq.api.queues import (
+    EVERY_NAMESPACE,
     AdmissionCheck,
     AdmissionCheckSpec,
     AdmissionChecksStrategy,
@@ -59,7 +60,7 @@ def cluster_queue(name: str = "cq", flavors: tuple[tuple[str, dict[str, str]], .
                   covered: tuple[str, ...] = ("cpu",)) -> ClusterQueue:
     group = ResourceGroup(covered, tuple(
         FlavorQuotas(f, tuple(ResourceQuota(r, Quantity.parse(q)) for r, q in quota.items())) for f, quota in flavors))
-    return ClusterQueue(ObjectMeta(name=name, uid=f"cq-{name}", generation=1), ClusterQueueSpec(
+    return ClusterQueue(ObjectMeta(name=name, uid=f"cq-{name}", generation=1), ClusterQueueSpec(namespace_selector=EVERY_NAMESPACE,
         resource_groups=(group,), queueing_strategy=strategy,
         admission_checks_strategy=AdmissionChecksStrategy(checks) if checks else None))
 

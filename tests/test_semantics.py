@@ -16,6 +16,7 @@ from kueue_provreq.api.config import (
 )
 from kueue_provreq.api.meta import ObjectMeta, Time
 from kueue_provreq.api.queues import (
+    EVERY_NAMESPACE,
     AdmissionCheck,
     AdmissionCheckSpec,
     AdmissionChecksStrategy,
@@ -95,7 +96,7 @@ def test_explorer_cli_help_lists_every_switch() -> None:
 
 # --- #14309 ---------------------------------------------------------------------------------
 
-CQ = ClusterQueue(ObjectMeta(name="cq", uid="cq"), ClusterQueueSpec(
+CQ = ClusterQueue(ObjectMeta(name="cq", uid="cq"), ClusterQueueSpec(namespace_selector=EVERY_NAMESPACE,
     resource_groups=(ResourceGroup(("cpu",), (FlavorQuotas("default"),)),),
     admission_checks_strategy=AdmissionChecksStrategy((AdmissionCheckStrategyRule("check1"),))))
 LQ = LocalQueue(ObjectMeta(name="lq", namespace="ns", uid="lq"), LocalQueueSpec("cq"))

@@ -10,6 +10,7 @@ import attrs
 import pytest
 import yaml
 from kueue_provreq import cli
+from kueue_provreq.manifests import ManifestError
 from kueue_provreq.simulation import load_document, parse, simulate
 from kueue_provreq.simulation.output import summary_json, workloads_csv
 from kueue_provreq.simulation.run import GANTT_LIMIT, Report
@@ -262,3 +263,50 @@ def test_one_replication_is_todays_run_and_the_seeds_are_independent(tmp_path: P
     assert seeds(2, 3)[1:] != seeds(1, 3)[1:]
     assert cli.main(["simulate", str(path), "--replications", "0"]) == 2
     assert "--replications: must be at least 1" in capsys.readouterr().err
+
+
+def test_a_setup_file_may_be_a_kubectl_list(tmp_path: Path) -> None:
+    """``kubectl get ... -o json`` prints a List: its items are the setup, as ``-f`` reads them."""
+    documents = list(yaml.safe_load_all(SETUP))
+    (tmp_path / "setup.json").write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": documents}))
+    listed = parse(load_document(simulation_file(tmp_path, setup={"files": ["setup.json"]})))
+    plain = parse(load_document(simulation_file(tmp_path, "plain.yaml")))
+    assert listed.setup == plain.setup and len(listed.setup) == len(documents)
+
+
+def test_a_list_item_that_is_no_object_is_one_line(tmp_path: Path) -> None:
+    (tmp_path / "setup.yaml").write_text("apiVersion: v1\nkind: List\nitems:\n  - 3\n")
+    with pytest.raises(ManifestError) as e:
+        parse(load_document(simulation_file(tmp_path, setup={"files": ["setup.yaml"]})))
+    assert str(e.value) == f"{tmp_path / 'setup.yaml'}:4: List: items[0]: expected an object, got 3"
+
+
+@pytest.mark.parametrize("points", [16, 64, 4000])
+def test_the_series_shows_a_quiet_stretch_as_it_was(tmp_path: Path, points: int,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two busy days with a quiet weekend between: however thinly the series is sampled, the
+    weekend shows nothing running (not the workloads still running when the last sample kept
+    before it was taken), and the series runs to the end of the run; sampled densely, it is
+    exact."""
+    from kueue_provreq.simulation import run as run_module
+
+    monkeypatch.setattr(run_module, "SERIES_POINTS", points)
+    burst = [{"at": at, "template": "train"} for at in ("0s", "60h") for _ in range(16)]
+    path = simulation_file(tmp_path, workloads={"trace": burst, "templates": [
+        {"name": "train", "job": yaml.safe_load(job(gpus=2))}]}, autoscaler={})
+    report = run(path)
+    s, records = report.series, report.workloads
+    assert all(r.evictions == 0 and r.finished is not None for r in records)
+    assert len(s.times) <= points and s.times[-1] == report.summary.simulated_seconds
+
+    def drawn(x: int) -> int:
+        return s.admitted[max(i for i, t in enumerate(s.times) if t <= x)]
+
+    def truth(x: int) -> int:
+        return sum(1 for r in records if r.admitted is not None and r.admitted <= x < (r.finished or x + 1))
+
+    quiet = max(r.finished or 0 for r in records if r.created == 0)
+    assert quiet < 60 * 3600
+    assert all(drawn(x) == 0 for x in range(quiet, 60 * 3600, 600))
+    if points == 4000:
+        assert all(drawn(x) == truth(x) for x in range(0, report.summary.simulated_seconds + 1, 60))

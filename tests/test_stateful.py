@@ -34,6 +34,7 @@ from kueue_provreq.api.provisioning import (
 )
 from kueue_provreq.api.quantity import Quantity
 from kueue_provreq.api.queues import (
+    EVERY_NAMESPACE,
     AdmissionCheck,
     AdmissionCheckSpec,
     AdmissionChecksStrategy,
@@ -87,7 +88,7 @@ def cluster_objects() -> list[KubeObject]:
     objs: list[KubeObject] = [
         ResourceFlavor(ObjectMeta(name="default-flavor")),
         ResourceFlavor(ObjectMeta(name="gpu-flavor"), ResourceFlavorSpec(node_labels=FrozenMap({"gpu": "yes"}))),
-        ClusterQueue(ObjectMeta(name="cq"), ClusterQueueSpec(
+        ClusterQueue(ObjectMeta(name="cq"), ClusterQueueSpec(namespace_selector=EVERY_NAMESPACE,
             resource_groups=(rg_cpu, rg_gpu),
             admission_checks_strategy=AdmissionChecksStrategy((
                 AdmissionCheckStrategyRule(CHECKS[0]),

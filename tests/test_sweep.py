@@ -7,6 +7,7 @@ import json
 import sys
 from concurrent.futures import Future
 from pathlib import Path
+from typing import Any
 
 import pytest
 from kueue_provreq import cli
@@ -161,16 +162,54 @@ def test_sweep_writes_its_csv_and_a_plot(tmp_path: Path, capsys: pytest.CaptureF
     assert json.loads(capsys.readouterr().out)[0]["retryStrategy.backoffLimitCount"] == 1
 
 
-def test_one_parameter_gives_a_line_plot_and_three_none(tmp_path: Path) -> None:
-    from kueue_provreq.simulation.plots import sweep_plot
+def test_one_parameter_gives_a_line_plot_three_small_multiples_and_one_point_none(tmp_path: Path) -> None:
+    from kueue_provreq.simulation import plots
 
-    rows = [{"a": v, "b": 1, "c": 2, "deactivated": v, "admissionLatencySeconds.p50": 60 * v,
-             "admissionLatencySeconds.p90": 90 * v, "admissionLatencySeconds.p99": None} for v in (1, 2, 3)]
-    assert sweep_plot(["a", "b"], rows, tmp_path / "line.png") == tmp_path / "line.png"
-    grid_rows = [{**r, "b": b, "c": c} for r in rows for b in (1, 2) for c in (3, 4)]
-    assert sweep_plot(["a", "b", "c"], grid_rows, tmp_path / "none.png") is None
+    rows = [{"a": v, "b": 1, "c": 2, "deactivated": v, "timeToRunningSeconds.p50": 60 * v,
+             "timeToRunningSeconds.p90": 90 * v, "timeToRunningSeconds.p99": None} for v in (1, 2, 3)]
+    assert plots.sweep_plot(["a", "b"], rows, tmp_path / "line.png") == tmp_path / "line.png"
+    assert plots.sweep_plot(["a", "b"], rows[:1], tmp_path / "one.png") is None
+    grid_rows = [{**r, "b": b, "c": c} for r in rows for b in (1, 2) for c in (3, 4, 5)]
+    drawn: list[tuple[Any, ...]] = []
+    cells = plots._cells
+
+    def spy(ax: Any, mine: Any, *rest: Any) -> Any:
+        drawn.append((ax, len(mine)))
+        return cells(ax, mine, *rest)
+
+    plots._cells = spy  # type: ignore[assignment]
+    try:
+        assert plots.sweep_plot(["a", "b", "c"], grid_rows, tmp_path / "multiples.png") == tmp_path / "multiples.png"
+    finally:
+        plots._cells = cells  # type: ignore[assignment]
+    assert [n for _, n in drawn] == [6, 6, 6] and len({id(ax) for ax, _ in drawn}) == 3  # a panel per value of c
+    assert (tmp_path / "multiples.png").stat().st_size > 10_000
 
 
+def test_a_ranked_plot_colours_the_objective_and_hatches_what_breaks_a_constraint(tmp_path: Path) -> None:
+    from kueue_provreq.simulation import plots
+    from matplotlib.patches import Rectangle
+
+    rows = [{"a": a, "b": b, "objective": 10 * a + b, "feasible": a > 1, "rank": None if a == 1 else (a - 2) * 2 + b,
+             "deactivated": 0} for a in (1, 2, 3) for b in (1, 2)]
+    seen: list[Any] = []
+    cells = plots._cells
+
+    def spy(ax: Any, *rest: Any) -> Any:
+        image = cells(ax, *rest)
+        seen.append((ax, image))
+        return image
+
+    plots._cells = spy  # type: ignore[assignment]
+    try:
+        plots.sweep_plot(["a", "b"], rows, tmp_path / "ranked.png", "p90(timeToRunning)")
+    finally:
+        plots._cells = cells  # type: ignore[assignment]
+    ((ax, image),) = seen
+    hatched = [p for p in ax.patches if isinstance(p, Rectangle) and p.get_hatch()]
+    assert sorted((p.get_y() + 0.5, p.get_x() + 0.5) for p in hatched) == [(0, 0), (0, 1)]  # a = 1: infeasible
+    assert image.get_array().tolist() == [[11, 12], [21, 22], [31, 32]]  # the objective, not a latency
+    assert [t.get_position() for t in ax.texts if t.get_text().startswith("#1\n21")] == [(0, 1)]  # the best
 def test_a_parallel_sweep_starts_its_most_expensive_points_first(tmp_path: Path) -> None:
     document = load_document(simulation_file(tmp_path, horizon="2h"))
     texts = ["workloads.count=5,40,10", "workloads.arrival.ratePerHour=30,3"]
@@ -254,14 +293,16 @@ def test_the_grid_limit_counts_points_times_replications(tmp_path: Path) -> None
 
 
 FIGURES = {"workloads": 10, "deactivated": 2, "finished": 8, "admissionLatencySeconds.p90": 120,
-           "admissionLatencySeconds.p50": None, "clusterQueues.team-a.workloads": 4,
+           "admissionLatencySeconds.p50": None, "timeToRunningSeconds.p90": 150, "timeToRunningSeconds.p50": None,
+           "quotaHeldWaiting.cpu": 2.5, "clusterQueues.team-a.workloads": 4,
            "clusterQueues.team-a.deactivated": 1, "evictions.AdmissionCheck": 3}
 
 
 @pytest.mark.parametrize(("text", "value"), [
-    ("p90(timeToRunning)", 120), ("p90(admissionLatency)", 120), ("admissionLatencySeconds.p90 / 60", 2),
+    ("p90(timeToRunning)", 150), ("p90(admissionLatency)", 120), ("admissionLatencySeconds.p90 / 60", 2),
     ("deactivatedShare", 0.2), ('clusterQueues["team-a"].deactivatedShare', 0.25), ("-finished + 2 * 3", -2),
     ("evictions.AdmissionCheck + evictions.PodsReadyTimeout", 3), ("p50(timeToRunning)", None),
+    ('quotaHeldWaiting.cpu + quotaHeldWaiting["nvidia.com/gpu"]', 2.5),
     ("finished / (deactivated - 2)", None),
 ])
 def test_expressions_over_a_summarys_figures(text: str, value: float | None) -> None:
@@ -301,7 +342,7 @@ def test_points_are_ranked_feasible_first_and_the_best_is_tested_against_the_run
     from scipy import stats
 
     def point(latencies: list[int], deactivated: int) -> list[dict[str, int]]:
-        return [{"workloads": 100, "deactivated": deactivated, "admissionLatencySeconds.p90": v} for v in latencies]
+        return [{"workloads": 100, "deactivated": deactivated, "timeToRunningSeconds.p90": v} for v in latencies]
 
     samples = [point([50, 52, 51], 30), point([100, 110, 105], 0), point([80, 81, 79], 1), point([90, 95, 85], 0)]
     goal = parse("--objective", "p90(timeToRunning)", comparison=False)
@@ -338,7 +379,7 @@ def test_a_ranked_sweep_writes_objective_feasible_and_rank(tmp_path: Path, capsy
     assert [int(r["rank"]) for r in ranked] == list(range(1, len(ranked) + 1)) and rows[:len(ranked)] == ranked
     assert all(r["feasible"] == "True" and float(r["deactivated.mean"]) / 20 <= 0.01 for r in ranked)
     assert [float(r["objective"]) for r in ranked] == sorted(float(r["objective"]) for r in ranked)
-    assert all(float(r["objective"]) == float(r["admissionLatencySeconds.p90.mean"]) for r in ranked)
+    assert all(float(r["objective"]) == float(r["timeToRunningSeconds.p90.mean"]) for r in ranked)
     assert all(r["feasible"] == "False" and r["breaks"] == "deactivatedShare <= 0.01" for r in rows if not r["rank"])
     assert [r["retryStrategy.backoffLimitCount"] for r in rows if not r["rank"]] == ["0"]  # no retry: deactivations
 

@@ -19,7 +19,7 @@ from kueue_provreq.autoscaler import parse_script
 from kueue_provreq.cluster import client
 from kueue_provreq.cluster.autoscaler import StandIn
 from kueue_provreq.cluster.resources import RESOURCES
-from kueue_provreq.cluster.testbed import controlplane
+from kueue_provreq.cluster.testbed import controlplane, processes
 
 EXAMPLES = Path(__file__).parents[1] / "examples" / "kind"
 
@@ -148,3 +148,21 @@ def test_a_gate_the_release_lacks_is_left_out_at_the_value_it_behaves_as(tmp_pat
     on = controlplane.kueue_configuration(ports, tmp_path, {"featureGates": {"KeepQuotaForProvReqRetry": True}})
     assert "KeepQuotaForProvReqRetry" not in off["featureGates"]
     assert on["featureGates"]["KeepQuotaForProvReqRetry"] is True
+
+
+def test_a_program_that_stops_is_explained_by_its_last_logged_error(tmp_path: Path) -> None:
+    """Kueue logs its whole configuration just before it refuses a gate: a skip reason carries
+    the error, not the dump."""
+    log = tmp_path / "kueue.log"
+    log.write_text("\n".join(json.dumps(entry) for entry in (
+        {"level": "info", "msg": "Configuration loaded", "config": "apiVersion: config.kueue.x-k8s.io/v1beta2 ..."},
+        {"level": "error", "msg": "conflicting feature gates detected",
+         "error": "featureGates: unrecognized feature gate: KeepQuotaForProvReqRetry", "stacktrace": "main.main ..."},
+        {"level": "info", "msg": "shutting down server"},
+    )) + "\n")
+    assert processes.log_tail(log) == \
+        "conflicting feature gates detected: featureGates: unrecognized feature gate: KeepQuotaForProvReqRetry"
+    plain = tmp_path / "apiserver.log"
+    plain.write_text("E1207 starting\nI1207 listening\n")
+    assert processes.log_tail(plain) == "E1207 starting | I1207 listening"
+    assert processes.log_tail(tmp_path / "absent.log") == "(no log)"

@@ -8,6 +8,7 @@ from kueue_provreq.api.config import SEMANTICS_KEP_993_PREEMPTION, Configuration
 from kueue_provreq.api.meta import ObjectMeta
 from kueue_provreq.api.quantity import Quantity
 from kueue_provreq.api.queues import (
+    EVERY_NAMESPACE,
     ClusterQueue,
     ClusterQueueSpec,
     FlavorQuotas,
@@ -23,7 +24,7 @@ from kueue_provreq.world import World
 
 from builders import T0, admission, check_state, cond, reserved_in, workload
 
-CQ = ClusterQueue(ObjectMeta(name="cq", uid="cq"), ClusterQueueSpec(resource_groups=(
+CQ = ClusterQueue(ObjectMeta(name="cq", uid="cq"), ClusterQueueSpec(namespace_selector=EVERY_NAMESPACE, resource_groups=(
     ResourceGroup(("cpu",), (FlavorQuotas("default", (ResourceQuota("cpu", Quantity.parse("5")),)),)),)))
 LQ = LocalQueue(ObjectMeta(name="lq", namespace="ns", uid="lq"), LocalQueueSpec("cq"))
 KEP_993 = Configuration(semantics=frozenset({SEMANTICS_KEP_993_PREEMPTION}))

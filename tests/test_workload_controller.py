@@ -12,6 +12,7 @@ from kueue_provreq.api.config import Configuration, RequeuingStrategy, WaitForPo
 from kueue_provreq.api.frozen import FrozenMap
 from kueue_provreq.api.meta import Condition, Duration, ObjectMeta, Time
 from kueue_provreq.api.queues import (
+    EVERY_NAMESPACE,
     AdmissionCheck,
     AdmissionChecksStrategy,
     AdmissionCheckStatus,
@@ -63,7 +64,7 @@ def cluster_queue(checks: tuple[str, ...] = ("check",), flavors: tuple[str, ...]
     on = on_flavors or {}
     strategy = AdmissionChecksStrategy(tuple(AdmissionCheckStrategyRule(n, on.get(n, ()))
                                              for n in checks)) if checks else None
-    return ClusterQueue(ObjectMeta(name="cq", uid="cq"), ClusterQueueSpec(
+    return ClusterQueue(ObjectMeta(name="cq", uid="cq"), ClusterQueueSpec(namespace_selector=EVERY_NAMESPACE,
         resource_groups=(ResourceGroup(("cpu",), tuple(FlavorQuotas(f) for f in flavors)),),
         admission_checks_strategy=strategy))
 

@@ -29,6 +29,7 @@ DEFAULT_FEATURE_GATES: FrozenMap[str, bool] = FrozenMap({
     c.GATE_UNADMITTED_OBSERVABILITY: True,
     c.GATE_ADMISSION_GATED_BY: True,
     c.GATE_PARTIAL_ADMISSION: True,
+    c.GATE_TOPOLOGY_AWARE_SCHEDULING: True,
 })
 
 #: The job integrations the model has (``integrations.frameworks`` names).

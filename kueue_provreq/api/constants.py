@@ -145,6 +145,8 @@ MSG_PODS_NOT_READY: Final = "Not all pods are ready or succeeded"
 MSG_PODS_READY: Final = "All pods reached readiness and the workload is running"
 MSG_JOB_FINISHED: Final = "Job finished successfully"
 MSG_CQ_INACTIVE: Final = "ClusterQueue {cq} is inactive"
+#: workload.ErrNamespaceMismatch (pkg/workload/resources.go), the scheduler's Misconfigured message
+MSG_NAMESPACE_MISMATCH: Final = "workload namespace doesn't match ClusterQueue selector"
 MSG_CQ_MISSING: Final = "ClusterQueue {cq} doesn't exist"
 MSG_LQ_NOT_FOUND: Final = "LocalQueue {lq} doesn't exist"
 MSG_LQ_INACTIVE: Final = "LocalQueue {lq} is inactive"
@@ -326,6 +328,8 @@ LABEL_MANAGED: Final = "kueue.x-k8s.io/managed"
 LABEL_QUEUE_NAME: Final = "kueue.x-k8s.io/queue-name"
 LABEL_JOB_UID: Final = "kueue.x-k8s.io/job-uid"
 LABEL_POD_SET: Final = "kueue.x-k8s.io/podset"
+#: kueue.WorkloadAnnotation: the Workload's name on a started job's pod templates
+ANNOTATION_WORKLOAD: Final = "kueue.x-k8s.io/workload"
 ANNOTATION_JOB_MIN_PARALLELISM: Final = "kueue.x-k8s.io/job-min-parallelism"
 ANNOTATION_JOB_COMPLETIONS_EQUAL_PARALLELISM: Final = "kueue.x-k8s.io/job-completions-equal-parallelism"
 ANNOTATION_JOB_STOPPING: Final = "kueue.x-k8s.io/stopping"
@@ -377,6 +381,9 @@ GATE_CLEANUP_ON_EVICTION: Final = "CleanupProvisioningRequestsOnEviction"
 GATE_UNADMITTED_OBSERVABILITY: Final = "UnadmittedWorkloadsObservability"
 GATE_ADMISSION_GATED_BY: Final = "AdmissionGatedBy"
 GATE_PARTIAL_ADMISSION: Final = "PartialAdmission"
+#: Topology-aware scheduling is not modelled; its gate (Beta, on since v0.14) still makes every
+#: started job's pods carry their Workload's name (:data:`ANNOTATION_WORKLOAD`).
+GATE_TOPOLOGY_AWARE_SCHEDULING: Final = "TopologyAwareScheduling"
 
 # --- waitForPodsReady requeuing timestamps ------------------------------------
 TIMESTAMP_EVICTION: Final = "Eviction"
@@ -389,3 +396,11 @@ METRIC_PENDING_WORKLOADS: Final = "pending_workloads"
 METRIC_RESERVING_ACTIVE_WORKLOADS: Final = "reserving_active_workloads"
 METRIC_PREEMPTED_WORKLOADS: Final = "preempted_workloads_total"
 """Labels ``preempting_cluster_queue`` and ``reason`` (``Preempted``'s reason, e.g. ``InClusterQueue``)."""
+
+# --- label selectors (metav1.LabelSelectorOperator) -----------------------------------------
+SELECTOR_IN: Final = "In"
+SELECTOR_NOT_IN: Final = "NotIn"
+SELECTOR_EXISTS: Final = "Exists"
+SELECTOR_DOES_NOT_EXIST: Final = "DoesNotExist"
+#: The label the API server gives every namespace, its own name (corev1.LabelMetadataName).
+LABEL_NAMESPACE_NAME: Final = "kubernetes.io/metadata.name"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import ClassVar
 
 import attrs
@@ -82,11 +83,57 @@ class FlavorFungibility:
     extra: FrozenMap[str, Json] = EMPTY
 
 
+@attrs.frozen
+class LabelSelectorRequirement:
+    """One ``matchExpressions`` entry: ``In``, ``NotIn``, ``Exists`` or ``DoesNotExist``."""
+
+    key: str
+    operator: str
+    values: tuple[str, ...] = ()
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        if self.operator == c.SELECTOR_IN:
+            return self.key in labels and labels[self.key] in self.values
+        if self.operator == c.SELECTOR_NOT_IN:
+            return self.key not in labels or labels[self.key] not in self.values
+        if self.operator == c.SELECTOR_EXISTS:
+            return self.key in labels
+        if self.operator == c.SELECTOR_DOES_NOT_EXIST:
+            return self.key not in labels
+        return False  # the API refuses any other operator
+
+
+@attrs.frozen
+class LabelSelector:
+    """A ``metav1.LabelSelector``: every label and every expression must match; empty matches
+    everything (``metav1.LabelSelectorAsSelector``)."""
+
+    match_labels: FrozenMap[str, str] = EMPTY
+    match_expressions: tuple[LabelSelectorRequirement, ...] = ()
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        return all(labels.get(k) == v for k, v in self.match_labels.items()) and \
+            all(e.matches(labels) for e in self.match_expressions)
+
+
+#: What ``namespaceSelector: {}`` reads as: every namespace.
+EVERY_NAMESPACE = LabelSelector()
+
+
+def namespace_labels(namespace: str) -> Mapping[str, str]:
+    """The labels a namespace has in a world without Namespace objects: the one the API server
+    always sets (``kubernetes.io/metadata.name``, the NamespaceDefaultLabelName admission)."""
+    return {c.LABEL_NAMESPACE_NAME: namespace}
+
+
 @attrs.frozen(cache_hash=True)
 class ClusterQueueSpec:
     resource_groups: tuple[ResourceGroup, ...] = ()
     cohort_name: str = ""
     """The cohort it lends to and borrows from; empty: none."""
+    namespace_selector: LabelSelector | None = None
+    """The namespaces whose workloads it admits.  None (absent, the API's default) is the
+    nothing selector: no namespace; ``{}`` (:data:`EVERY_NAMESPACE`) is every namespace."""
     admission_checks_strategy: AdmissionChecksStrategy | None = None
     queueing_strategy: str = c.BEST_EFFORT_FIFO
     stop_policy: str | None = None
@@ -100,6 +147,12 @@ class ClusterQueueSpec:
     def stopped(self) -> bool:
         """``stopPolicy`` is ``Hold`` or ``HoldAndDrain``."""
         return self.stop_policy in STOPPING_POLICIES
+
+    def admits_namespace(self, namespace: str) -> bool:
+        """``workload.ValidateAdmissibility``'s selector test, which the scheduler and the
+        workload controller both make: the ``namespaceSelector`` matches the namespace."""
+        selector = self.namespace_selector
+        return selector is not None and selector.matches(namespace_labels(namespace))
 
     @property
     def within_cluster_queue(self) -> str:

@@ -1,10 +1,11 @@
-"""Reading the objects ``explain``, ``audit``, ``forecast`` and ``validate`` work on: ``-f``
+"""Reading the objects ``explain``, ``audit``, ``forecast``, ``validate`` and ``simulate --from`` work on: ``-f``
 files and dumps, or a live cluster (which needs the ``cluster`` extra, imported only then)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 import attrs
 
@@ -15,6 +16,9 @@ from kueue_provreq.cli import options
 from kueue_provreq.cli.options import PROG
 from kueue_provreq.cli.output import note
 from kueue_provreq.manifests.inputs import InputErrors, Inputs, load_inputs
+
+if TYPE_CHECKING:
+    from kueue_provreq.simulation.spec import Cluster
 
 
 @attrs.frozen
@@ -83,3 +87,27 @@ def load_manifests(args: argparse.Namespace, config: Configuration | None, keep_
     if skipped is not None:
         print(f"{PROG}: {skipped}", file=sys.stderr)
     return inputs
+
+
+def starting_state(args: argparse.Namespace, config: Configuration) -> Cluster | None:
+    """``--from``/``--kubeconfig`` (:func:`~kueue_provreq.cli.options.starting_state`): the
+    cluster a run starts from, read as :func:`read_input` reads it, at ``--at`` or the dump's
+    newest time; None when neither is given."""
+    if args.filename is None and args.kubeconfig is None:
+        for option, given in (("--at", args.at), ("--context", args.context), ("-n", args.namespace)):
+            if given:
+                raise options.UsageError(f"{option}: needs --from or --kubeconfig (the cluster a run starts from)")
+        return None
+    from kueue_provreq.simulation.spec import Cluster
+
+    given = read_input(args, config)
+    return Cluster(given.objects, given.now)
+
+
+def note_left_out(cluster: Cluster, left: list[str], shown: int = 10) -> None:
+    """One line naming what of the cluster a run does not start with."""
+    if left:
+        more = f" and {len(left) - shown} more" if len(left) > shown else ""
+        note("note", f"the run starts without {len(left)} of the cluster's {len(cluster.objects)} objects "
+                     "(finished or deactivated workloads and their requests, objects the simulation's setup "
+                     f"replaces): {', '.join(left[:shown])}{more}")

@@ -159,8 +159,30 @@ def simulation(cmd: argparse.ArgumentParser) -> None:
     cmd.add_argument("--workloads", type=int, default=None, metavar="N",
                      help="exactly N arrivals (a trace is truncated or repeated)")
     cmd.add_argument("--seed", type=int, default=None, metavar="S", help="the random seed (default: the file's)")
+    cmd.add_argument("--warm-up", default="0s", metavar="DURATION",
+                     help="leave the first DURATION of the run out of the figures: the workloads "
+                          "created in it and what happened in it (default: 0s)")
     config_file(cmd, "instead of the simulation file's configuration")
     cmd.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+
+
+def starting_state(cmd: argparse.ArgumentParser) -> None:
+    """``--from DUMP... | --kubeconfig PATH``: a cluster's state a run starts from, read as
+    ``explain`` reads ``-f`` or a live cluster (:func:`kueue_provreq.cli.inputs.read_input`)."""
+    source = cmd.add_mutually_exclusive_group()
+    source.add_argument("--from", action="append", dest="filename", default=None, metavar="FILE|DIR|-",
+                        help="start from the cluster state in these dumps (kubectl get -A -o yaml|json), "
+                             "repeatable: its workloads go on from where they are, at the dump's time, and "
+                             "the file's arrivals come on top")
+    cluster(cmd, group=source, namespace_help="with --kubeconfig: read namespaced objects of NS only "
+                                              "(default: all namespaces)")
+    cmd.set_defaults(in_cluster=False)
+    cmd.add_argument("--validate", type=_validation_level, default=STRICT, metavar="|".join(VALIDATION_LEVELS),
+                     help="with --from or --kubeconfig: unknown fields are errors (strict, the default), "
+                          "warnings (warn) or dropped silently (ignore)")
+    cmd.add_argument("--at", metavar="TIME", default=None,
+                     help="with --from or --kubeconfig: the run's start, an RFC 3339 time (default: the "
+                          "newest time the dump records; for a cluster, now)")
 
 
 def replications(cmd: argparse.ArgumentParser, default: int) -> None:

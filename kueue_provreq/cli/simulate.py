@@ -6,6 +6,7 @@ import argparse
 from collections.abc import Callable
 
 from kueue_provreq.cli import folder, options
+from kueue_provreq.cli.inputs import note_left_out, starting_state
 from kueue_provreq.cli.output import print_data
 
 
@@ -15,6 +16,7 @@ def register(subparsers: argparse._SubParsersAction[options.Parser]) -> None:
         description="Run the simulation a file describes (docs: 'Simulation file') and print its "
                     "summary; --out DIR also writes summary.json, workloads.csv and PNG plots.")
     options.simulation(cmd)
+    options.starting_state(cmd)
     options.replications(cmd, 1)
     options.output(cmd, ("table", "yaml", "json"))
     options.out_folder(cmd, "summary.json, workloads.csv and the plots")
@@ -25,7 +27,7 @@ def run(args: argparse.Namespace) -> int:
     from kueue_provreq.simulation import output as out
     from kueue_provreq.simulation.progress import progress_bar
     from kueue_provreq.simulation.replicate import MAX_REPLICATIONS, aggregate, replicas
-    from kueue_provreq.simulation.spec import MAX_WORKLOADS
+    from kueue_provreq.simulation.spec import MAX_WORKLOADS, left_out
 
     options.between("--workloads", args.workloads, 1, MAX_WORKLOADS)
     options.at_least("--seed", args.seed, 0)
@@ -34,7 +36,14 @@ def run(args: argparse.Namespace) -> int:
         options.plots_available("--out")
         target = folder.check("--out", args.out, args.force)
     config = options.configuration_file(args.config)
-    sim = parse(load_document(args.simulation), config=config, count=args.workloads, seed=args.seed)
+    warm_up = options.duration("--warm-up", args.warm_up)
+    document = load_document(args.simulation)
+    sim = parse(document, config=config, count=args.workloads, seed=args.seed, warm_up=warm_up)
+    cluster = starting_state(args, sim.config)
+    if cluster is not None:
+        setup = sim.setup
+        sim = parse(document, config=config, count=args.workloads, seed=args.seed, cluster=cluster, warm_up=warm_up)
+        note_left_out(cluster, left_out(cluster.objects, setup, sim.setup))
     runs = replicas(sim, args.replications)
     reports = []
     with progress_bar(sim.count * len(runs), "workloads", args.quiet) as progress:

@@ -8,7 +8,9 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from kueue_provreq.api.config import Configuration
 from kueue_provreq.cli import folder, options
+from kueue_provreq.cli.inputs import note_left_out, starting_state
 from kueue_provreq.cli.output import print_data
 from kueue_provreq.extras import SIM, require
 
@@ -23,6 +25,7 @@ def register(subparsers: argparse._SubParsersAction[options.Parser]) -> None:
                     "file's seed, or --seed), in parallel, and print one row per point; --out DIR "
                     "writes sweep.csv and a plot.")
     options.simulation(cmd)
+    options.starting_state(cmd)
     options.replications(cmd, 3)
     options.output(cmd, ("table", "csv", "yaml", "json"))
     options.out_folder(cmd, "sweep.csv and a plot")
@@ -50,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
     from kueue_provreq.simulation import objective as obj
     from kueue_provreq.simulation.progress import progress_bar
     from kueue_provreq.simulation.replicate import MAX_REPLICATIONS
-    from kueue_provreq.simulation.spec import MAX_WORKLOADS
+    from kueue_provreq.simulation.spec import MAX_WORKLOADS, left_out, parse
     from kueue_provreq.simulation.sweep import check_scheduler
 
     options.at_least("-j", args.jobs, 1)
@@ -70,8 +73,15 @@ def run(args: argparse.Namespace) -> int:
     config = options.configuration_file(args.config)
     document = load_document(args.simulation)
     settings = [parse_setting(text) for text in args.settings]
+    # the file as it is: how to read the cluster (its semantics switches), and its own setup
+    plain = parse(document, config=config, count=args.workloads, seed=args.seed) \
+        if args.filename is not None or args.kubeconfig is not None else None
+    cluster = starting_state(args, plain.config if plain is not None else Configuration())
     points = grid(document, settings, config=config, count=args.workloads, seed=args.seed,
-                  replications=args.replications)
+                  replications=args.replications, cluster=cluster,
+                  warm_up=options.duration("--warm-up", args.warm_up))
+    if cluster is not None and plain is not None:
+        note_left_out(cluster, left_out(cluster.objects, plain.setup, points[0].simulation.setup))
     parameters = [setting.text for setting in settings]
     with progress_bar(len(points) * args.replications, "runs", args.quiet) as progress:
         result = sweep(parameters, points, jobs=args.jobs, dask=args.dask, progress=progress)
@@ -80,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
         standings = obj.judge(result.samples, goal, constraints)
         result = attrs.evolve(result, rows=tuple(_ranked(parameters, r, s) for r, s in zip(result.rows, standings,
                                                                                               strict=True)),
-                              order=tuple(obj.order(standings)))
+                              order=tuple(obj.order(standings)), objective=goal.text)
         labels = [", ".join(f"{p}={r[p]}" for p in parameters) for r in result.rows]
         verdict = obj.verdict(standings, labels)
     if args.out is not None:
@@ -110,12 +120,13 @@ def _ranked(parameters: Sequence[str], row: dict[str, Any], standing: Standing) 
 
 
 def _table(parameters: Sequence[str], rows: Sequence[dict[str, Any]], ranked: bool = False) -> str:
-    """One line per point: its values, outcomes and admission latency (with replications:
-    mean ± the 95% interval's half-width); ranked: its rank and objective first, and the
-    constraints it breaks last."""
-    header = [*parameters, "finished", "admitted", "deactivated", "pending", "p50", "p90", "p99"]
-    keys = ["finished", "admitted", "deactivated", "pending", "admissionLatencySeconds.p50",
-            "admissionLatencySeconds.p90", "admissionLatencySeconds.p99"]
+    """One line per point: its values, outcomes and time to running with the share censored
+    (with replications: mean ± the 95% interval's half-width); ranked: its rank and objective
+    first, and the constraints it breaks last."""
+    header = [*parameters, "finished", "admitted", "deactivated", "pending", "running p50", "p90", "p99",
+              "censored"]
+    keys = ["finished", "admitted", "deactivated", "pending", *(f"timeToRunningSeconds.{k}" for k in
+                                                                ("p50", "p90", "p99", "censoredShare"))]
     table = [header] + [[str(r[p]) for p in parameters] + [_cell(r, k) for k in keys] for r in rows]
     if ranked:
         table = [["rank", "objective", *table[0], "breaks"]] + [

@@ -266,7 +266,7 @@ def _reconcile_job(world: World, key: Key, ctx: Context) -> Result:
         return NOTHING  # the Workload's own reconcile stops the job and releases the quota
     if integration.is_suspended(job):
         if wl.is_admitted():
-            return txn.result(error=_start(txn, integration, job, wl))
+            return txn.result(error=_start(txn, integration, job, wl, ctx.config))
         if wl.spec.queue_name != queue_name(job):
             return txn.result(error=txn.update(evolve(wl, spec=evolve(wl.spec, queue_name=queue_name(job)))))
         return NOTHING
@@ -292,7 +292,8 @@ def _create_workload(txn: Txn, integration: Integration[Any], job: JobObject, co
     return txn.result()
 
 
-def _start(txn: Txn, integration: Integration[Any], job: JobObject, wl: Workload) -> str | None:
+def _start(txn: Txn, integration: Integration[Any], job: JobObject, wl: Workload,
+           config: Configuration) -> str | None:
     """``startJob``; returns the error, if any.  What can never be put in the job's pod
     templates (``podset.IsPermanent``: podSetUpdates that conflict with each other, with the
     flavors' node labels or with the job's own) finishes the Workload instead
@@ -300,7 +301,7 @@ def _start(txn: Txn, integration: Integration[Any], job: JobObject, wl: Workload
     leaves the job suspended; a missing flavor is an error to retry."""
     assert wl.status.admission is not None
     try:
-        started = integration.started(job, podsets.from_status(txn, wl))
+        started = integration.started(job, podsets.from_status(txn, wl, config))
     except podsets.BadPodSetsInfo as e:
         finished, finishing = write_workload(wl, WorkloadTrigger.FINISH, reason=c.REASON_FAILED_TO_START,
                                              message=truncate(str(e), c.CONDITION_MESSAGE_LIMIT), now=txn.now)

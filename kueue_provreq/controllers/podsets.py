@@ -13,6 +13,7 @@ from collections.abc import Mapping
 import attrs
 
 from kueue_provreq.api import constants as c
+from kueue_provreq.api.config import Configuration
 from kueue_provreq.api.frozen import EMPTY, FrozenMap, freeze
 from kueue_provreq.api.meta import Json
 from kueue_provreq.api.objects import not_in_cache
@@ -63,12 +64,14 @@ def _update_info(update: PodSetUpdate) -> PodSetInfo:
                       update.tolerations)
 
 
-def from_status(txn: Txn, wl: Workload) -> tuple[PodSetInfo, ...]:
+def from_status(txn: Txn, wl: Workload, config: Configuration) -> tuple[PodSetInfo, ...]:
     """``getPodSetsInfoFromStatus``: per assigned podset (in the admission's order, which is the
     podsets' order), the admitted count, its flavors' node labels and tolerations, the podset
-    label, and the podSetUpdates of every admission check.  Raises
+    label, the Workload's name (with TopologyAwareScheduling on), and the podSetUpdates of every admission check.  Raises
     :class:`BadPodSetsInfo`, or ``LookupError`` for a flavor that does not exist."""
     assert wl.status.admission is not None
+    annotations = FrozenMap({c.ANNOTATION_WORKLOAD: wl.metadata.name}) \
+        if config.gate(c.GATE_TOPOLOGY_AWARE_SCHEDULING) else EMPTY
     out = []
     for i, psa in enumerate(wl.status.admission.pod_set_assignments):
         if i >= len(wl.spec.pod_sets):
@@ -83,8 +86,8 @@ def from_status(txn: Txn, wl: Workload) -> tuple[PodSetInfo, ...]:
             selector.update(flavor.spec.node_labels)
             tolerations.extend(flavor.spec.tolerations)
         info = PodSetInfo(psa.name, ps.count if psa.count is None else psa.count,
-                          labels=FrozenMap({c.LABEL_POD_SET: psa.name}), node_selector=FrozenMap(selector),
-                          tolerations=tuple(tolerations))
+                          labels=FrozenMap({c.LABEL_POD_SET: psa.name}), annotations=annotations,
+                          node_selector=FrozenMap(selector), tolerations=tuple(tolerations))
         for check in wl.status.admission_checks:
             update = next((u for u in check.pod_set_updates if u.name == info.name), None)
             if update is not None:

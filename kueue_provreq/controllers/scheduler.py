@@ -59,8 +59,9 @@ upstream also prefers, among borrowing heads, the one borrowing from the lower c
 which the model does not.
 
 Not modelled: fair sharing and ``flavorFungibility.preference``, KEP-993 reservations in a
-cohort, topology, node affinity and taints against flavors, namespace selectors and
-``status.resourceRequests``.  Upstream emits the Warning of a set-aside workload on every cycle;
+cohort, topology, node affinity and taints against flavors, and ``status.resourceRequests``.
+A ClusterQueue's ``namespaceSelector`` is matched against the labels a namespace always has
+(``kubernetes.io/metadata.name``): the world holds no Namespace objects.  Upstream emits the Warning of a set-aside workload on every cycle;
 the model emits it only when the ``QuotaReserved`` condition changes, so that repeated cycles
 settle.
 """
@@ -639,6 +640,8 @@ class _Cycle:
             wl = pending[index]
             if queues.has_failed_checks(wl):
                 self.park(wl, c.REASON_PENDING_EVALUATION, c.MSG_FAILED_ADMISSION_CHECKS)
+            elif not cq.spec.admits_namespace(wl.metadata.namespace):
+                self.park(wl, c.REASON_MISCONFIGURED, c.MSG_NAMESPACE_MISMATCH)
             else:
                 view = self.view(world, scan, cq, table, holding, cohort) if preempts else None
                 found, targets = answers.get(wl.spec.pod_sets) or self.assign(

@@ -42,8 +42,7 @@ bare ``Deactivated`` the snapshot matches, which left Kueue-deactivated workload
 stuck (issue #14870).
 
 Not modelled (no scenario in scope reaches them): ``maximumExecutionTimeSeconds``, DRA,
-object retention, the namespace selector's admissibility check and the scheduling equivalence
-cache's "Bypassed scheduling evaluation" reason.
+object retention and the scheduling equivalence cache's "Bypassed scheduling evaluation" reason.
 
 Where upstream issues several patches in one pass (the Admitted sync, then a
 check-based eviction), this pass writes one update with all of them; events
@@ -135,7 +134,8 @@ def reconcile(world: World, key: Key, ctx: Context) -> Result:
             ctx.config.kep_993_preemption and _true(conds, c.WORKLOAD_QUOTA_RESERVED) and ws.all_checks_ready(wl)):
         # KEP-993: the scheduler re-validates the quota of a reservation whose checks are all
         # Ready before admitting it (``scheduler._Cycle.kep_993_admit``)
-        new = _sync_unadmitted(wl, conds, ctx, events, fired, lambda: _queue_blocker(txn, wl, lq, cq))
+        new = _sync_unadmitted(wl, conds, ctx, events, fired, lambda: _queue_blocker(txn, wl, lq, cq),
+                               cq is None or cq.spec.admits_namespace(wl.metadata.namespace))
         if new is not wl:
             conds = new.status.conditions_by_type
     requeue_after: float | None = None
@@ -293,7 +293,8 @@ def _wanted_checks(wl: Workload, cq: ClusterQueue) -> tuple[str, ...]:
 
 
 def _sync_unadmitted(wl: Workload, conds: Conds, ctx: Context, events: list[Effect],
-                     fired: list[Transition], blocker: Callable[[], tuple[str, str] | None]) -> Workload:
+                     fired: list[Transition], blocker: Callable[[], tuple[str, str] | None],
+                     admissible: bool) -> Workload:
     """``syncQuotaReservedFalseCondition`` for a workload without quota (its ``QuotaReserved=False``
     reason recomputed, :func:`_pending_reason`; one without a queue name is told that the
     LocalQueue named "" does not exist, as upstream's lookup of it answers), then
@@ -304,7 +305,7 @@ def _sync_unadmitted(wl: Workload, conds: Conds, ctx: Context, events: list[Effe
     observability = config.gate(c.GATE_UNADMITTED_OBSERVABILITY)
     new = wl
     if not _true(conds, c.WORKLOAD_QUOTA_RESERVED):
-        wanted = _pending_reason(wl, conds, observability, blocker)
+        wanted = _pending_reason(wl, conds, observability, blocker, admissible)
         if wanted is not None:
             new = ws.set_cond(new, c.WORKLOAD_QUOTA_RESERVED, c.FALSE, wanted[0],
                               truncate(wanted[1], c.CONDITION_MESSAGE_LIMIT), now)
@@ -329,10 +330,12 @@ _SCHEDULER_REASONS = frozenset({c.REASON_WAITING_FOR_QUOTA, c.REASON_NO_MATCHING
 
 
 def _pending_reason(wl: Workload, conds: Conds, observability: bool,
-                    blocker: Callable[[], tuple[str, str] | None]) -> tuple[str, str] | None:
+                    blocker: Callable[[], tuple[str, str] | None], admissible: bool) -> tuple[str, str] | None:
     """The ``QuotaReserved=False`` (reason, message) a workload without quota should carry, in
     upstream's precedence (``resolveGranularUnadmittedQuotaReservedCondition``): deactivated; on
-    hold as it is; the queue's blocker (:func:`_queue_blocker`); gated by an annotation as it is
+    hold as it is; the queue's blocker (:func:`_queue_blocker`); ``Misconfigured`` when the
+    ClusterQueue's ``namespaceSelector`` leaves the namespace out (``admissible`` False,
+    ``ValidateAdmissibility``); gated by an annotation as it is
     (the gate's own sync writes it); a reason the scheduler wrote as it is; otherwise
     ``PendingEvaluation``, unless there is no condition yet.  With UnadmittedWorkloadsObservability
     off only a blocker is written, as ``Inadmissible``.  None: leave the condition as it is."""
@@ -347,6 +350,8 @@ def _pending_reason(wl: Workload, conds: Conds, observability: bool,
     found = blocker()
     if found is not None:
         return found
+    if not admissible:
+        return c.REASON_MISCONFIGURED, c.MSG_NAMESPACE_MISMATCH
     if cond is None or cond.reason in _SCHEDULER_REASONS or cond.reason == c.REASON_ADMISSION_GATED:
         return None
     return c.REASON_PENDING_EVALUATION, c.MSG_PENDING_EVALUATION

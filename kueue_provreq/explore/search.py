@@ -43,6 +43,7 @@ from kueue_provreq.api.provisioning import (
 )
 from kueue_provreq.api.quantity import Quantity
 from kueue_provreq.api.queues import (
+    EVERY_NAMESPACE,
     AdmissionCheck,
     AdmissionCheckSpec,
     AdmissionChecksStrategy,
@@ -197,7 +198,7 @@ def build_objects(opts: Options) -> list[KubeObject]:
     cohort = COHORT if opts.cohort else ""
     objs: list[KubeObject] = [
         ResourceFlavor(ObjectMeta(name="default-flavor")),
-        ClusterQueue(ObjectMeta(name="cq"), ClusterQueueSpec(
+        ClusterQueue(ObjectMeta(name="cq"), ClusterQueueSpec(namespace_selector=EVERY_NAMESPACE,
             resource_groups=_cpu_group(cpu), cohort_name=cohort,
             admission_checks_strategy=AdmissionChecksStrategy(tuple(AdmissionCheckStrategyRule(n) for n in checks)),
             preemption=preemption)),
@@ -206,7 +207,7 @@ def build_objects(opts: Options) -> list[KubeObject]:
     if opts.cohort:
         reclaim = ClusterQueuePreemption(reclaim_within_cohort=c.PREEMPTION_POLICY_LOWER_PRIORITY) \
             if opts.preemption else None
-        objs.append(ClusterQueue(ObjectMeta(name="cq2"), ClusterQueueSpec(
+        objs.append(ClusterQueue(ObjectMeta(name="cq2"), ClusterQueueSpec(namespace_selector=EVERY_NAMESPACE,
             resource_groups=_cpu_group(Quantity.parse(1 if opts.preemption else opts.workloads)),
             cohort_name=cohort, preemption=reclaim)))
         objs.append(LocalQueue(ObjectMeta(name="lq2", namespace=NAMESPACE), LocalQueueSpec("cq2")))

@@ -102,6 +102,8 @@ class AutoscalerDriver(Subscriber):
         decision = self.model.first(pr)
         if decision is None:
             return
+        if not actor:  # one the world held when the run began: CA takes it up where it stands
+            decision = autoscaler.resumed(pr, decision, self.loop.now)
         key = key_of(pr)
         self.decisions[key] = decision
         self._unresolved.add(key)
@@ -222,6 +224,14 @@ class JobDriver(Subscriber):
         admission = self._admissions[key] = self._admissions.get(key, 0) + 1
         ready_after, run_for = self.durations(wl, admission)
         self._next[key] = self.loop.at(self.loop.now + ready_after, lambda: self._pods_ready(key, run_for))
+
+    def take_up(self, wl: Workload, ready_in: int, run_for: int | None) -> None:
+        """An admitted workload the world held at the start (a cluster's): its pods are ready
+        ``ready_in`` from now (0: they are, and the booking is consumed at once), its Job
+        completes ``run_for`` after that."""
+        key = key_of(wl)
+        self._admissions[key] = 1
+        self._next[key] = self.loop.at(self.loop.now + ready_in, lambda: self._pods_ready(key, run_for))
 
     def _stopped(self, key: Key) -> None:
         """The workload left Admitted: its pods are gone, what was planned is off."""

@@ -27,13 +27,14 @@ from kueue_provreq.api.objects import JOB_KINDS, Key, KubeObject, key_of
 from kueue_provreq.api.provisioning import ProvisioningRequest, ProvisioningRequestConfig
 from kueue_provreq.api.queues import AdmissionCheck
 from kueue_provreq.api.workload import Workload
-from kueue_provreq.autoscaler import PROVISION_AT_ONCE, Script, attempt_of
+from kueue_provreq.autoscaler import INITIAL_BACKOFF, PROVISION_AT_ONCE, Decision, Script, ScriptItem, attempt_of
 from kueue_provreq.controllers import job
 from kueue_provreq.controllers.queues import cluster_queue_name
 from kueue_provreq.machines import WorkloadPhase as P
 from kueue_provreq.machines.phases import provisioning_request_phase
 from kueue_provreq.manifests.codec import format_duration, format_time
 from kueue_provreq.simulation.drive import AutoscalerDriver, JobDriver, ScriptModel
+from kueue_provreq.simulation.existing import attempts_before
 from kueue_provreq.simulation.loop import Loop
 from kueue_provreq.simulation.outcomes import FINAL, Outcome, outcome_of
 from kueue_provreq.simulation.watch import Subscriber
@@ -71,8 +72,9 @@ class WorkloadForecast:
     admitted_at: Time | None
     """When it was last admitted, if ever."""
     attempts: int
-    """ProvisioningRequests created for its provisioning checks (those the manifests held
-    included)."""
+    """Attempts of its provisioning checks, those before the start included: per check, the
+    attempts Kueue had counted at the start (the highest its requests' names carry, or its
+    retry count), then one per request created."""
     timeline: tuple[Entry, ...]
     job_kind: str | None = None
     """The job's kind (``Job``, ``JobSet``, ``PyTorchJob``)."""
@@ -119,11 +121,13 @@ class Forecast:
 
 
 def relative(seconds: int) -> str:
-    """``+45s``, ``+1m00s``, ``+2h05m00s``: a time after the forecast's start.
+    """``+45s``, ``+1m00s``, ``+2h05m00s``: a time after the forecast's start (``-30s``: before it).
 
-    >>> relative(0), relative(45), relative(60), relative(7500)
-    ('+0s', '+45s', '+1m00s', '+2h05m00s')
+    >>> relative(0), relative(45), relative(60), relative(7500), relative(-90)
+    ('+0s', '+45s', '+1m00s', '+2h05m00s', '-1m30s')
     """
+    if seconds < 0:
+        return "-" + relative(-seconds)[1:]
     h, rest = divmod(int(seconds), 3600)
     m, s = divmod(rest, 60)
     if h:
@@ -153,6 +157,8 @@ class _Story(Subscriber):
         for wl in self.world.objects(c.WORKLOAD):
             assert isinstance(wl, Workload)
             self._created(wl, given=True)
+            if before := attempts_before(self.world, wl):
+                self.attempts[key_of(wl)] = before
         loop.subscribe(self)
 
     def _add(self, wl_key: Key, entry: Entry) -> None:
@@ -278,12 +284,34 @@ class _Story(Subscriber):
         self.request_phases[key] = provisioning_request_phase(pr)
         if owner is None:
             return
-        self.attempts[owner] = self.attempts.get(owner, 0) + 1
+        if actor:  # the manifests' own were counted at the start
+            self.attempts[owner] = self.attempts.get(owner, 0) + 1
         pods = sum(ps.count for ps in pr.spec.pod_sets)
         what = "created (" if actor else f"already exists ({self.request_phases[key]}, "
         self._add(owner, Entry(self.loop.now, f"request {pr.metadata.name} {what}"
                                               f"{pr.spec.provisioning_class_name}, {pods} pod{'s' * (pods != 1)})",
                                "request", pr.metadata.name, None, self.request_phases[key]))
+
+    def taken_up(self, pr: ProvisioningRequest, item: ScriptItem, planned: Decision | None) -> None:
+        """A request the manifests held whose scripted answer cannot come when the script says
+        (due before the start, or before Cluster Autoscaler's next try after a
+        ``Provisioned=False``): says when Cluster Autoscaler gives it instead
+        (:func:`~kueue_provreq.autoscaler.resumed`)."""
+        owner = self._owner(pr)
+        scripted = item.decision(pr.metadata.creation_timestamp or Time(0))
+        if owner is None or planned is None or planned.at == scripted.at:
+            return
+        before = ", before the start" if scripted.at < self.loop.now else ""
+        due = f"request {pr.metadata.name}: {item} for attempt {attempt_of(pr)} was due at " \
+              f"{self._rel(scripted.at)}{before}"
+        answered = next((x for x in pr.status.conditions if x.type == c.PR_PROVISIONED and x.status == c.FALSE), None)
+        if answered is not None and answered.last_transition_time is not None:
+            why = (f"; Cluster Autoscaler answered Provisioned=False at {self._rel(answered.last_transition_time)} "
+                   f"and tries again after its backoff ({format_duration(INITIAL_BACKOFF)} at the earliest): "
+                   f"it answers then, at {self._rel(planned.at)}")
+        else:
+            why = f", and Cluster Autoscaler has not answered it: it answers at its next loop, {self._rel(planned.at)}"
+        self._add(owner, Entry(self.loop.now, due + why, "request", pr.metadata.name))
 
     def on_request_updated(self, actor: str, pr: ProvisioningRequest) -> None:
         key, owner = key_of(pr), self._owner(pr)
@@ -331,7 +359,9 @@ def forecast(objects: Sequence[KubeObject], at: TimeLike, script: Script = PROVI
     jobs = JobDriver(loop, lambda wl, admission: (0, None))
     autoscaler = AutoscalerDriver(loop, ScriptModel(script), jobs, pods_scheduled=_admitted_owner(world))
     for pr in world.objects(c.PROVISIONING_REQUEST):  # requests a cluster dump already holds
+        assert isinstance(pr, ProvisioningRequest)
         loop.report(pr)
+        story.taken_up(pr, script.item(attempt_of(pr)), autoscaler.decisions.get(key_of(pr)))
 
     def settled() -> bool:
         """Every workload admitted, deactivated or finished, and no scripted revocation to come."""

@@ -8,9 +8,10 @@ a few functions); nothing is ever evaluated as Python.
   ``admissionLatencySeconds.p90``, ``provisioningRequests.failed``, ``evictions.AdmissionCheck``,
   ``clusterQueues["team-a"].pending`` (a key that is no Python name goes in brackets, quoted).
 - ``p50(X)``, ``p90(X)``, ``p99(X)``, ``max(X)`` are ``X.p50`` ...; ``X`` may be a latency by its
-  figure name or by ``admissionLatency`` or ``timeToRunning``.  Both name the time from a
-  workload's creation to its admission: with a ProvisioningRequest check that is when its
-  capacity is there and its pods may start (the pods' own start-up time is not a figure yet).
+  figure name or by its short name: ``timeToRunning`` (``timeToRunningSeconds``, from a
+  workload's creation to its pods' being ready) or ``admissionLatency``
+  (``admissionLatencySeconds``, to its admission).  Both count the workloads that never got
+  there as censored at the run's end, so dropping workloads never looks fast.
 - ``<count>Share`` is a count over the workloads: ``deactivatedShare`` is
   ``deactivated / workloads`` (also ``finishedShare``, ``admittedShare``, ``pendingShare``, and
   per queue: ``clusterQueues["team-a"].deactivatedShare``).
@@ -40,16 +41,15 @@ from kueue_provreq.simulation.replicate import interval, welch
 #: Function forms: ``p90(X)`` is the figure ``X.p90``.
 PERCENTILES = ("p50", "p90", "p99", "max")
 
-#: Names for the admission latency (``admissionLatencySeconds`` in summary.json).
-LATENCY = "admissionLatencySeconds"
-_LATENCY_ALIASES = {"admissionLatency": LATENCY, "timeToRunning": LATENCY}
+#: The latencies' short names: their summary.json figures without ``Seconds``.
+_LATENCY_ALIASES = {"admissionLatency": "admissionLatencySeconds", "timeToRunning": "timeToRunningSeconds"}
 
 #: ``<count>Share``: the count over the workloads of the same scope.
 _SHARES = ("finished", "admitted", "deactivated", "pending")
 _SHARE = "Share"
 
 #: Figures that count what happened: absent at a point (no such eviction) means 0.
-_COUNTED = ("evictions.", "reservedWaitingQuotaSeconds.")
+_COUNTED = ("evictions.", "quotaHeldWaiting.")
 
 #: A difference is significant when Welch's two-sided p-value is below this.
 ALPHA = 0.05

@@ -8,6 +8,7 @@ for, so the CLI and the library start without it.
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (after choosing the backend)
 
 from kueue_provreq.machines import WorkloadPhase as P  # noqa: E402
-from kueue_provreq.simulation.run import Report  # noqa: E402
+from kueue_provreq.simulation import units  # noqa: E402
+from kueue_provreq.simulation.run import Report, after_warm_up  # noqa: E402
 
 _SAVE: dict[str, Any] = {"dpi": 100, "metadata": {"Software": None}}
 _PHASE_COLORS: dict[str, str] = {P.PENDING: "#c7c7c7", P.BACKOFF: "#9e9e9e", P.QUOTA_RESERVED: "#ff9f1c",
@@ -48,25 +50,32 @@ def simulation_plots(report: Report, out: Path) -> list[Path]:
 
 
 def latency_cdf(report: Report, path: Path) -> Path:
-    latencies = sorted(r.admitted - r.created for r in report.workloads if r.admitted is not None)
+    """The admission latency's CDF over every workload counted: those never admitted (the
+    censored share) keep the curve below 1."""
+    summary = report.summary
+    counted = after_warm_up(report.workloads, summary.warm_up_seconds)
+    latencies = sorted(r.admitted - r.created for r in counted if r.admitted is not None)
     fig, ax = plt.subplots(figsize=(7, 4))
     if latencies:
-        n = len(latencies)
+        n = len(counted)
         xs = [0.0] + [v / 60 for v in latencies]
-        ax.step(xs + [xs[-1] * 1.02 + 0.1], [0.0] + [(i + 1) / n for i in range(n)] + [1.0], where="post",
-                color="#264653")
-        lat = report.summary.admission_latency
+        ax.step(xs + [xs[-1] * 1.02 + 0.1], [0.0] + [(i + 1) / n for i in range(len(latencies))]
+                + [len(latencies) / n], where="post", color="#264653")
+        lat = summary.admission_latency
         for label, value in (("p50", lat.p50), ("p90", lat.p90), ("p99", lat.p99)):
-            if value is not None:
+            if value is not None and label not in lat.censored:
                 ax.axvline(value / 60, linestyle=":", color="#e76f51")
                 ax.annotate(label, (value / 60, 0.02), rotation=90, color="#e76f51", fontsize=8)
+        if len(latencies) < n:
+            ax.axhline(len(latencies) / n, linestyle="--", color="#6d597a",
+                       label=f"never admitted (censored): {1 - len(latencies) / n:.0%}")
+            ax.legend(loc="lower right", fontsize=8)
     else:
         ax.text(0.5, 0.5, "no workload was admitted", ha="center", transform=ax.transAxes)
     ax.set_xlabel("admission latency (minutes from creation to admission)")
-    ax.set_ylabel("fraction of admitted workloads")
+    ax.set_ylabel("fraction of all workloads")
     ax.set_ylim(0, 1.02)
-    ax.set_title(f"{report.summary.simulation}: admission latency, {len(latencies)} of "
-                 f"{report.summary.workloads} admitted")
+    ax.set_title(f"{summary.simulation}: admission latency, {len(latencies)} of {len(counted)} admitted")
     ax.grid(alpha=0.3)
     fig.tight_layout()
     return _save(fig, path)
@@ -92,9 +101,12 @@ def over_time(report: Report, path: Path) -> Path:
     ax.set_title(f"{report.summary.simulation}: workloads and their quota over time")
     for i, resource in enumerate(resources, 1):
         ax = axes[i][0]
-        ax.step(t, s.waiting_quota[resource], where="post", label="held while checks not Ready", color="#ff9f1c")
-        ax.step(t, s.admitted_quota[resource], where="post", label="held by admitted workloads", color="#2a9d8f")
-        ax.set_ylabel(f"{resource} quota")
+        shown = float(units.scale(resource))
+        ax.step(t, [v * shown for v in s.waiting_quota[resource]], where="post", label="held while checks not Ready",
+                color="#ff9f1c")
+        ax.step(t, [v * shown for v in s.admitted_quota[resource]], where="post", label="held by admitted workloads",
+                color="#2a9d8f")
+        ax.set_ylabel(f"{resource} quota" + (" (GiB)" if units.is_bytes(resource) else ""))
         ax.legend(loc="upper right", fontsize=8)
     for row in axes:
         row[0].grid(alpha=0.3)
@@ -129,15 +141,21 @@ def gantt(report: Report, path: Path) -> Path:
     return _save(fig, path)
 
 
-def sweep_plot(parameters: Sequence[str], rows: Sequence[dict[str, Any]], path: Path) -> Path | None:
-    """A line plot of the admission latency for one varying parameter, a heatmap of its
-    p90 for two; None for more (no plot says more than the CSV then)."""
+def sweep_plot(parameters: Sequence[str], rows: Sequence[dict[str, Any]], path: Path, objective: str = "") -> Path | None:
+    """The sweep at a glance; None when no parameter varies (one point: the CSV says it all).
+
+    Unranked, one varying parameter gives a line plot of the time to running, two a heatmap
+    of its p90.  Ranked (``objective``: the expression the rows' ``objective`` holds), every
+    cell is coloured by the objective, the best point marked ``#1`` and a point breaking a
+    constraint hatched.  With more than two varying parameters, the first two span each
+    panel and every combination of the others gets its own panel (small multiples), on one
+    colour scale."""
     varying = [p for p in parameters if len({repr(r[p]) for r in rows}) > 1]
-    if len(varying) == 1:
+    if not varying:
+        return None
+    if len(varying) == 1 and not objective:
         return _line(varying[0], rows, path)
-    if len(varying) == 2:
-        return _heatmap(varying[0], varying[1], rows, path)
-    return None
+    return _panels(varying, rows, path, objective)
 
 
 def _values(name: str, rows: Sequence[dict[str, Any]]) -> list[Any]:
@@ -153,19 +171,22 @@ def _minutes(value: Any) -> float:
     return math.nan if value is None or value == "" else float(value) / 60
 
 
+_RUNNING = "timeToRunningSeconds"
+
+
 def _line(name: str, rows: Sequence[dict[str, Any]], path: Path) -> Path:
     xs = _values(name, rows)
     numeric = all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in xs)
     positions = xs if numeric else list(range(len(xs)))
     fig, ax = plt.subplots(figsize=(7, 4))
     for key, style in (("p50", "-o"), ("p90", "-s"), ("p99", "-^")):
-        by_x = {repr(r[name]): _minutes(_figure(r, f"admissionLatencySeconds.{key}")) for r in rows}
-        ax.plot(positions, [by_x[repr(x)] for x in xs], style, label=f"{key} admission latency")
+        by_x = {repr(r[name]): _minutes(_figure(r, f"{_RUNNING}.{key}")) for r in rows}
+        ax.plot(positions, [by_x[repr(x)] for x in xs], style, label=f"{key} time to running")
     ax.set_xlabel(name)
     if not numeric:
         ax.set_xticks(positions)
         ax.set_xticklabels([str(x) for x in xs])
-    ax.set_ylabel("minutes")
+    ax.set_ylabel("minutes (never ran: counted at the run's end)")
     ax2 = ax.twinx()
     by_x = {repr(r[name]): _figure(r, "deactivated") for r in rows}
     ax2.plot(positions, [by_x[repr(x)] for x in xs], ":x", color="#6d597a", label="deactivated workloads")
@@ -173,36 +194,82 @@ def _line(name: str, rows: Sequence[dict[str, Any]], path: Path) -> Path:
     lines = ax.get_legend_handles_labels()
     more = ax2.get_legend_handles_labels()
     ax.legend(lines[0] + more[0], lines[1] + more[1], fontsize=8, loc="best")
-    ax.set_title(f"admission latency by {name}")
+    ax.set_title(f"time to running by {name}")
     ax.grid(alpha=0.3)
     fig.tight_layout()
     return _save(fig, path)
 
 
-def _heatmap(first: str, second: str, rows: Sequence[dict[str, Any]], path: Path) -> Path:
-    ys, xs = _values(first, rows), _values(second, rows)
-    by_cell = {(repr(r[first]), repr(r[second])): r for r in rows}
-    grid = [[_minutes(_figure(by_cell[(repr(y), repr(x))], "admissionLatencySeconds.p90")) if (repr(y), repr(x)) in by_cell
-             else math.nan for x in xs] for y in ys]
-    fig, ax = plt.subplots(figsize=(2.4 + 1.4 * len(xs), 1.6 + 0.9 * len(ys)))
-    image = ax.imshow(grid, cmap="viridis_r", aspect="auto")
-    finite = [v for row in grid for v in row if not math.isnan(v)]
-    middle = (min(finite) + max(finite)) / 2 if finite else 0.0
-    ax.set_xticks(range(len(xs)))
-    ax.set_xticklabels([str(x) for x in xs])
-    ax.set_yticks(range(len(ys)))
-    ax.set_yticklabels([str(y) for y in ys])
-    ax.set_xlabel(second)
-    ax.set_ylabel(first)
-    for i, row in enumerate(grid):
-        for j, value in enumerate(row):
-            cell = by_cell.get((repr(ys[i]), repr(xs[j])))
-            text = "-" if math.isnan(value) else f"{value:.1f} min"
-            if cell is not None:
-                text += f"\n{_figure(cell, 'deactivated'):g} deactivated"
-            ax.text(j, i, text, ha="center", va="center", fontsize=8,
-                    color="black" if math.isnan(value) or value < middle else "white")
-    fig.colorbar(image, ax=ax, label="p90 admission latency (minutes)")
-    ax.set_title("p90 admission latency")
-    fig.tight_layout()
+def _colour_value(row: dict[str, Any], objective: str) -> float:
+    if objective:
+        value = row.get("objective")
+        return math.nan if value is None or value == "" else float(value)
+    return _minutes(_figure(row, f"{_RUNNING}.p90"))
+
+
+def _panels(varying: Sequence[str], rows: Sequence[dict[str, Any]], path: Path, objective: str) -> Path:
+    """One heatmap per combination of the parameters past the first two (one panel for two)."""
+    from matplotlib.colors import Normalize
+
+    first, second = (None, varying[0]) if len(varying) == 1 else (varying[0], varying[1])
+    rest = list(varying[2:])
+    combos = list(dict.fromkeys(tuple(repr(r[p]) for p in rest) for r in rows))
+    ys = _values(first, rows) if first is not None else [None]
+    xs = _values(second, rows)
+    finite = [v for v in (_colour_value(r, objective) for r in rows) if not math.isnan(v)]
+    norm = Normalize(min(finite, default=0.0), max(finite, default=1.0))
+    columns = min(len(combos), 3)
+    lines = math.ceil(len(combos) / columns)
+    width, height = 1.6 + 1.4 * len(xs), 1.6 + 0.8 * len(ys)
+    fig, axes = plt.subplots(lines, columns, figsize=(width * columns + 1.2, height * lines + 0.6), squeeze=False,
+                             layout="constrained")
+    image = None
+    for k, combo in enumerate(combos):
+        ax = axes[k // columns][k % columns]
+        mine = [r for r in rows if tuple(repr(r[p]) for p in rest) == combo]
+        image = _cells(ax, mine, first, second, ys, xs, objective, norm)
+        if rest:
+            ax.set_title("\n".join(textwrap.fill(f"{p}={mine[0][p]}", 45) for p in rest), fontsize=7)
+    for k in range(len(combos), lines * columns):
+        axes[k // columns][k % columns].axis("off")
+    label = f"objective: {objective}" if objective else "p90 time to running (minutes)"
+    if image is not None:
+        fig.colorbar(image, ax=axes.ravel().tolist(), label=label)
+    what = f"ranked by {objective} (hatched: breaks a constraint)" if objective else "p90 time to running"
+    fig.suptitle(what, fontsize=10)
     return _save(fig, path)
+
+
+def _cells(ax: Any, rows: Sequence[dict[str, Any]], first: str | None, second: str, ys: Sequence[Any],
+           xs: Sequence[Any], objective: str, norm: Any) -> Any:
+    """One panel: a cell per (``first``, ``second``) value, coloured, hatched when infeasible."""
+    from matplotlib.patches import Rectangle
+
+    by_cell = {(repr(r[first]) if first is not None else None, repr(r[second])): r for r in rows}
+    key = (lambda y: repr(y)) if first is not None else (lambda y: None)
+    grid = [[_colour_value(by_cell[(key(y), repr(x))], objective) if (key(y), repr(x)) in by_cell else math.nan
+             for x in xs] for y in ys]
+    image = ax.imshow(grid, cmap="viridis_r", aspect="auto", norm=norm)
+    ax.set_xticks(range(len(xs)))
+    ax.set_xticklabels([str(x) for x in xs], fontsize=8)
+    ax.set_xlabel(second, fontsize=8)
+    ax.set_yticks(range(len(ys)) if first is not None else [])
+    if first is not None:
+        ax.set_yticklabels([str(y) for y in ys], fontsize=8)
+        ax.set_ylabel(first, fontsize=8)
+    middle = (norm.vmin + norm.vmax) / 2
+    for i, y in enumerate(ys):
+        for j, x in enumerate(xs):
+            cell = by_cell.get((key(y), repr(x)))
+            value = grid[i][j]
+            text = "-" if math.isnan(value) else f"{value:.4g}" if objective else f"{value:.1f} min"
+            if cell is not None:
+                if objective and cell.get("rank") == 1:
+                    text = f"#1\n{text}"
+                text += f"\n{_figure(cell, 'deactivated'):g} deactivated"
+                if objective and cell.get("feasible") is False:
+                    ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch="///", edgecolor="#e63946",
+                                           linewidth=0))
+            ax.text(j, i, text, ha="center", va="center", fontsize=7,
+                    color="black" if math.isnan(value) or value < middle else "white")
+    return image

@@ -35,10 +35,10 @@ LEVEL = 0.95
 MEAN, CI95, REPLICATIONS = "mean", "ci95", "replications"
 
 #: Figures that are not measured, and stay as the first replication has them.
-_LABELS = frozenset({"simulation", "seed"})
+_LABELS = frozenset({"simulation", "seed", "warmUpSeconds"})
 
 #: Maps whose missing keys are a count of 0 (an eviction reason or a resource that did not occur).
-_COUNTED = frozenset({"evictions", "reservedWaitingQuotaSeconds"})
+_COUNTED = frozenset({"evictions", "quotaHeldWaiting"})
 
 
 def seeds(seed: int, replications: int) -> list[int]:

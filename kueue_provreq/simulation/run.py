@@ -22,7 +22,7 @@ metric is one more thing :class:`_Metrics` keeps and one more field of the repor
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
@@ -37,7 +37,9 @@ from kueue_provreq.api.queues import LocalQueue
 from kueue_provreq.api.workload import Workload
 from kueue_provreq.controllers import job as jobs
 from kueue_provreq.machines import WorkloadPhase as P
+from kueue_provreq.simulation import units
 from kueue_provreq.simulation.drive import AutoscalerDriver, JobDriver, Retention
+from kueue_provreq.simulation.existing import attempts_before, remaining
 from kueue_provreq.simulation.fleet import Draws, FleetModel
 from kueue_provreq.simulation.loop import Loop
 from kueue_provreq.simulation.outcomes import Outcome, outcome_of
@@ -50,8 +52,8 @@ GANTT_LIMIT = 50
 """Runs of at most this many workloads keep each workload's phase history (for a Gantt chart)."""
 
 SERIES_POINTS = 4000
-"""Samples kept of each time series: past this, every other one is dropped (and the
-spacing doubles), so memory stays flat however long the run."""
+"""Samples kept of each time series: past this, the spacing between samples doubles until
+half are left (:meth:`_Metrics._thin`), so memory stays flat however long the run."""
 
 WAITING, ADMITTED = "waiting", "admitted"
 
@@ -77,25 +79,64 @@ class WorkloadRecord:
     """``Finished``, ``Admitted`` (still running at the end), ``Deactivated`` or ``Pending``."""
     cluster_queue: str = ""
     """Its LocalQueue's ClusterQueue when it arrived (empty: none)."""
+    pods_ready: int | None = None
+    """When its pods were first ready (``PodsReady=True``): the job started running."""
+    local_queue: str = ""
+    """``namespace/name`` of its LocalQueue."""
 
 
 @attrs.frozen
 class Percentiles:
+    """A latency over every workload of its scope, those it never reached included.
+
+    A workload the latency never reached (never admitted, or its pods never ready, by the end
+    of the run: deactivated or still waiting) is *censored* at the end: it counts as reaching
+    it when the run stopped, a lower bound on its true value (a deactivated workload's is
+    infinite).  So dropping workloads never looks fast: their waits count, at least as long as
+    the run went on.  A percentile that falls on a censored workload is itself a lower bound,
+    which the table marks with ``>=``."""
+
     p50: int | None
     p90: int | None
     p99: int | None
     max: int | None
+    censored_share: Decimal | None = None
+    """The share of the workloads that were censored (None: no workloads)."""
+    censored: frozenset[str] = attrs.field(default=frozenset(), metadata={"json": None})
+    """The percentiles (``p50`` ...) that fell on a censored workload: lower bounds."""
 
     @classmethod
-    def of(cls, values: list[int]) -> Percentiles:
-        """Nearest-rank percentiles: always one of the values, so exact and reproducible."""
-        if not values:
+    def of(cls, values: list[int], censored: Sequence[int] = ()) -> Percentiles:
+        """Nearest-rank percentiles over ``values`` and the ``censored`` lower bounds (a tie
+        ranks the observed value first): always one of them, so exact and reproducible."""
+        if not values and not censored:
             return cls(None, None, None, None)
-        ordered = sorted(values)
+        ordered = sorted([(v, False) for v in values] + [(v, True) for v in censored])
+        marked: set[str] = set()
 
-        def rank(p: float) -> int:
-            return ordered[max(0, math.ceil(p * len(ordered)) - 1)]
-        return cls(rank(0.5), rank(0.9), rank(0.99), ordered[-1])
+        def rank(name: str, p: float) -> int:
+            value, bound = ordered[max(0, math.ceil(p * len(ordered)) - 1)]
+            if bound:
+                marked.add(name)
+            return value
+        p50, p90, p99, top = rank("p50", 0.5), rank("p90", 0.9), rank("p99", 0.99), rank("max", 1.0)
+        return cls(p50, p90, p99, top, Decimal(len(censored)) / len(ordered), frozenset(marked))
+
+
+@attrs.frozen
+class Attempts:
+    """ProvisioningRequests created per workload (every provisioning check's attempts)."""
+
+    mean: Decimal | None
+    p90: int | None
+    max: int | None
+
+    @classmethod
+    def of(cls, counts: list[int]) -> Attempts:
+        if not counts:
+            return cls(None, None, None)
+        ordered = sorted(counts)
+        return cls(Decimal(sum(ordered)) / len(ordered), ordered[max(0, math.ceil(0.9 * len(ordered)) - 1)], ordered[-1])
 
 
 @attrs.frozen
@@ -117,10 +158,13 @@ class RequestCounts:
 class Summary:
     """The run in numbers.  Each field is one metric: :class:`_Metrics` computes it
     (:meth:`_Metrics.summary`), and ``summary.json`` writes it under its camelCase name (or the
-    field's ``json`` metadata), so a new metric is a field here and its value there."""
+    field's ``json`` metadata; None: not written), so a new metric is a field here and its
+    value there.  Every figure leaves out the warm-up (:attr:`warm_up_seconds`)."""
 
     simulation: str
     seed: int
+    warm_up_seconds: int
+    """Left out of the figures: workloads created in it, and what happened in it (``--warm-up``)."""
     workloads: int
     admitted: int
     """Admitted and still running at the end."""
@@ -129,28 +173,39 @@ class Summary:
     """Neither admitted, finished nor deactivated at the end."""
     finished: int
     admission_latency: Percentiles = attrs.field(metadata={"json": "admissionLatencySeconds"})
-    """From creation to first admission, over the workloads ever admitted."""
+    """From creation to first admission (censored: :class:`Percentiles`)."""
+    time_to_running: Percentiles = attrs.field(metadata={"json": "timeToRunningSeconds"})
+    """From creation to the pods' first being ready (censored: :class:`Percentiles`)."""
+    attempts: Attempts = attrs.field(metadata={"json": "attemptsPerWorkload"})
     requests: RequestCounts = attrs.field(metadata={"json": "provisioningRequests"})
     evictions: FrozenMap[str, int]
     """By the ``Evicted`` condition's reason."""
-    reserved_waiting_quota_seconds: FrozenMap[str, Decimal]
+    reserved_waiting_quota_seconds: FrozenMap[str, Decimal] = attrs.field(metadata={"json": None})
     """Per resource, the quota held by workloads whose admission checks were not all Ready,
-    integrated over time: what a slow or failing autoscaler costs everyone else."""
+    integrated over time (the resource's base unit times seconds): what a slow or failing
+    autoscaler costs everyone else.  summary.json has it in readable units
+    (:attr:`quota_held_waiting`)."""
+    quota_held_waiting: FrozenMap[str, Decimal] = attrs.field(metadata={"json": "quotaHeldWaiting"})
+    """:attr:`reserved_waiting_quota_seconds` in readable units (:func:`units.readable`)."""
     simulated_seconds: int
     cluster_queues: FrozenMap[str, QueueSummary] = FrozenMap()
     """The same figures per ClusterQueue (a workload's: its LocalQueue's when it arrived), for
     runs where several queues share quota through a cohort."""
+    local_queues: FrozenMap[str, QueueSummary] = FrozenMap()
+    """The same figures per LocalQueue (``namespace/name``), when there are several."""
 
     def to_json(self) -> dict[str, Any]:
         out = dict(_json(self))
-        if not self.cluster_queues:
-            del out["clusterQueues"]  # one queue: the totals say it all
+        for key, value in (("warmUpSeconds", self.warm_up_seconds), ("clusterQueues", self.cluster_queues),
+                           ("localQueues", self.local_queues)):
+            if not value:
+                del out[key]  # no warm-up: nothing left out; one queue: the totals say it all
         return out
 
 
 @attrs.frozen
 class QueueSummary:
-    """One ClusterQueue's share of the :class:`Summary`."""
+    """One ClusterQueue's or LocalQueue's share of the :class:`Summary`."""
 
     workloads: int
     finished: int
@@ -158,14 +213,19 @@ class QueueSummary:
     pending: int
     deactivated: int
     admission_latency: Percentiles = attrs.field(metadata={"json": "admissionLatencySeconds"})
-    reserved_waiting_quota_seconds: FrozenMap[str, Decimal]
+    time_to_running: Percentiles = attrs.field(metadata={"json": "timeToRunningSeconds"})
+    attempts: Attempts = attrs.field(metadata={"json": "attemptsPerWorkload"})
+    reserved_waiting_quota_seconds: FrozenMap[str, Decimal] = attrs.field(metadata={"json": None})
+    quota_held_waiting: FrozenMap[str, Decimal] = attrs.field(metadata={"json": "quotaHeldWaiting"})
+    """:attr:`reserved_waiting_quota_seconds` in readable units (:func:`units.readable`)."""
 
 
 def _json(value: Any) -> Any:
-    """A summary value as JSON: an attrs class as an object of its fields, maps with sorted keys,
-    exact numbers (:func:`_number`)."""
+    """A summary value as JSON: an attrs class as an object of its fields (but those whose
+    ``json`` metadata is None), maps with sorted keys, exact numbers (:func:`_number`)."""
     if attrs.has(type(value)):
-        return {f.metadata.get("json", _camel(f.name)): _json(getattr(value, f.name)) for f in attrs.fields(type(value))}
+        return {f.metadata.get("json", _camel(f.name)): _json(getattr(value, f.name)) for f in attrs.fields(type(value))
+                if f.metadata.get("json", "") is not None}
     if isinstance(value, Mapping):
         return {k: _json(v) for k, v in sorted(value.items())}
     if isinstance(value, Decimal):
@@ -221,6 +281,8 @@ class _Life:
     evictions: int = 0
     outcome: str = Outcome.PENDING.value
     cluster_queue: str = ""
+    pods_ready: int | None = None
+    local_queue: str = ""
 
 
 class _Metrics(Subscriber):
@@ -230,15 +292,20 @@ class _Metrics(Subscriber):
                  progress: Callable[[int], None] | None) -> None:
         self.loop = loop
         self.start = sim.start
+        self.warm = Time(sim.start + sim.warm_up)
+        """The end of the warm-up: what happens before it is left out of the figures."""
         self.lives: dict[Key, _Life] = {}
         self.templates = templates
         self.phase_counts: dict[str, int] = {}
-        self.quota: dict[Key, tuple[str, dict[str, Decimal], str]] = {}
+        self.quota: dict[Key, _Held] = {}
         self.totals: dict[str, dict[str, Decimal]] = {WAITING: {}, ADMITTED: {}}
         self.waiting_seconds: dict[str, Decimal] = {}
         self.queue_waiting: dict[str, dict[str, Decimal]] = {}
         """Per ClusterQueue, the quota its waiting workloads hold now."""
         self.queue_waiting_seconds: dict[str, dict[str, Decimal]] = {}
+        self.local_waiting: dict[str, dict[str, Decimal]] = {}
+        """Per LocalQueue (``namespace/name``), the quota its waiting workloads hold now."""
+        self.local_waiting_seconds: dict[str, dict[str, Decimal]] = {}
         self.request_conditions: dict[Key, set[str]] = {}
         self.requests = {"created": 0, c.PR_PROVISIONED: 0, c.PR_FAILED: 0, c.PR_BOOKING_EXPIRED: 0,
                          c.CA_REASON_CAPACITY_BOOKING_CONSUMED: 0, c.PR_CAPACITY_REVOKED: 0}
@@ -257,35 +324,57 @@ class _Metrics(Subscriber):
             self._advance(self.loop.now)
 
     # --- time -------------------------------------------------------------------------
-    def _advance(self, now: int) -> None:
-        dt = now - self.t
-        for resource, amount in self.totals[WAITING].items():
-            if amount:
-                self.waiting_seconds[resource] = self.waiting_seconds.get(resource, Decimal(0)) + amount * dt
-        for cq, held in self.queue_waiting.items():
-            seconds = self.queue_waiting_seconds.setdefault(cq, {})
-            for resource, amount in held.items():
+    def _advance(self, now: int, last: bool = False) -> None:
+        dt = now - max(self.t, self.warm)  # the warm-up's share left out
+        if dt > 0:
+            for resource, amount in self.totals[WAITING].items():
                 if amount:
-                    seconds[resource] = seconds.get(resource, Decimal(0)) + amount * dt
-        self._sample()
+                    self.waiting_seconds[resource] = self.waiting_seconds.get(resource, Decimal(0)) + amount * dt
+            for held_now, integral in ((self.queue_waiting, self.queue_waiting_seconds),
+                                       (self.local_waiting, self.local_waiting_seconds)):
+                for queue, held in held_now.items():
+                    seconds = integral.setdefault(queue, {})
+                    for resource, amount in held.items():
+                        if amount:
+                            seconds[resource] = seconds.get(resource, Decimal(0)) + amount * dt
+        self._sample(now, last)
         self.t = Time(now)
 
-    def _sample(self) -> None:
+    def _sample(self, until: int, last: bool) -> None:
+        """Keep the state the instant ``self.t`` ended with, which holds until ``until``: at
+        most one sample per spacing, except that a state held for a spacing or more is always
+        kept (a quiet weekend shows the state it really had, not the last one kept before it),
+        and so is the ``last``."""
         t = self.t - self.start
-        if self.samples and t - self.samples[-1][0] < self.spacing:
+        held = until - self.t
+        if not last and self.samples and t - self.samples[-1][0] < self.spacing and held < self.spacing:
             return
         counts = self.phase_counts
         self.samples.append((t, counts.get(P.PENDING, 0) + counts.get(P.BACKOFF, 0), self._count(WAITING),
-                             self._count(ADMITTED), dict(self.totals[WAITING]), dict(self.totals[ADMITTED])))
+                             self._count(ADMITTED), dict(self.totals[WAITING]), dict(self.totals[ADMITTED]), held))
         if len(self.samples) > SERIES_POINTS:
-            self.samples = self.samples[::2]
+            self._thin()
+
+    def _thin(self) -> None:
+        """Double the spacing until at most half the samples are left, by the rule
+        :meth:`_sample` keeps them by (the first and the last are always kept)."""
+        while len(self.samples) > SERIES_POINTS // 2:
             self.spacing = max(1, self.spacing * 2)
+            kept = [self.samples[0]]
+            for sample in self.samples[1:-1]:
+                if sample[0] - kept[-1][0] >= self.spacing or sample[-1] >= self.spacing:
+                    kept.append(sample)
+            kept.append(self.samples[-1])
+            self.samples = kept
 
     def _count(self, category: str) -> int:
         return self.category_counts.get(category, 0)
 
     def finish(self, end: int) -> None:
-        self._advance(end)
+        """The run ended at ``end``: the last state is kept, and drawn until ``end``."""
+        self._advance(end, last=True)
+        if self.samples[-1][0] < end - self.start:
+            self.samples.append((end - self.start, *self.samples[-1][1:-1], 0))
 
     # --- workloads ----------------------------------------------------------------------
     def _phase_count(self, phase: str | None, delta: int) -> None:
@@ -297,10 +386,29 @@ class _Metrics(Subscriber):
         phase = self.loop.watch.phases[key]
         lq = self.loop.world.get(c.LOCAL_QUEUE, wl.metadata.namespace, wl.spec.queue_name)
         cq = lq.spec.cluster_queue if isinstance(lq, LocalQueue) else ""
-        self.lives[key] = _Life(self.templates.get(key, ""), self.loop.now - self.start, cluster_queue=cq)
+        life = self.lives[key] = _Life(self.templates.get(key, ""), self.loop.now - self.start, cluster_queue=cq,
+                                       local_queue=f"{wl.metadata.namespace}/{wl.spec.queue_name}")
         self._phase_count(phase, 1)
+        if not actor:  # a cluster's workload, there at the start: its past as its conditions say
+            self._taken_up(wl, life)
         if self.histories is not None:
             self.histories[key] = [(self.loop.now - self.start, phase)]
+
+    def _taken_up(self, wl: Workload, life: _Life) -> None:
+        """A workload the run starts with: created, reserved and admitted when its conditions say
+        (before the start: negative), its attempts as Kueue counted them, the quota it holds."""
+        def since(type_: str) -> int | None:
+            cond = wl.condition(type_)
+            if cond is None or cond.status != c.TRUE or cond.last_transition_time is None:
+                return None
+            return cond.last_transition_time - self.start
+        life.created = (wl.metadata.creation_timestamp or self.start) - self.start
+        life.quota_reserved = since(c.WORKLOAD_QUOTA_RESERVED)
+        life.admitted = since(c.WORKLOAD_ADMITTED)
+        life.pods_ready = since(c.WORKLOAD_PODS_READY)
+        life.attempts = attempts_before(self.loop.world, wl)
+        life.outcome = outcome_of(self.loop.watch.phases[key_of(wl)])
+        self.on_workload_updated("", wl)
 
     def on_phase(self, actor: str, wl: Workload, before: str, after: str) -> None:
         key = key_of(wl)
@@ -316,9 +424,10 @@ class _Metrics(Subscriber):
             life.admitted = now
         if after == P.EVICTED:
             life.evictions += 1
-            evicted = wl.condition(c.WORKLOAD_EVICTED)
-            reason = evicted.reason if evicted is not None else "Unknown"
-            self.evictions[reason] = self.evictions.get(reason, 0) + 1
+            if self.loop.now >= self.warm:
+                evicted = wl.condition(c.WORKLOAD_EVICTED)
+                reason = evicted.reason if evicted is not None else "Unknown"
+                self.evictions[reason] = self.evictions.get(reason, 0) + 1
         if after in (P.FINISHED, P.INACTIVE):
             if after == P.FINISHED:
                 life.finished = now
@@ -328,6 +437,12 @@ class _Metrics(Subscriber):
             if self.on_done is not None:
                 self.on_done(self.done)
         life.outcome = outcome_of(after)
+
+    def pods_ready(self, wl: Workload) -> None:
+        """The job model made the workload's pods ready: the job runs."""
+        life = self.lives[key_of(wl)]
+        if life.pods_ready is None:
+            life.pods_ready = self.loop.now - self.start
 
     def on_workload_updated(self, actor: str, wl: Workload) -> None:
         key = key_of(wl)
@@ -350,16 +465,18 @@ class _Metrics(Subscriber):
             for psa in status.admission.pod_set_assignments:
                 for resource, q in psa.resource_usage.items():
                     usage[resource] = usage.get(resource, Decimal(0)) + q.value
-            self.quota[key] = (category, usage, status.admission.cluster_queue)
+            lq = f"{wl.metadata.namespace}/{wl.spec.queue_name}"
+            self.quota[key] = (category, usage, status.admission.cluster_queue, lq)
             self._hold(self.quota[key], 1)
 
-    def _hold(self, held: tuple[str, dict[str, Decimal], str], sign: int) -> None:
-        category, usage, cq = held
+    def _hold(self, held: _Held, sign: int) -> None:
+        category, usage, cq, lq = held
         totals = self.totals[category]
-        queue = self.queue_waiting.setdefault(cq, {}) if category == WAITING else None
+        queues = (self.queue_waiting.setdefault(cq, {}), self.local_waiting.setdefault(lq, {})) \
+            if category == WAITING else ()
         for resource, amount in usage.items():
             totals[resource] = totals.get(resource, Decimal(0)) + sign * amount
-            if queue is not None:
+            for queue in queues:
                 queue[resource] = queue.get(resource, Decimal(0)) + sign * amount
         self.category_counts[category] = self.category_counts.get(category, 0) + sign
 
@@ -371,8 +488,12 @@ class _Metrics(Subscriber):
 
     # --- requests ---------------------------------------------------------------------
     def on_request_created(self, actor: str, pr: ProvisioningRequest) -> None:
-        self.requests["created"] += 1
-        self.request_conditions[key_of(pr)] = set()
+        if not actor:  # a cluster's, there at the start: counted with its workload's attempts
+            self.request_conditions[key_of(pr)] = {x.type for x in pr.status.conditions if x.status == c.TRUE}
+            return
+        if self.loop.now >= self.warm:  # one created in the warm-up is left out, all its life
+            self.requests["created"] += 1
+            self.request_conditions[key_of(pr)] = set()
         ref = pr.metadata.controller_ref()
         if ref is not None:
             life = self.lives.get((c.WORKLOAD, pr.metadata.namespace, ref.name))
@@ -380,7 +501,9 @@ class _Metrics(Subscriber):
                 life.attempts += 1
 
     def on_request_updated(self, actor: str, pr: ProvisioningRequest) -> None:
-        seen = self.request_conditions.setdefault(key_of(pr), set())
+        seen = self.request_conditions.get(key_of(pr))
+        if seen is None:
+            return
         for cond in pr.status.conditions:
             if cond.status == c.TRUE and cond.type in self.requests and cond.type not in seen:
                 seen.add(cond.type)
@@ -394,24 +517,57 @@ class _Metrics(Subscriber):
     def records(self) -> tuple[WorkloadRecord, ...]:
         return tuple(WorkloadRecord(ns, name, life.template, life.created, life.quota_reserved, life.admitted,
                                     life.finished, life.deactivated, life.attempts, life.evictions, life.outcome,
-                                    life.cluster_queue)
+                                    life.cluster_queue, life.pods_ready, life.local_queue)
                      for (_, ns, name), life in self.lives.items())
 
-    def summary(self, records: tuple[WorkloadRecord, ...]) -> dict[str, Any]:
-        """Each metric of :class:`Summary` but the run's name, seed and length."""
-        outcomes = [r.outcome for r in records]
+    def summary(self, records: tuple[WorkloadRecord, ...], end: int) -> dict[str, Any]:
+        """Each metric of :class:`Summary` but the run's name, seed and length, over the
+        workloads created after the warm-up; ``end``: seconds from the start to the run's end."""
+        counted = after_warm_up(records, self.warm - self.start)
         req = self.requests
         return {
-            "workloads": len(records), "admitted": outcomes.count(Outcome.ADMITTED),
-            "deactivated": outcomes.count(Outcome.DEACTIVATED), "pending": outcomes.count(Outcome.PENDING),
-            "finished": outcomes.count(Outcome.FINISHED),
-            "admission_latency": Percentiles.of([r.admitted - r.created for r in records if r.admitted is not None]),
+            "warm_up_seconds": self.warm - self.start, **_workload_figures(counted, end),
             "requests": RequestCounts(req["created"], req[c.PR_PROVISIONED], req[c.PR_FAILED], req[c.PR_BOOKING_EXPIRED],
                                       req[c.CA_REASON_CAPACITY_BOOKING_CONSUMED], req[c.PR_CAPACITY_REVOKED]),
             "evictions": FrozenMap(self.evictions),
             "reserved_waiting_quota_seconds": FrozenMap(self.waiting_seconds),
-            "cluster_queues": _per_queue(records, self),
+            "quota_held_waiting": units.readable(self.waiting_seconds),
+            "cluster_queues": _per_queue(counted, end, lambda r: r.cluster_queue, self.queue_waiting_seconds),
+            "local_queues": _per_queue(counted, end, lambda r: r.local_queue, self.local_waiting_seconds),
         }
+
+
+def after_warm_up(records: Sequence[WorkloadRecord], warm_up: int) -> tuple[WorkloadRecord, ...]:
+    """The workloads the figures count: those created after a warm-up of ``warm_up`` seconds,
+    or, without one, all (those a cluster's state started the run with, created before the
+    start, included)."""
+    return tuple(r for r in records if r.created >= warm_up) if warm_up else tuple(records)
+
+
+_Held = tuple[str, dict[str, Decimal], str, str]
+"""What a workload holds: its category, its usage per resource, its ClusterQueue and LocalQueue."""
+
+
+def _workload_figures(records: Sequence[WorkloadRecord], end: int) -> dict[str, Any]:
+    """The figures of :class:`QueueSummary` but the quota, over ``records``; a latency not
+    reached by ``end`` is censored there (:class:`Percentiles`)."""
+    outcomes = [r.outcome for r in records]
+
+    def latency(reached: Callable[[WorkloadRecord], int | None]) -> Percentiles:
+        observed: list[int] = []
+        censored: list[int] = []
+        for r in records:
+            at = reached(r)
+            (observed if at is not None else censored).append((end if at is None else at) - r.created)
+        return Percentiles.of(observed, censored)
+
+    return {
+        "workloads": len(records), "admitted": outcomes.count(Outcome.ADMITTED),
+        "deactivated": outcomes.count(Outcome.DEACTIVATED), "pending": outcomes.count(Outcome.PENDING),
+        "finished": outcomes.count(Outcome.FINISHED),
+        "admission_latency": latency(lambda r: r.admitted), "time_to_running": latency(lambda r: r.pods_ready),
+        "attempts": Attempts.of([r.attempts for r in records]),
+    }
 
 
 def _arrival_times(sim: Simulation, draws: Draws) -> Iterator[int]:
@@ -508,7 +664,7 @@ def simulate(sim: Simulation, *, verify: bool = False, progress: Callable[[int],
     reconcile (slow; for tests).  ``progress`` is called with the number of workloads done
     (finished or deactivated) each time one is."""
     draws = Draws(sim.seed)
-    world: World = build_world(sim.setup, sim.start)
+    world: World = build_world(sim.setup, sim.start, sim.config)
     loop = Loop(world, sim.config, sim.start, verify=verify)
     arrivals = _Arrivals(sim, loop, draws)
     metrics = _Metrics(loop, sim, arrivals.templates, progress)
@@ -523,8 +679,10 @@ def simulate(sim: Simulation, *, verify: bool = False, progress: Callable[[int],
         return ready, run
 
     jobs = JobDriver(loop, durations)
+    jobs.when_pods_ready(metrics.pods_ready)
     AutoscalerDriver(loop, FleetModel(sim, world, draws), jobs)
     Retention(loop)
+    _take_up(loop, sim, jobs, draws)
     arrivals.start()
     until = sim.start + arrivals.last + sim.horizon
     end = until if loop.run(until) else loop.now
@@ -532,26 +690,51 @@ def simulate(sim: Simulation, *, verify: bool = False, progress: Callable[[int],
     return _report(sim, metrics, end)
 
 
-def _per_queue(records: tuple[WorkloadRecord, ...], m: _Metrics) -> FrozenMap[str, QueueSummary]:
-    """The figures per ClusterQueue, when the workloads went to more than one."""
-    names = sorted({r.cluster_queue for r in records})
+def _take_up(loop: Loop, sim: Simulation, jobs: JobDriver, draws: Draws) -> None:
+    """The workloads and requests the run starts with (a cluster's state, ``--from``) go on from
+    where they stand: each is told to every process and observer as there from the start, and
+    an admitted workload's pods are ready after what is left of a pods-ready time drawn from its
+    admission, its Job done after a running time drawn given how long it has run already
+    (:func:`~kueue_provreq.simulation.existing.remaining`), from the file's ``jobs`` model."""
+    world = loop.world
+    workloads = [o for o in world.objects(c.WORKLOAD) if isinstance(o, Workload)]
+    for obj in [*workloads, *world.objects(c.PROVISIONING_REQUEST)]:
+        loop.report(obj)
+    for wl in workloads:
+        if not wl.is_admitted() or wl.is_finished():
+            continue
+        ns, name = wl.metadata.namespace, wl.metadata.name
+        ready = wl.condition(c.WORKLOAD_PODS_READY)
+        if ready is not None and ready.status == c.TRUE and ready.last_transition_time is not None:
+            left = remaining(sim.jobs.running_time, loop.now - ready.last_transition_time,
+                             draws.rng("remaining", ns, name))
+            jobs.take_up(wl, 0, left)
+            continue
+        admitted = wl.condition(c.WORKLOAD_ADMITTED)
+        since = loop.now - (admitted.last_transition_time or loop.now) if admitted is not None else 0
+        ready_in = max(0, sim.jobs.pods_ready_time.draw(draws.rng("ready", ns, name, 1)) - since)
+        jobs.take_up(wl, ready_in, sim.jobs.running_time.draw(draws.rng("run", ns, name)))
+
+
+def _per_queue(records: tuple[WorkloadRecord, ...], end: int, queue_of: Callable[[WorkloadRecord], str],
+               waiting_seconds: Mapping[str, Mapping[str, Decimal]]) -> FrozenMap[str, QueueSummary]:
+    """The figures per queue (``queue_of`` a workload), when the workloads went to more than one."""
+    names = sorted({queue_of(r) for r in records})
     if len(names) < 2:
         return FrozenMap()
     out = {}
     for name in names:
-        mine = [r for r in records if r.cluster_queue == name]
-        outcomes = [r.outcome for r in mine]
-        out[name] = QueueSummary(
-            len(mine), outcomes.count(Outcome.FINISHED), outcomes.count(Outcome.ADMITTED),
-            outcomes.count(Outcome.PENDING), outcomes.count(Outcome.DEACTIVATED),
-            Percentiles.of([r.admitted - r.created for r in mine if r.admitted is not None]),
-            FrozenMap({k: v for k, v in m.queue_waiting_seconds.get(name, {}).items() if v}))
+        held = {k: v for k, v in waiting_seconds.get(name, {}).items() if v}
+        out[name] = QueueSummary(**_workload_figures([r for r in records if queue_of(r) == name], end),
+                                 reserved_waiting_quota_seconds=FrozenMap(held),
+                                 quota_held_waiting=units.readable(held))
     return FrozenMap(out)
 
 
 def _report(sim: Simulation, m: _Metrics, end: int) -> Report:
     records = m.records()
-    summary = Summary(simulation=sim.name, seed=sim.seed, simulated_seconds=end - sim.start, **m.summary(records))
+    summary = Summary(simulation=sim.name, seed=sim.seed, simulated_seconds=end - sim.start,
+                      **m.summary(records, end - sim.start))
     resources = sorted(set().union(*(s[4].keys() | s[5].keys() for s in m.samples))) if m.samples else []
     samples = m.samples
     series = Series(
@@ -563,4 +746,4 @@ def _report(sim: Simulation, m: _Metrics, end: int) -> Report:
     return Report(sim, summary, records, series, histories)
 
 
-__all__ = ["Percentiles", "QueueSummary", "Report", "RequestCounts", "Series", "Summary", "WorkloadRecord", "simulate"]
+__all__ = ["Attempts", "Percentiles", "after_warm_up", "QueueSummary", "Report", "RequestCounts", "Series", "Summary", "WorkloadRecord", "simulate"]

@@ -4,8 +4,10 @@ PATH is a dotted path into the simulation file; a key that holds dots (a provisi
 name) goes in brackets, quoted or not (``autoscaler["check-capacity.autoscaling.x-k8s.io"]``),
 and a list item is ``[N]``.  Three shorthands name a field of *every*
 ProvisioningRequestConfig of the setup: ``retryStrategy.backoffLimitCount``,
-``retryStrategy.backoffBaseSeconds`` and ``retryStrategy.backoffMaxSeconds``.  Each value is
-read as a YAML scalar (``3``, ``0.25``, ``5m``, ``true``).
+``retryStrategy.backoffBaseSeconds`` and ``retryStrategy.backoffMaxSeconds``; and
+``featureGates.NAME`` sets a Kueue feature gate on top of the simulation's configuration,
+wherever that comes from (the file's, a file it names, ``--config``).  Each value is read as a
+YAML scalar (``3``, ``0.25``, ``5m``, ``true``).
 """
 
 from __future__ import annotations
@@ -17,12 +19,14 @@ from typing import Any
 
 import attrs
 
+from kueue_provreq.api.config import DEFAULT_FEATURE_GATES
 from kueue_provreq.errors import KueueProvreqError
 from kueue_provreq.manifests import ManifestError
 from kueue_provreq.manifests.yamlio import load_yaml_value
 
 RETRY_STRATEGY_FIELDS = ("backoffLimitCount", "backoffBaseSeconds", "backoffMaxSeconds")
 SHORTHANDS = tuple(f"retryStrategy.{f}" for f in RETRY_STRATEGY_FIELDS)
+GATES = "featureGates."
 
 _TOKEN = re.compile(r"""\[(?:"([^"]*)"|'([^']*)'|([^\]"']*))\]|([^.\[\]]+)""")
 
@@ -41,8 +45,9 @@ class Setting:
 
     @property
     def shorthand(self) -> str | None:
-        """The retryStrategy field this setting names for every ProvisioningRequestConfig."""
-        return self.text.split(".", 1)[1] if self.text in SHORTHANDS else None
+        """The retryStrategy field this setting names for every ProvisioningRequestConfig, or
+        the feature gate it sets (:func:`gates`)."""
+        return self.text.split(".", 1)[1] if self.text in SHORTHANDS or self.text.startswith(GATES) else None
 
     def field_path(self) -> str:
         """The path in the notation of error messages (brackets for keys with dots)."""
@@ -99,6 +104,8 @@ def parse_setting(text: str) -> Setting:
         raise SettingError(f"--set {text}: expected PATH=V1,V2,...")
     if path.startswith("retryStrategy.") and path not in SHORTHANDS:
         raise SettingError(f"--set {path}: unknown retryStrategy field (known: {', '.join(SHORTHANDS)})")
+    if path.startswith(GATES) and path[len(GATES):] not in DEFAULT_FEATURE_GATES:
+        raise SettingError(f"--set {path}: unknown feature gate (known: {', '.join(DEFAULT_FEATURE_GATES)})")
     values = []
     for item in raw.split(","):
         try:
@@ -110,12 +117,15 @@ def parse_setting(text: str) -> Setting:
             raise SettingError(f"--set {path}: {shown} is not a value "
                                "(values are numbers, strings, durations or booleans, comma-separated)")
         values.append(value)
+    if path.startswith(GATES) and not all(isinstance(v, bool) for v in values):
+        raise SettingError(f"--set {path}: a feature gate is true or false")
     return Setting(path, parse_keys(path), tuple(values))
 
 
 def apply(document: Mapping[str, Any], assignments: Sequence[tuple[Setting, Any]]) -> dict[str, Any]:
     """A copy of ``document`` with each (setting, value) written at its path (shorthands
-    excepted: they apply to the setup's ProvisioningRequestConfigs, see :func:`shorthands`).
+    excepted: they apply to the setup's ProvisioningRequestConfigs or the configuration, see
+    :func:`shorthands` and :func:`gates`).
     Mappings missing on the way are created; a list item must exist."""
     copied: Any = copy.deepcopy(document)  # a mapping read from YAML keeps its lines
     out: dict[str, Any] = copied if isinstance(copied, dict) else dict(copied)
@@ -168,4 +178,9 @@ def first_created(document: Mapping[str, Any], setting: Setting) -> str | None:
 
 def shorthands(assignments: Sequence[tuple[Setting, Any]]) -> dict[str, Any]:
     """The retryStrategy fields the assignments set for every ProvisioningRequestConfig."""
-    return {s.shorthand: v for s, v in assignments if s.shorthand is not None}
+    return {s.shorthand: v for s, v in assignments if s.shorthand is not None and s.text in SHORTHANDS}
+
+
+def gates(assignments: Sequence[tuple[Setting, Any]]) -> dict[str, bool]:
+    """The feature gates the assignments set (``featureGates.NAME``)."""
+    return {s.shorthand: bool(v) for s, v in assignments if s.shorthand is not None and s.text.startswith(GATES)}

@@ -24,10 +24,12 @@ import attrs
 
 from kueue_provreq import trace as trace_format
 from kueue_provreq.api import constants as c
-from kueue_provreq.api.config import Configuration
+from kueue_provreq.api.config import Configuration, UnknownSemantics, parse_semantics
 from kueue_provreq.api.frozen import FrozenMap
+from kueue_provreq.api.job import Job, JobSet, PyTorchJob
 from kueue_provreq.api.meta import Time
-from kueue_provreq.api.objects import JOB_KINDS, JobObject, KubeObject
+from kueue_provreq.api.objects import JOB_KINDS, JobObject, KubeObject, key_of
+from kueue_provreq.api.provisioning import ProvisioningRequestConfig
 from kueue_provreq.api.workload import Workload
 from kueue_provreq.autoscaler import BOOKING_TIME
 from kueue_provreq.controllers import job as jobs
@@ -42,6 +44,7 @@ from kueue_provreq.manifests import (
 )
 from kueue_provreq.manifests.codec import MAX_TIME, describe, format_duration, format_time, parse_time
 from kueue_provreq.manifests.documents import File, KueueConfiguration, Manifest, check_document, place
+from kueue_provreq.manifests.inputs import list_items
 from kueue_provreq.manifests.nodes import (
     Arr,
     Choice,
@@ -230,9 +233,20 @@ class Simulation:
     trace_period: int | None = None
     """How often a repeated trace starts over: the time it covers, where known (None: estimated
     from its arrivals, see :func:`repeat_period`)."""
+    warm_up: int = 0
+    """Seconds from the start left out of the summary's figures (``--warm-up``)."""
 
     def template(self, name: str) -> Template:
         return next(t for t in self.templates if t.name == name)
+
+
+@attrs.frozen
+class Cluster:
+    """A cluster's state a run starts from (``--from DUMP``, ``--kubeconfig``): its objects and
+    the time they were read at, which becomes the run's start."""
+
+    objects: tuple[KubeObject, ...]
+    at: Time
 
 
 # --- reading ----------------------------------------------------------------------------
@@ -408,6 +422,20 @@ class _ConfigurationSource(Node):
             out.error(f"expected a file path or a Configuration, got {describe(value)}", path)
 
 
+class _Semantics(Node):
+    """Semantics switches (``api.config.SEMANTICS``): a list of names, or one string of
+    comma-separated names; ``current`` is none (the default), so a sweep can vary it."""
+
+    def check(self, value: Any, path: str, out: Problems) -> None:
+        if not isinstance(value, (str, list)):
+            out.error(f"expected switch names (a list, or a comma-separated string), got {describe(value)}", path)
+            return
+        try:
+            parse_semantics(value)
+        except UnknownSemantics as e:
+            out.error(str(e), path)
+
+
 class _Schema:
     """The nodes of one simulation file (its files are named relative to its folder)."""
 
@@ -418,7 +446,7 @@ class _Schema:
         self.manifests = Manifest()
         self.root = Obj({
             "name": Str(), "description": Str(), "seed": Int(minimum=0, bits=64), "start": DateTime(),
-            "horizon": Duration(minimum=0), "configuration": _ConfigurationSource(base),
+            "horizon": Duration(minimum=0), "configuration": _ConfigurationSource(base), "semantics": _Semantics(),
             "setup": Obj({"files": Arr(File(base)), "manifests": Arr(self.manifests)}, rules=(_setup_rules,)),
             "workloads": Obj({
                 "count": Int(minimum=1, maximum=MAX_WORKLOADS, bits=64),
@@ -474,11 +502,15 @@ def _included(document: Document, source: Callable[[str], str | None]) -> Callab
 
 def parse(document: Document, *, config: Configuration | None = None, count: int | None = None,
           seed: int | None = None, retry_strategy: Mapping[str, Any] | None = None,
-          overridden: Mapping[str, str] | None = None) -> Simulation:
+          overridden: Mapping[str, str] | None = None, cluster: Cluster | None = None, warm_up: int = 0,
+          feature_gates: Mapping[str, bool] | None = None) -> Simulation:
     """Validate a simulation file.  ``config`` (``--config``), ``count`` (``--workloads``) and
     ``seed`` (``--seed``) override the file; ``retry_strategy`` sets fields of every
     ProvisioningRequestConfig of the setup; ``overridden`` maps field paths to the ``--set``
-    that wrote them, for error messages.  Every problem of the file is raised at once
+    that wrote them, for error messages; ``cluster`` is the state the run starts from
+    (:func:`starting_world`), at its time instead of the file's ``start``; ``warm_up``
+    (``--warm-up``, seconds) is left out of the figures; ``feature_gates`` (``--set
+    featureGates.NAME``) go on top of the configuration, whichever it is.  Every problem of the file is raised at once
     (:class:`~kueue_provreq.manifests.ManifestErrors`), each naming the file and line (or the
     ``--set``), the simulation and the field path."""
     data = document.data
@@ -492,6 +524,10 @@ def parse(document: Document, *, config: Configuration | None = None, count: int
         raise ManifestError(f"must be between 1 and {MAX_WORKLOADS:,}", path="--workloads")
     if config is None:
         config = _configuration(document, data.get("configuration"))
+    if feature_gates:
+        config = attrs.evolve(config, feature_gates=config.feature_gates.merged(feature_gates))
+    if data.get("semantics") is not None:
+        config = attrs.evolve(config, semantics=parse_semantics(data["semantics"]))
     setup = _setup(document, schema, data.get("setup") or {}, retry_strategy or {}, source)
     job_model = _job_model(data.get("jobs") or {}, JobModel())
     w = data["workloads"]
@@ -500,15 +536,18 @@ def parse(document: Document, *, config: Configuration | None = None, count: int
     if count is None:
         count = w["count"] if w.get("count") is not None else len(trace) if trace else DEFAULT_COUNT
     arrival = w.get("arrival") or {"process": ALL_AT_ONCE}
+    start = Time(parse_time(data.get("start") or DEFAULT_START))
+    if cluster is not None:
+        setup, start = starting_world(cluster.objects, setup, retry_strategy or {}, config), cluster.at
     return Simulation(
         name=name, source=document.source, seed=(data.get("seed") or 0) if seed is None else seed,
-        start=Time(parse_time(data.get("start") or DEFAULT_START)),
+        start=start,
         horizon=DEFAULT_HORIZON if data.get("horizon") is None else int(duration_seconds(data["horizon"])),
         setup=setup, config=config,
         count=count, templates=templates, process=arrival["process"],
         rate_per_hour=float(arrival.get("ratePerHour") or 0.0), trace=trace, jobs=job_model,
         autoscaler=_autoscaler(data.get("autoscaler") or {}), description=data.get("description") or "",
-        trace_period=period)
+        trace_period=period, warm_up=warm_up)
 
 
 def _configuration(document: Document, value: Any) -> Configuration:
@@ -521,13 +560,17 @@ def _configuration(document: Document, value: Any) -> Configuration:
 
 def _setup(document: Document, schema: _Schema, value: Mapping[str, Any], retry_strategy: Mapping[str, Any],
            source: Callable[[str], str | None]) -> tuple[KubeObject, ...]:
-    """The setup's objects: the files' (each read and checked here, every problem at once), then
-    the file's own manifests (checked with the file), each ProvisioningRequestConfig with the
-    ``--set retryStrategy.*`` fields."""
+    """The setup's objects: the files' (each read and checked here, every problem at once; a
+    ``kubectl get -o yaml|json`` List gives its items, as ``-f`` reads it), then the file's own
+    manifests (checked with the file), each ProvisioningRequestConfig with the ``--set
+    retryStrategy.*`` fields."""
     objects: list[KubeObject] = []
     errors: list[ManifestError] = []
     for name in value.get("files") or ():
-        for doc in load_file(document.base / name):
+        for doc in (item for listed in load_file(document.base / name) for item in list_items(listed)):
+            if isinstance(doc, ManifestError):  # a List's item that is no object
+                errors.append(doc)
+                continue
             checked = check_object(_with_retry_strategy(doc, retry_strategy))
             errors += [_retry_source(e, source) for e in checked.errors]
             obj = checked.obj
@@ -549,6 +592,51 @@ def _setup(document: Document, schema: _Schema, value: Mapping[str, Any], retry_
     if errors:
         raise ManifestErrors(errors)
     return tuple(objects)
+
+
+def starting_world(cluster: Sequence[KubeObject], setup: Sequence[KubeObject], retry_strategy: Mapping[str, Any],
+                   config: Configuration) -> tuple[KubeObject, ...]:
+    """The objects a run from a cluster's state starts with: the setup's, then the cluster's
+    but those the setup replaces (same kind, namespace and name: the file says how the cluster
+    is to be configured) and the workloads already finished or deactivated, with the requests
+    they own (a retention policy's: they matter to nobody); each ProvisioningRequestConfig with
+    the ``--set retryStrategy.*`` fields.  Jobs stay implicit, as a simulation's own are (the
+    job model plays their pods): a job Kueue manages that has no Workload yet becomes the one
+    Kueue would create for it, at the job's creation; the others are left out."""
+    replaced = {key_of(o) for o in setup}
+    done = {key_of(o) for o in cluster if isinstance(o, Workload) and (o.is_finished() or not o.is_active)}
+    owners = {(r.kind, o.metadata.namespace, r.name) for o in cluster if isinstance(o, Workload)
+              for r in o.metadata.owner_references}
+    kept: list[KubeObject] = list(setup)
+    for obj in cluster:
+        ref = obj.metadata.controller_ref() if obj.KIND == c.PROVISIONING_REQUEST else None
+        owner = (c.WORKLOAD, obj.metadata.namespace, ref.name) if ref is not None else None
+        if key_of(obj) not in replaced | done and owner not in done and obj.KIND not in JOB_KINDS:
+            kept.append(obj)
+    for job in cluster:
+        if not isinstance(job, Job | JobSet | PyTorchJob) or key_of(job) in owners:
+            continue
+        if jobs.management(World(kept), job, config).managed:
+            wl = jobs.workload_for(job, config)
+            kept.append(attrs.evolve(wl, metadata=attrs.evolve(wl.metadata,
+                                                               creation_timestamp=job.metadata.creation_timestamp)))
+    fields = {attr: retry_strategy[name] for name, attr in zip(
+        RETRY_STRATEGY_FIELDS, ("backoff_limit_count", "backoff_base_seconds", "backoff_max_seconds"), strict=True)
+        if name in retry_strategy}
+    return tuple(_retried(o, fields) if isinstance(o, ProvisioningRequestConfig) and fields else o for o in kept)
+
+
+def left_out(cluster: Sequence[KubeObject], setup: Sequence[KubeObject], start: Sequence[KubeObject]) -> list[str]:
+    """The cluster's objects :func:`starting_world` left out or replaced, in words (``Kind
+    ns/name``); jobs, implicit in a run, are not named."""
+    kept = {key_of(o) for o in start} - {key_of(o) for o in setup}
+    return [f"{o.KIND} {o.metadata.namespace + '/' if o.metadata.namespace else ''}{o.metadata.name}"
+            for o in cluster if key_of(o) not in kept and o.KIND not in JOB_KINDS]
+
+
+def _retried(prc: ProvisioningRequestConfig, fields: Mapping[str, int]) -> ProvisioningRequestConfig:
+    strategy = attrs.evolve(prc.spec.retry_strategy, **fields)
+    return attrs.evolve(prc, spec=attrs.evolve(prc.spec, retry_strategy=strategy))
 
 
 def _retry_source(error: ManifestError, source: Callable[[str], str | None]) -> ManifestError:

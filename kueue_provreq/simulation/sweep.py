@@ -35,7 +35,7 @@ from kueue_provreq.extras import SIM, require
 from kueue_provreq.simulation import settings as s
 from kueue_provreq.simulation.replicate import CI95, MEAN, aggregate, is_figure, replicas
 from kueue_provreq.simulation.run import simulate
-from kueue_provreq.simulation.spec import POISSON, Document, Simulation, parse
+from kueue_provreq.simulation.spec import POISSON, Cluster, Document, Simulation, parse
 
 #: Seconds to reach a Dask scheduler before the sweep says it cannot (Dask's own default is 30).
 DASK_CONNECT_TIMEOUT = 3.0
@@ -73,6 +73,8 @@ class SweepResult:
     """Per point, in grid order: each replication's summary, flattened with dots."""
     order: tuple[int, ...] = ()
     """The rows' order in ``sweep.csv`` (empty: the grid's); a ranked sweep's is its ranking."""
+    objective: str = ""
+    """The expression a ranked sweep's rows' ``objective`` holds (empty: not ranked)."""
 
     def columns(self) -> list[str]:
         columns = list(self.parameters)
@@ -99,13 +101,13 @@ class SweepResult:
         written = [path]
         if plot:
             from kueue_provreq.simulation.plots import sweep_plot  # matplotlib: only for a plot
-            png = sweep_plot(self.parameters, self.rows, out / "sweep.png")
+            png = sweep_plot(self.parameters, self.rows, out / "sweep.png", self.objective)
             if png is not None:
                 written.append(png)
         return written
 
 
-_COUNTED = ("evictions.", "reservedWaitingQuotaSeconds.")
+_COUNTED = ("evictions.", "quotaHeldWaiting.")
 
 
 def _cell(row: Mapping[str, Any], column: str) -> Any:
@@ -133,10 +135,11 @@ def flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
 
 
 def grid(document: Document, settings: Sequence[s.Setting], *, config: Configuration | None = None,
-         count: int | None = None, seed: int | None = None, replications: int = 1) -> list[Point]:
-    """Every combination of the settings' values, each validated into its simulation; a path
-    set twice, or more than :data:`MAX_POINTS` simulations (combinations times
-    ``replications``), refused before any is made."""
+         count: int | None = None, seed: int | None = None, replications: int = 1,
+         cluster: Cluster | None = None, warm_up: int = 0) -> list[Point]:
+    """Every combination of the settings' values, each validated into its simulation (starting
+    from ``cluster``, when given); a path set twice, or more than :data:`MAX_POINTS`
+    simulations (combinations times ``replications``), refused before any is made."""
     seen: set[tuple[Any, ...]] = set()
     for setting in settings:
         key = setting.keys if setting.shorthand is None else (setting.text,)
@@ -160,7 +163,8 @@ def grid(document: Document, settings: Sequence[s.Setting], *, config: Configura
             if created is not None:
                 overridden[created] = given
         sim = parse(attrs.evolve(document, data=data), config=config, count=count, seed=seed,
-                    retry_strategy=s.shorthands(assignments), overridden=overridden)
+                    retry_strategy=s.shorthands(assignments), overridden=overridden, cluster=cluster,
+                    warm_up=warm_up, feature_gates=s.gates(assignments))
         points.append(Point(values, sim, replications))
     return points
 

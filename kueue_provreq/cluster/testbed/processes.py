@@ -9,6 +9,7 @@ processes ``up`` started and never a stranger that reused an id.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -97,12 +98,25 @@ def stop(proc: Process, grace: float = STOP_GRACE) -> None:
 
 
 def log_tail(log: Path | str, lines: int = 5) -> str:
-    """The last lines of a program's log, on one line, for an error message."""
+    """Why a program stopped, on one line, for an error message: the last error a structured
+    (JSON) log records among its last lines (etcd's and Kueue's logs are JSON: the error is
+    what a user needs, not the configuration dump logged before it), else the last lines."""
     try:
         text = Path(log).read_text(errors="replace").strip().splitlines()
     except OSError:
         return "(no log)"
+    for line in reversed(text[-50:]):
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(entry, dict) and entry.get("level") in _ERROR_LEVELS:
+            return ": ".join(str(entry[k]) for k in ("msg", "error") if entry.get(k))
     return " | ".join(line.strip() for line in text[-lines:]) or "(empty log)"
+
+
+#: The levels of a structured log line that say why a program stopped (zap's names).
+_ERROR_LEVELS = frozenset({"error", "dpanic", "panic", "fatal"})
 
 
 def wait_ready(proc: Process, probe: Callable[[], bool], deadline: float, what: str) -> None:
