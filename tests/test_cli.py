@@ -104,6 +104,14 @@ def test_conform_of_an_empty_folder_is_bad_input(tmp_path: Path) -> None:
     assert "no *.yaml scenario files" in out.stderr
 
 
+def test_conform_refuses_a_quiet_of_no_time(folder: Path) -> None:
+    """A settle that ends at once would judge the cluster before Kueue answered: refused
+    before any cluster is reached."""
+    out = cli("conform", str(folder), "--cluster", str(folder / "no-kubeconfig"), "--quiet", "0")
+    assert out.returncode == 2
+    assert out.stderr.strip().endswith("--quiet must be more than 0 seconds, not 0"), out.stderr
+
+
 def test_run_prints_a_timeline(folder: Path) -> None:
     out = cli("run", str(folder / "ok.yaml"))
     assert out.returncode == 0, out.stderr

@@ -15,6 +15,7 @@ import pytest
 from kueue_provreq.api import naming
 from kueue_provreq.cli import main
 from kueue_provreq.cluster.conform import ClusterDriver, _Epoch, _Written, new_suffix, parse_prometheus
+from kueue_provreq.cluster.resources import RESOURCES
 from kueue_provreq.cluster.testbed import controlplane
 from kueue_provreq.conformance.runner import load_scenarios, needs_of
 from kueue_provreq.conformance.scenario import Scenario
@@ -105,6 +106,43 @@ def test_waits_in_event_messages_read_on_the_scenario_clock() -> None:
                      "message": "Admitted by ClusterQueue cq-kqzt, wait time since reservation was 23s",
                      "involvedObject": {"kind": "Workload", "namespace": "ns-kqzt", "name": "wl"}})
     assert d._events[0]["message"] == "Admitted by ClusterQueue cq-kqzt, wait time since reservation was 20s"
+
+
+class _Writes:
+    """A client that records the status writes a driver makes."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str, dict[str, Any]]] = []
+
+    def apply(self, res: Any, namespace: str, name: str, body: dict[str, Any], field_manager: str,
+              subresource: str = "") -> dict[str, Any]:
+        self.calls.append(("apply", field_manager, body))
+        return body
+
+    def patch(self, res: Any, namespace: str, name: str, body: dict[str, Any], field_manager: str,
+              subresource: str = "") -> dict[str, Any]:
+        self.calls.append(("patch", field_manager, body))
+        return body
+
+
+def test_a_workload_status_is_applied_as_kueue_admission_writes_it() -> None:
+    """Kueue releases a quota reservation by a server-side apply without ``admission``, which
+    removes the field only from its own: a Workload's status goes in as ``kueue-admission``'s
+    apply (conditional on the version read), another kind's as the driver's merge patch."""
+    d = _driver()
+    writes = _Writes()
+    d.client = writes  # type: ignore[assignment]
+    status = {"admission": {"clusterQueue": "cq-kqzt"}}
+    d._write_status(RESOURCES["Workload"], {"metadata": {"namespace": "ns-kqzt", "name": "wl",
+                                                          "resourceVersion": "7"}}, status)
+    d._write_status(RESOURCES["ProvisioningRequest"], {"metadata": {"namespace": "ns-kqzt", "name": "pr",
+                                                                     "resourceVersion": "8"}}, {"conditions": []})
+    assert writes.calls == [
+        ("apply", "kueue-admission", {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+                                      "metadata": {"resourceVersion": "7", "name": "wl", "namespace": "ns-kqzt"},
+                                      "status": status}),
+        ("patch", "kueue-provreq-conform", {"status": {"conditions": []}, "metadata": {"resourceVersion": "8"}}),
+    ]
 
 
 def test_prometheus_text_is_read_into_samples() -> None:

@@ -277,6 +277,40 @@ def test_head_that_does_not_fit_blocks_only_strict_fifo(strategy: str, next_admi
         assert get(world, "next").status.conditions == ()
 
 
+@pytest.mark.parametrize("hashing", [True, False])
+def test_an_equivalent_workload_behind_one_that_does_not_fit_is_not_tried(hashing: bool) -> None:
+    """SchedulingEquivalenceHashing: in a BestEffortFIFO queue the workloads of the same
+    priority and pod sets behind one that does not fit go to the inadmissible set untried, so
+    nothing is written on them; another shape is still tried (and here admitted)."""
+    world = setup(workload("first", "5", created=0), workload("same", "5", created=1),
+                  workload("higher", "5", created=2, priority=10), workload("small", "1", created=3))
+    config = Configuration(feature_gates=FrozenMap({c.GATE_SCHEDULING_EQUIVALENCE_HASHING: hashing}))
+    result = cycle(world, config=config)
+    assert cond(get(world, "first"), c.WORKLOAD_QUOTA_RESERVED)[1] == "ExceedsMaxQuota"  # type: ignore[index]
+    assert cond(get(world, "higher"), c.WORKLOAD_QUOTA_RESERVED)[1] == "ExceedsMaxQuota"  # type: ignore[index]
+    assert get(world, "small").is_admitted()
+    if hashing:
+        assert get(world, "same").status.conditions == ()
+        assert [e[3] for e in events(result) if e[1] == "ExceedsMaxQuota"] == ["higher", "first"]
+    else:
+        assert cond(get(world, "same"), c.WORKLOAD_QUOTA_RESERVED)[1] == "ExceedsMaxQuota"  # type: ignore[index]
+    assert cycle(world, config=config).effects == ()
+
+
+@pytest.mark.parametrize(("strategy", "winner"), [(c.BEST_EFFORT_FIFO, "back"), (c.STRICT_FIFO, "waiting")])
+def test_a_workload_set_aside_is_tried_after_the_heap(strategy: str, winner: str) -> None:
+    """Upstream returns BestEffortFIFO's inadmissible set to the heap a batch period after the
+    event that requeues it: a workload requeued by itself meanwhile goes first, whatever the
+    priorities.  StrictFIFO sets nothing aside."""
+    parked = WorkloadStatus(conditions=(
+        Condition(c.WORKLOAD_QUOTA_RESERVED, c.FALSE, c.REASON_WAITING_FOR_QUOTA, "no room", T0),))
+    world = setup(workload("waiting", "4", priority=10, created=0, status=parked), workload("back", "4", created=1),
+                  cq=cluster_queue(strategy=strategy))
+    cycle(world)
+    assert [w.metadata.name for w in world.objects(c.WORKLOAD) if isinstance(w, Workload) and w.is_admitted()] == [
+        winner]
+
+
 def test_higher_priority_goes_first() -> None:
     world = setup(workload("old-low", "4", created=0), workload("new-high", "4", created=10, priority=100))
     cycle(world)

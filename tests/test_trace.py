@@ -338,7 +338,7 @@ def test_a_live_recording_outlives_a_failed_watch(tmp_path: Path) -> None:
     import io
 
     from kueue_provreq.cluster.client import ClusterError, Listing, WatchEvent
-    from kueue_provreq.cluster.record import LiveRecording
+    from kueue_provreq.cluster.record import TraceRecorder
 
     wl = _workload(0)
     clock = iter(range(100, 10_000))
@@ -358,7 +358,7 @@ def test_a_live_recording_outlives_a_failed_watch(tmp_path: Path) -> None:
 
     lines: list[str] = []
     stream = io.StringIO()
-    recorder = LiveRecording(Flaky(), t.Writer(stream), clock=lambda: float(next(clock)), log=lines.append)  # type: ignore[arg-type]
+    recorder = TraceRecorder(Flaky(), t.Writer(stream), clock=lambda: float(next(clock)), log=lines.append)  # type: ignore[arg-type]
     recorder.run(until=110)
     recorder.close()
     assert any("failed (cannot reach the API server); listing again" in line for line in lines)

@@ -68,6 +68,9 @@ BATCH_MANAGED_LABELS: Final = ("job-name", "controller-uid", BATCH_JOB_NAME_LABE
 # --- controller names ---------------------------------------------------------
 PROVISIONING_REQUEST_CONTROLLER_NAME: Final = "kueue.x-k8s.io/provisioning-request"
 MULTIKUEUE_CONTROLLER_NAME: Final = "kueue.x-k8s.io/multikueue"
+ADMISSION_FIELD_MANAGER: Final = "kueue-admission"
+"""The field manager of Kueue's server-side applies of a Workload's admission status
+(``constants.AdmissionName``, written by ``workload.PatchAdmissionStatus``)."""
 
 # --- Workload condition types -------------------------------------------------
 WORKLOAD_QUOTA_RESERVED: Final = "QuotaReserved"
@@ -381,6 +384,7 @@ GATE_CLEANUP_ON_EVICTION: Final = "CleanupProvisioningRequestsOnEviction"
 GATE_UNADMITTED_OBSERVABILITY: Final = "UnadmittedWorkloadsObservability"
 GATE_ADMISSION_GATED_BY: Final = "AdmissionGatedBy"
 GATE_PARTIAL_ADMISSION: Final = "PartialAdmission"
+GATE_SCHEDULING_EQUIVALENCE_HASHING: Final = "SchedulingEquivalenceHashing"
 #: Topology-aware scheduling is not modelled; its gate (Beta, on since v0.14) still makes every
 #: started job's pods carry their Workload's name (:data:`ANNOTATION_WORKLOAD`).
 GATE_TOPOLOGY_AWARE_SCHEDULING: Final = "TopologyAwareScheduling"

@@ -43,6 +43,9 @@ def register(subparsers: argparse._SubParsersAction[options.Parser]) -> None:
                       help="scenarios run side by side, each in namespaces of its own (default 8)")
     real.add_argument("--max-advance", default="2m", metavar="DURATION",
                       help="skip scenarios whose advances add up to more than this (default 2m)")
+    real.add_argument("--quiet", type=float, default=None, metavar="SECONDS",
+                      help="a settle ends after this long without a change to the scenario's objects "
+                           "(default 1.5; more on a loaded machine, where Kueue answers late)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -67,10 +70,13 @@ def _on_cluster(args: argparse.Namespace, files: list[Path]) -> int:
 
     options.at_least("--parallel", args.parallel, 1)
     max_advance = options.duration("--max-advance", args.max_advance)
+    if args.quiet is not None and not args.quiet > 0:
+        raise options.UsageError(f"--quiet must be more than 0 seconds, not {args.quiet:g}")
     counts = {"passed": 0, "failed": 0, "skipped": 0}
     with client.connect(args.cluster, args.context) as api:
         for outcome in judge_on_cluster(api, list(scenarios_in(files)), testbed_of(args.cluster),
-                                        parallel=args.parallel, max_advance=max_advance, debug=args.debug):
+                                        parallel=args.parallel, max_advance=max_advance, quiet=args.quiet,
+                                        debug=args.debug):
             print(outcome.line(), flush=True)
             key = "skipped" if outcome.skipped is not None else "passed" if outcome.passed else "failed"
             counts[key] += 1
@@ -79,15 +85,17 @@ def _on_cluster(args: argparse.Namespace, files: list[Path]) -> int:
 
 
 def judge_on_cluster(api: Client, items: Sequence[Scenario | runner.Outcome], testbed: Testbed | None, *,
-                     parallel: int = 8, max_advance: float | None = None, debug: bool = False,
-                     ) -> Iterator[runner.Outcome]:
+                     parallel: int = 8, max_advance: float | None = None, quiet: float | None = None,
+                     debug: bool = False) -> Iterator[runner.Outcome]:
     """Every scenario on the real Kueue of ``api``'s cluster, ``parallel`` at a time, grouped by
     their Kueue ``config``: each group after Kueue is restarted with its config (a testbed only;
     on another cluster a scenario with a config is skipped), the default Configuration last
-    restored.  Outcomes come in the order of ``items``."""
-    from kueue_provreq.cluster.conform import MAX_ADVANCE, ClusterDriver, Session
+    restored; a settle ends after ``quiet`` seconds without a change (the driver's default when
+    None).  Outcomes come in the order of ``items``."""
+    from kueue_provreq.cluster.conform import MAX_ADVANCE, SETTLE_QUIET, ClusterDriver, Session
 
     limit = MAX_ADVANCE if max_advance is None else max_advance
+    settle_quiet = SETTLE_QUIET if quiet is None else quiet
     session = Session(api, testbed.metrics_url if testbed is not None else None)
     session.start()
     groups: dict[str, list[int]] = {}
@@ -114,7 +122,7 @@ def judge_on_cluster(api: Client, items: Sequence[Scenario | runner.Outcome], te
                     def one(i: int) -> Outcome:
                         scenario = items[i]
                         assert isinstance(scenario, Scenario)
-                        return Run(scenario, driver=ClusterDriver(session, max_advance=limit),
+                        return Run(scenario, driver=ClusterDriver(session, max_advance=limit, quiet=settle_quiet),
                                    debug=debug).run()
                     for i, outcome in zip(members, pool.map(one, members), strict=True):
                         outcomes[i] = outcome

@@ -49,14 +49,14 @@ def run(args: argparse.Namespace) -> int:
         note("info", f"{path}: {writer.written} new record(s) from {len(dumps)} dump(s)")
         return 0
     from kueue_provreq.cluster import client
-    from kueue_provreq.cluster.record import LiveRecording
+    from kueue_provreq.cluster.record import TraceRecorder
 
     def log(line: str) -> None:
         note("info", line)
 
     with client.connect(args.kubeconfig, args.context) as api, path.open("a", encoding="utf-8") as stream:
         writer = trace.Writer(stream, known)
-        recorder = LiveRecording(api, writer, args.namespace, time.time, log, time.sleep)
+        recorder = TraceRecorder(api, writer, args.namespace, time.time, log, time.sleep)
         log(f"recording {api.server} ({'namespace ' + args.namespace if args.namespace else 'all namespaces'}) "
             f"to {path} ({len(known)} record(s) already there); Ctrl-C stops")
         try:

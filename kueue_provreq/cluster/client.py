@@ -41,6 +41,8 @@ WRITE_TIMEOUT = 60.0
 
 JSON_CONTENT = "application/json"
 MERGE_PATCH = "application/merge-patch+json"
+#: Server-side apply (JSON is YAML, so the body goes as JSON).
+APPLY_PATCH = "application/apply-patch+yaml"
 
 
 class ClusterError(KueueProvreqError):
@@ -303,6 +305,15 @@ class Client:
         conditional: the API server answers 409 Conflict when the object has changed since."""
         return self._json("PATCH", res.path(namespace, name, subresource), [("fieldManager", field_manager)],
                           dict(body), MERGE_PATCH)
+
+    def apply(self, res: Resource, namespace: str, name: str, body: Mapping[str, Any], field_manager: str,
+              subresource: str = "") -> dict[str, Any]:
+        """A server-side apply that forces ownership, as a controller applies: ``field_manager``
+        owns every field in ``body`` afterwards, and a field it owned that ``body`` leaves out
+        is removed (unless another manager owns it too).  A ``metadata.resourceVersion`` in
+        ``body`` makes it conditional, as for :meth:`patch`."""
+        return self._json("PATCH", res.path(namespace, name, subresource),
+                          [("fieldManager", field_manager), ("force", "true")], dict(body), APPLY_PATCH)
 
     def delete(self, res: Resource, namespace: str, name: str, uid: str = "", resource_version: str = "") -> None:
         """DELETE with ``preconditions``: only the object with that uid (and resourceVersion)

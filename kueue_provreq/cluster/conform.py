@@ -5,7 +5,8 @@ that a scenario written for the model judges the real Kueue too (``kueue-provreq
 --cluster``).  The translation, step by step:
 
 * **World objects** are created through the API in the order given; a status given in the
-  scenario is written through ``/status`` after the create.  A Workload no job owns (the format's
+  scenario is written through ``/status`` after the create (a Workload's as Kueue's admission
+  field manager applies it, so that Kueue may take it back, see :meth:`ClusterDriver._write_status`).  A Workload no job owns (the format's
   implicit job integration) gets a real suspended Job as its owner: created first without the
   queue-name label (so that Kueue does not make a Workload of its own), the Workload built on
   the Job's pod template as the API server defaulted it, then the label added, so that Kueue's
@@ -64,6 +65,7 @@ from kueue_provreq.api.workload import Admission, Workload
 from kueue_provreq.cluster.client import ApiError, Client, ClusterError
 from kueue_provreq.cluster.resources import RESOURCES, Resource
 from kueue_provreq.cluster.testbed.controlplane import Testbed, restart_kueue
+from kueue_provreq.controllers import queues
 from kueue_provreq.driver import (
     NEED_FAULTS,
     NEED_RECONCILE,
@@ -86,6 +88,9 @@ from kueue_provreq.manifests.patch import patch_document
 SETTLE_QUIET = 1.5
 #: ... and gives up (the step fails) when the objects keep changing for this long.
 SETTLE_LIMIT = 60.0
+#: The longest a bare Workload's create waits for the watch's news of it before its Job is
+#: labelled for Kueue (the news comes within milliseconds; the limit only bounds a lost event).
+WATCH_WAIT = 5.0
 #: Scenarios whose advances add up to more than this are skipped: a real cluster waits them out.
 MAX_ADVANCE = 120.0
 
@@ -270,6 +275,8 @@ class ClusterDriver:
         self.implicit_jobs: dict[tuple[str, str], str] = {}
         """(namespace, Workload) on the cluster -> the name of the Job made to own it."""
         self._event_counts: dict[str, int] = {}
+        self._watched: set[str] = set()
+        """The uids of the objects the watch has told of."""
         self._named: frozenset[str] = frozenset()
         """The scenario's cluster-scoped names (:attr:`Needs.cluster_names`), told by :meth:`refuses`."""
 
@@ -386,11 +393,17 @@ class ClusterDriver:
         # An object comes after the world objects it names as owners, so that its owner
         # references carry their real uids (the garbage collector deletes an object whose owner
         # does not exist).
+        # A Workload in backoff (``requeueAt`` to come, or Requeued=False) joins its queue only
+        # once the ClusterQueues exist: Kueue's queue manager honours a backoff for a workload it
+        # hears of while its ClusterQueue exists (``PushOrUpdate``), not for those a new
+        # ClusterQueue collects from its LocalQueues (``AddFromLocalQueue``), nor for one queued
+        # at its create, before the driver could write its status.
         model_uids = [self._model_uid(o.metadata.uid or None) for o in objects]  # in the model's order
         depth = _owner_depths(objects)
         order = sorted(range(len(objects)), key=lambda i: (
             objects[i].KIND == c.CLUSTER_QUEUE, depth[i], objects[i].metadata.creation_timestamp or 0, i))
         stamp: int | None = None
+        in_backoff: list[Callable[[], None]] = []
         for i in order:
             obj = objects[i]
             given = obj.metadata.creation_timestamp
@@ -399,11 +412,15 @@ class ClusterDriver:
                     self._next_second()
                 stamp = given
             if isinstance(obj, Workload) and not any(r.kind in _JOB_KINDS for r in obj.metadata.owner_references):
-                self._create_owned_workload(obj, model_uids[i])
+                join = self._create_owned_workload(obj, model_uids[i], join=not _waits_out_backoff(obj, clock))
+                if join is not None:
+                    in_backoff.append(join)
             else:
                 if obj.KIND in _JOB_KINDS and c.LABEL_QUEUE_NAME not in obj.metadata.labels:
                     self._await_default_queue(obj.metadata.namespace or c.DEFAULT_NAMESPACE, objects)
                 self._create(obj, model_uids[i])
+        for join in in_backoff:
+            join()
 
     def _await_default_queue(self, namespace: str, objects: Sequence[KubeObject]) -> None:
         """Kueue's job webhook gives a job without a queue name the LocalQueue ``default`` of its
@@ -486,14 +503,28 @@ class ClusterDriver:
 
     def _write_status(self, res: Resource, current: Mapping[str, Any], status: Any,
                       conditional: bool = True) -> dict[str, Any]:
-        """A merge patch of the status subresource: conditional on the resourceVersion read
-        (a 409 when Kueue wrote since), or not (a world object's status as the scenario gives it,
-        whatever Kueue wrote in between)."""
+        """A write of the status subresource: conditional on the resourceVersion read (a 409
+        when Kueue wrote since), or not (a world object's status as the scenario gives it,
+        whatever Kueue wrote in between).
+
+        A Workload's status is written as Kueue writes it, a server-side apply by its admission
+        field manager (upstream's test helper ``util.SetQuotaReservation`` does the same), so
+        that Kueue owns it: Kueue releases a quota reservation by applying a status without
+        ``admission``, which removes the field only where no other manager owns it (a merge
+        patch by this driver would keep the admission of a pre-admitted Workload for ever).
+        Other kinds get a merge patch."""
         meta = current["metadata"]
-        body = {"status": status}
+        body: dict[str, Any] = {"status": status}
         if conditional:
             body["metadata"] = {"resourceVersion": meta["resourceVersion"]}
         try:
+            if res.kind == c.WORKLOAD:
+                body = {"apiVersion": res.api_version, "kind": res.kind,
+                        "metadata": {**body.get("metadata", {}), "name": meta["name"],
+                                     "namespace": meta.get("namespace", "")},
+                        "status": status}
+                return self.client.apply(res, meta.get("namespace", ""), meta["name"], body,
+                                         c.ADMISSION_FIELD_MANAGER, "status")
             return self.client.patch(res, meta.get("namespace", ""), meta["name"], body, FIELD_MANAGER, "status")
         except ApiError as e:
             if e.code == 409 and conditional:
@@ -501,12 +532,17 @@ class ClusterDriver:
             raise StepFailed(f"cannot write the status of {res.kind} {self._back(meta['name'])}: "
                              f"{self._back(str(e))}") from None
 
-    def _create_owned_workload(self, wl: Workload, model_uid: str | None) -> None:
-        """A real suspended Job owning a scenario's bare Workload (see the module's docstring)."""
+    def _create_owned_workload(self, wl: Workload, model_uid: str | None, *,
+                               join: bool = True) -> Callable[[], None] | None:
+        """A real suspended Job owning a scenario's bare Workload (see the module's docstring).
+        Without ``join`` the Workload is created without its queue name, and what sets it
+        (the Job's queue-name label, which Kueue's job reconciler copies to the Workload) is
+        returned, for later."""
         if len(wl.spec.pod_sets) != 1:
             raise StepFailed(f"Workload {wl.metadata.name}: {len(wl.spec.pod_sets)} pod sets; the implicit job "
                              "integration has a real counterpart for one (a batch/v1 Job) only")
         doc = self._document(wl)
+        queue = doc["spec"].get("queueName") if join else doc["spec"].pop("queueName", None)
         pod_set = doc["spec"]["podSets"][0]
         ns = doc["metadata"]["namespace"]
         template = json.loads(json.dumps(pod_set["template"]))
@@ -536,9 +572,28 @@ class ClusterDriver:
             self._map_uid(created["metadata"]["uid"], model_uid)
         if status:
             self._write_status(RESOURCES[c.WORKLOAD], created, status, conditional=False)
-        queue = doc["spec"].get("queueName")
+        # Labelling the Job wakes Kueue's job reconciler; if its cache has not seen the Workload
+        # yet, it makes one of its own and then deletes one of the two, sometimes the scenario's
+        # (seen once in 60 stories on a loaded machine).  Kueue's informers and this driver's watch
+        # hear of the create from the same API server at about the same time: wait for ours.
+        with self._changed:
+            self._changed.wait_for(lambda: created["metadata"]["uid"] in self._watched, WATCH_WAIT)
         labels = {c.LABEL_QUEUE_NAME: queue} if queue else {}
-        self.client.patch(jobs, ns, job["metadata"]["name"], {"metadata": {"labels": labels}}, FIELD_MANAGER)
+
+        def label() -> None:
+            self.client.patch(jobs, ns, job["metadata"]["name"], {"metadata": {"labels": labels}}, FIELD_MANAGER)
+        if join:
+            label()
+            return None
+
+        def join_queue() -> None:
+            # the Job's label alone does not do it: Kueue's job reconciler copies it to an evicted
+            # Workload only once the eviction is handled
+            if queue:
+                self.client.patch(RESOURCES[c.WORKLOAD], ns, created["metadata"]["name"], {"spec": {"queueName": queue}},
+                                  FIELD_MANAGER)
+            label()
+        return join_queue
 
     # --- steps -------------------------------------------------------------------------------------
     @property
@@ -554,6 +609,7 @@ class ClusterDriver:
             elif verb == "ADDED":
                 meta = obj.get("metadata") or {}
                 uid = str(meta.get("uid") or "")
+                self._watched.add(uid)
                 if uid and uid not in self.uids:
                     self._map_uid(uid, None)
                     self._name_workload(kind, obj)
@@ -631,8 +687,12 @@ class ClusterDriver:
         current = self._get_raw(res, ns, doc["metadata"]["name"])
         if current is None:
             if isinstance(obj, Workload) and not any(r.kind in _JOB_KINDS for r in obj.metadata.owner_references):
-                # the format's implicit job integration holds for a Workload created by a step too
-                self._create_owned_workload(obj, obj.metadata.uid or None)
+                # the format's implicit job integration holds for a Workload created by a step too;
+                # one in backoff joins its queue once its status says so (see :meth:`begin`)
+                join = self._create_owned_workload(obj, obj.metadata.uid or None,
+                                                   join=not _waits_out_backoff(obj, self.now))
+                if join is not None:
+                    join()
             else:
                 self._create(obj, obj.metadata.uid or None)
             return
@@ -877,6 +937,12 @@ def _job_name(workload: str) -> str:
     if len(workload) <= _JOB_NAME_MAX:
         return workload
     return "implicit-" + hashlib.sha1(workload.encode()).hexdigest()[:16]
+
+
+def _waits_out_backoff(wl: Workload, clock: float) -> bool:
+    """A pending Workload in backoff at ``clock`` (``requeueAt`` to come, or Requeued=False):
+    one that must join its queue only once its status is written (see :meth:`ClusterDriver.begin`)."""
+    return not wl.has_quota_reservation() and queues.in_backoff(wl, Time(math.floor(clock)))
 
 
 def _owner_depths(objects: Sequence[KubeObject]) -> list[int]:

@@ -33,7 +33,7 @@ RETRY_SECONDS = 5
 KINDS = (RESOURCES[c.WORKLOAD], RESOURCES[c.PROVISIONING_REQUEST])
 
 
-class LiveRecording:
+class TraceRecorder:
     """Appends what it sees to ``writer``; :meth:`run` until a time or until interrupted."""
 
     def __init__(self, client: Client, writer: trace.Writer, namespace: str = "",

@@ -13,11 +13,24 @@ the attempt) and the ClusterQueue's usage.  The result is an ordinary scenario: 
 it on the model, and ``conform --cluster`` on a real Kueue, where the first ``expect`` that fails is
 the first point at which the two disagree.
 
-Real time flows on a cluster while the model's clock stands still between ``advance`` steps, so
-the stories keep every deadline away from the steps around it: backoffs last several seconds
-(longer than a settle takes), and while the model waits for a deadline the next step is always the
-``advance`` past every pending one.  Workloads never share a creation second (their queue order
-would then rest on uids).
+Real time flows on a cluster while the model's clock stands still between ``advance`` steps: each
+settle takes seconds (3 s of quiet after Kueue's last write, more under load) that the story's
+clock does not count, so the real Kueue runs ahead of the model by the settles since any moment.
+The stories keep that lead from deciding an outcome:
+
+* while the model waits for a deadline, the next step is always the ``advance`` past every pending
+  one (the real Kueue, ahead, has passed it too by then);
+* a Retry backoff is counted from the check's *previous* transition (Kueue keeps the check's
+  ``lastTransitionTime`` when it goes ``Retry``), which may lie many settles back.  So an answer
+  that may start a backoff (:data:`BACKOFF_ANSWERS`, while the check has retries left) is given
+  only to a *fresh* check, one whose ``lastTransitionTime`` changed in the step just before: the
+  real Kueue is then at most two settles (:data:`SETTLE_BOUND` each) past the transition when the
+  answer's state is compared, less than the shortest backoff (:data:`MIN_BACKOFF`), so on both
+  sides the workload keeps its quota while the backoff runs.  A *stale* check's answer comes with
+  an ``advance`` past the longest backoff it could start (:func:`stale_answer_advance`), so on both
+  sides the backoff is over when the check goes ``Retry`` and the workload is evicted at once.
+
+Workloads never share a creation second (their queue order would then rest on uids).
 """
 
 from __future__ import annotations
@@ -30,7 +43,7 @@ from typing import Any
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.provisioning import ProvisioningRequest
 from kueue_provreq.api.queues import ClusterQueue
-from kueue_provreq.api.workload import Workload
+from kueue_provreq.api.workload import AdmissionCheckState, Workload
 from kueue_provreq.conformance.model import ModelDriver
 from kueue_provreq.conformance.runner import Run
 from kueue_provreq.conformance.scenario import Scenario, parse_scenario
@@ -47,10 +60,15 @@ ANSWERS = (RequestTrigger.PROVISION, RequestTrigger.FAIL, RequestTrigger.EXPIRE_
 #: Every Workload condition a story shows; one the model does not have is expected absent.
 CONDITIONS = (c.WORKLOAD_QUOTA_RESERVED, c.WORKLOAD_ADMITTED, c.WORKLOAD_EVICTED, c.WORKLOAD_REQUEUED,
               c.WORKLOAD_FINISHED, c.WORKLOAD_PREEMPTED, c.WORKLOAD_DEACTIVATION_TARGET)
-#: The shortest backoff: longer than a settle after the answer that starts it takes on a real
-#: cluster (a few seconds of quiet after Kueue's last write, which comes late on a loaded
-#: machine), with a margin.
-MIN_BACKOFF = 10
+#: The answers that may start a Retry backoff (Failed; BookingExpired before admission).
+BACKOFF_ANSWERS = (RequestTrigger.FAIL, RequestTrigger.EXPIRE_BOOKING)
+#: The longest a step (its action, settle and expectation) is taken to last on a real cluster,
+#: in seconds: twice what one took on average (4.0-4.6 s, ``kueue-provreq stories --cluster``, 3
+#: side by side on the 2-core machine at a load average of 8-10), rounded up.
+SETTLE_BOUND = 10
+#: The shortest backoff: a fresh check's answer is compared at most two steps after the check's
+#: transition the backoff counts from (2 x SETTLE_BOUND), with 5 s to spare.
+MIN_BACKOFF = 2 * SETTLE_BOUND + 5
 #: Deadlines further away are never reached: the PodsReady timeout (30 minutes) of an admitted
 #: workload, whose pods never start without a job controller.
 HORIZON = 120
@@ -86,7 +104,7 @@ def _world(rng: random.Random) -> tuple[list[dict[str, Any]], list[dict[str, Any
     objects: list[dict[str, Any]] = [
         {"apiVersion": KUEUE, "kind": c.RESOURCE_FLAVOR, "metadata": {"name": f}} for f in flavors]
     for check in checks:
-        base = rng.randint(MIN_BACKOFF, MIN_BACKOFF + 4)
+        base = rng.randint(MIN_BACKOFF, MIN_BACKOFF + 5)
         objects.append({"apiVersion": KUEUE, "kind": c.ADMISSION_CHECK, "metadata": {"name": check},
                         "spec": {"controllerName": c.PROVISIONING_REQUEST_CONTROLLER_NAME,
                                  "parameters": {"apiGroup": c.KUEUE_GROUP, "kind": c.PROVISIONING_REQUEST_CONFIG,
@@ -135,6 +153,10 @@ class _Recorder:
         self.run = Run(scenario, driver=self.driver, debug=True)
         self.driver.begin(scenario.objects, scenario.clock)
         self.seen_requests: set[str] = set()
+        # (workload, check) -> (its lastTransitionTime, the steps since it last changed)
+        self.transitions: dict[tuple[str, str], tuple[float | None, int]] = {}
+        self.retry = {o["metadata"]["name"].removeprefix("prc-"): o["spec"]["retryStrategy"]
+                      for o in doc["objects"] if o["kind"] == c.PROVISIONING_REQUEST_CONFIG}
 
     def record(self, length: int) -> dict[str, Any]:
         self._do()
@@ -154,6 +176,19 @@ class _Recorder:
                 raise StoryError(f"{self.doc['name']}: {step}: {failure}")
             self.doc["steps"].append(step)
         self.doc["steps"].append({"expect": self._expectation()})
+        self._age_transitions()
+
+    def _age_transitions(self) -> None:
+        """One more step since each check's lastTransitionTime changed (0: changed in this one)."""
+        seen: dict[tuple[str, str], tuple[float | None, int]] = {}
+        for wl in self.world.objects(c.WORKLOAD):
+            assert isinstance(wl, Workload)
+            for state in wl.status.admission_checks:
+                key = (wl.metadata.name, state.name)
+                time, age = self.transitions.get(key, (None, -1))
+                t = None if state.last_transition_time is None else float(state.last_transition_time)
+                seen[key] = (t, age + 1 if t == time else 0)
+        self.transitions = seen
 
     @property
     def world(self) -> Any:
@@ -203,10 +238,11 @@ class _Recorder:
                     continue
                 pr = prs[-1][1]
                 for trigger in _answers(pr):
-                    yield 4, tuple({"autoscaler": {"request": pr.metadata.name, "namespace": NAMESPACE,
-                                                   "condition": cond, "status": status, "reason": reason,
-                                                   "message": message}}
-                                   for cond, status, reason, message in requests.CA_WRITES[trigger])
+                    wait = self.stale_answer_advance(wl, state) if trigger in BACKOFF_ANSWERS else 0
+                    yield 4, (*([{"advance": f"{wait}s"}] if wait else []), *(
+                        {"autoscaler": {"request": pr.metadata.name, "namespace": NAMESPACE, "condition": cond,
+                                        "status": status, "reason": reason, "message": message}}
+                        for cond, status, reason, message in requests.CA_WRITES[trigger]))
             name = wl.metadata.name
             if wl.is_finished():
                 continue
@@ -221,6 +257,20 @@ class _Recorder:
         if self.arrivals:
             # a second later, so that no two workloads share a creation second
             yield 2, ({"advance": "1s"}, {"apply": self.arrivals[0]})
+
+    def stale_answer_advance(self, wl: Workload, state: AdmissionCheckState) -> int:
+        """The seconds to advance before an answer that may start a backoff for ``state``: 0 for
+        a fresh check (changed in the step before), a check without retries left or one whose
+        longest backoff is already over on the story's clock; else past the longest backoff it
+        could start, counted from its lastTransitionTime (see the module's docstring)."""
+        retry = self.retry[state.name]
+        if (state.retry_count or 0) >= retry["backoffLimitCount"] or state.last_transition_time is None:
+            return 0
+        _, age = self.transitions.get((wl.metadata.name, state.name), (None, 1))
+        if age == 0:
+            return 0
+        longest: int = retry["backoffMaxSeconds"]
+        return max(0, math.ceil(float(state.last_transition_time) + longest - self.driver.now) + 1)
 
     def _expectation(self) -> dict[str, Any]:
         objects: list[dict[str, Any]] = []

@@ -34,7 +34,7 @@ from kueue_provreq.api.frozen import FrozenMap
 from kueue_provreq.api.meta import Time, find_condition, is_false, is_true
 from kueue_provreq.api.objects import Key, KubeObject, key_of
 from kueue_provreq.api.queues import ClusterQueue, LocalQueue
-from kueue_provreq.api.workload import Workload
+from kueue_provreq.api.workload import PodSet, Workload
 from kueue_provreq.controllers import workload_status
 from kueue_provreq.controllers.activity import inactive_reason
 from kueue_provreq.controllers.context import Context
@@ -386,7 +386,13 @@ def cluster_queue_for(txn: Txn, wl: Workload) -> ClusterQueue | None:
 
 def scan(world: World, ctx: Context, only: str | None = None) -> Scan:
     """The admissible workloads by ClusterQueue, each queue's ready ones sorted (those of a
-    missing, stopped or terminating LocalQueue left out); with ``only``, just that ClusterQueue's."""
+    missing, stopped or terminating LocalQueue left out); with ``only``, just that ClusterQueue's.
+
+    A BestEffortFIFO queue's workloads in the inadmissible set (:func:`set_aside`) come after
+    the others: upstream's ``InadmissibleWorkloadRequeuer`` moves them back to the heap only
+    ``requeueBatchPeriod`` (1 s) after the event that requeues them, while a workload requeued
+    by itself (a new one, one whose backoff finished) enters the heap at once, so the scheduler
+    tries it first whatever the order between them."""
     config = ctx.config
     ix = index(world)
     out = Scan(ix)
@@ -412,20 +418,27 @@ def scan(world: World, ctx: Context, only: str | None = None) -> Scan:
                 ready.append(wl)
     for cq, wls in list(out.ready.items()):
         if wls:
-            wls.sort(key=lambda w: order_key(w, config))
+            queue = world.get(c.CLUSTER_QUEUE, "", cq)
+            if isinstance(queue, ClusterQueue) and queue.spec.queueing_strategy != c.STRICT_FIFO:
+                aside = set_aside(wls, config.gate(c.GATE_SCHEDULING_EQUIVALENCE_HASHING))
+                wls.sort(key=lambda w: (w.metadata.uid in aside, order_key(w, config)))
+            else:
+                wls.sort(key=lambda w: order_key(w, config))
         else:
             del out.ready[cq]
     return out
 
 
-def pending_counts(found: Scan, cq: ClusterQueue, inactive: bool = False) -> tuple[int, int]:
+def pending_counts(found: Scan, cq: ClusterQueue, inactive: bool = False, hashing: bool = True) -> tuple[int, int]:
     """(active, inadmissible) as Kueue's queue manager would count them for ``cq`` once the
     scheduler has run.
 
     Mapping: the *heap* ("active") holds every ready workload, except that under
     BestEffortFIFO a workload the scheduler has set aside (:func:`parked_by_scheduler`) sits
     in the inadmissible set; workloads in backoff are always inadmissible.  StrictFIFO puts a
-    failed head straight back into the heap, so its whole queue counts as active.  Every
+    failed head straight back into the heap, so its whole queue counts as active.  With
+    ``hashing`` (SchedulingEquivalenceHashing), a BestEffortFIFO workload of the same priority and
+    pod sets as one set aside for not fitting sits in the inadmissible set too, untried.  Every
     pending workload of an ``inactive`` ClusterQueue counts as inadmissible: the queue
     manager reports an inactive queue's whole backlog so (``pending_workloads{status=
     "inadmissible"}``), whatever its strategy.
@@ -437,8 +450,27 @@ def pending_counts(found: Scan, cq: ClusterQueue, inactive: bool = False) -> tup
         return 0, len(ready) + backoff
     if cq.spec.queueing_strategy == c.STRICT_FIFO:
         return len(ready), backoff
-    parked = sum(1 for wl in ready if parked_by_scheduler(wl))
+    parked = len(set_aside(ready, hashing))
     return len(ready) - parked, backoff + parked
+
+
+def set_aside(ready: Iterable[Workload], hashing: bool) -> set[str]:
+    """The uids of the BestEffortFIFO workloads in the inadmissible set: those the scheduler set
+    aside (:func:`parked_by_scheduler`) and, with ``hashing`` (SchedulingEquivalenceHashing),
+    those of the same priority and pod sets as one set aside for not fitting."""
+    ready = list(ready)
+    no_fit = {scheduling_shape(wl) for wl in ready if hashing and _did_not_fit(wl)}
+    return {wl.metadata.uid for wl in ready if parked_by_scheduler(wl) or scheduling_shape(wl) in no_fit}
+
+
+def _did_not_fit(wl: Workload) -> bool:
+    cond = find_condition(wl.status.conditions, c.WORKLOAD_QUOTA_RESERVED)
+    return cond is not None and cond.status == c.FALSE and cond.reason in _NO_FIT_REASONS
+
+
+def scheduling_shape(wl: Workload) -> tuple[int, tuple[PodSet, ...]]:
+    """What upstream's scheduling hash sees of a workload here: its priority and pod sets."""
+    return wl.spec.priority or 0, wl.spec.pod_sets
 
 
 @attrs.frozen
@@ -457,7 +489,8 @@ def queue_gauges(world: World, ctx: Context) -> tuple[Gauge, ...]:
     out: list[Gauge] = []
     for cq in sorted(cluster_queues(world), key=lambda q: q.metadata.name):
         name = cq.metadata.name
-        active, inadmissible = pending_counts(found, cq, inactive_reason(world, cq) is not None)
+        active, inadmissible = pending_counts(found, cq, inactive_reason(world, cq) is not None,
+                                              ctx.config.gate(c.GATE_SCHEDULING_EQUIVALENCE_HASHING))
         out.append(Gauge(c.METRIC_PENDING_WORKLOADS, FrozenMap({"cluster_queue": name, "status": "active"}),
                          active))
         out.append(Gauge(c.METRIC_PENDING_WORKLOADS,

@@ -14,7 +14,22 @@ when nothing else changes between its cycles: the next head sees exactly the usa
 previous admissions left, a StrictFIFO queue stops at its first head that does not fit, and
 a BestEffortFIFO queue moves past it.  A workload set aside by BestEffortFIFO is tried again
 in every later cycle rather than waiting in the inadmissible set for a requeue event; as the
-usage only grows between such events, the verdict is the same and nothing is rewritten.
+usage only grows between such events, the verdict is the same and nothing is rewritten.  It is
+tried after the queue's other workloads, though (:func:`queues.scan`): upstream returns the
+inadmissible set to the heap a batch period (1 s) after the event that requeues it, by which time
+the scheduler has tried what waits in the heap, such as a workload evicted for a Retry check and
+requeued at once, which so takes its released quota back ahead of a higher-priority one that
+waited (specs/stories/retry-evicted-workload-takes-its-quota-back-first.yaml).
+
+**Equivalent workloads** (gate ``SchedulingEquivalenceHashing``, on by default since 0.18):
+when a workload of a BestEffortFIFO queue does not fit (``NoFit`` or ``PreemptionNoCandidates``),
+upstream's queue moves every workload behind it with the same scheduling hash (priority and pod
+sets) to the inadmissible set, and one that arrives while that hash is recorded goes there at
+once (``cluster_queue.go``, ``requeueIfNotPresent``, ``handleInadmissibleHash``,
+``AddOrUpdateWorkload``): the scheduler never tries it, so it gets no ``QuotaReserved``
+condition of its own (or keeps the one it had) until the queue's inadmissible workloads are
+requeued, which clears the hashes.  The walk skips such a workload the same way: the earlier
+one of its shape, tried first in queue order, fails again in each cycle until the usage changes.
 
 **Partial admission** (gate ``PartialAdmission``, on by default): a workload that does not fit
 whole and has a podset whose ``minCount`` is below its ``count`` gets the largest counts that
@@ -635,9 +650,16 @@ class _Cycle:
         # (upstream's SchedulingEquivalenceHashing); this keeps long queues of look-alikes cheap.
         # Who may be preempted depends on the preemptor, so a queue that preempts asks each one.
         answers: dict[tuple[PodSet, ...], tuple[Assignment, list[preemption.Target]]] = {}
+        # The shapes (priority and podsets) a workload of this walk failed to fit: in a
+        # BestEffortFIFO queue the equivalent workloads behind it are moved to the inadmissible
+        # set untried and unwritten (SchedulingEquivalenceHashing, on by default; see the module).
+        no_fit: set[tuple[int, tuple[PodSet, ...]]] = set()
         for index in range(start, len(pending)):
             yield index
             wl = pending[index]
+            shape = queues.scheduling_shape(wl)
+            if shape in no_fit:
+                continue
             if queues.has_failed_checks(wl):
                 self.park(wl, c.REASON_PENDING_EVALUATION, c.MSG_FAILED_ADMISSION_CHECKS)
             elif not cq.spec.admits_namespace(wl.metadata.namespace):
@@ -655,6 +677,8 @@ class _Cycle:
                     return True, None  # the preemptor stays at the head until its targets release their quota
                 if found.reason is not None and not targets:
                     self.park(wl, found.reason, found.message)
+                    if not strict and self.ctx.config.gate(c.GATE_SCHEDULING_EQUIVALENCE_HASHING):
+                        no_fit.add(shape)
                 elif block and self.not_ready:
                     self.park(wl, c.REASON_WAITING_FOR_PODS_READY, c.MSG_WAITING_FOR_PODS_READY)
                     return False, None

@@ -71,7 +71,7 @@ class DelayFit:
 
 
 @attrs.frozen
-class StockoutFit:
+class FittedStockouts:
     """Mean lengths (seconds) of available and stock-out periods."""
 
     available: Interval
@@ -93,7 +93,7 @@ class ClassFit:
     failure_probability: Interval | None
     """Per try; with stock-outs, per try while capacity is available."""
     runs_p_value: float | None
-    stockouts: StockoutFit | None
+    stockouts: FittedStockouts | None
     unidentified: tuple[str, ...]
 
     def to_yaml(self) -> dict[str, Any]:
@@ -224,7 +224,7 @@ def _runs_test(failed: Sequence[bool]) -> float | None:
     return float(stats.norm.cdf((runs - mean) / math.sqrt(variance))) if variance > 0 else None
 
 
-def _stockouts(times: Sequence[float], failed: Sequence[bool]) -> tuple[StockoutFit, Interval]:
+def _stockouts(times: Sequence[float], failed: Sequence[bool]) -> tuple[FittedStockouts, Interval]:
     """The hidden two-state process's maximum-likelihood means and failure probability."""
     import numpy as np
     from scipy import optimize, special, stats
@@ -246,7 +246,7 @@ def _stockouts(times: Sequence[float], failed: Sequence[bool]) -> tuple[Stockout
 
     expit = special.expit
     probability = Interval(float(expit(theta[2])), float(expit(theta[2] - half[2])), float(expit(theta[2] + half[2])))
-    return StockoutFit(mean(0), mean(1)), probability
+    return FittedStockouts(mean(0), mean(1)), probability
 
 
 def _log_likelihood(times: Sequence[float], failed: Sequence[bool], available: float, stockout: float,

@@ -70,6 +70,7 @@ MAIN_GATES: Mapping[str, bool] = {
     c.GATE_UNADMITTED_OBSERVABILITY: True,
     c.GATE_ADMISSION_GATED_BY: True,
     c.GATE_PARTIAL_ADMISSION: True,
+    c.GATE_SCHEDULING_EQUIVALENCE_HASHING: True,
     "VisibilityOnDemand": False,
 }
 
