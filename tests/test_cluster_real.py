@@ -529,11 +529,16 @@ def test_record_follows_the_real_kueue_and_stops_on_ctrl_c_with_nothing_lost(
             outcomes = {(a.name.rsplit("-", 1)[-1], a.outcome) for a in trace.read(path).of(trace.Attempt)}
             return {("1", trace.FAILED), ("2", trace.PROVISIONED)} <= outcomes
 
-        wait("both attempts answered in the trace", answered, timeout=180)
+        try:
+            wait("both attempts answered in the trace", answered, timeout=180)
+        except AssertionError:
+            recording.send_signal(signal.SIGINT)
+            raise AssertionError(f"{recording.communicate(timeout=20)[1]}\n{path.read_text()}") from None
     finally:
         answering.terminate()
         answering.communicate(timeout=10)
-        recording.send_signal(signal.SIGINT)
+        if recording.poll() is None:
+            recording.send_signal(signal.SIGINT)
         _, err = recording.communicate(timeout=20)
     assert recording.returncode == 0, err
     assert "recording" in err and "stopped:" in err and "Traceback" not in err

@@ -330,3 +330,37 @@ def test_record_refuses_live_options_with_dumps_and_bad_dumps_in_one_line(tmp_pa
     status = cli("record", "-f", str(tmp_path / "empty.json"), "--trace", str(tmp_path / "t.jsonl"))
     assert status.returncode == 2 and "empty.json" in status.stderr and len(status.stderr.splitlines()) == 1
     assert not (tmp_path / "t.jsonl").exists()
+
+
+def test_a_live_recording_outlives_a_failed_watch(tmp_path: Path) -> None:
+    """An API server that drops a watch (restarting, timing out) is said and listed again; the
+    recording goes on and loses nothing the listing shows."""
+    import io
+
+    from kueue_provreq.cluster.client import ClusterError, Listing, WatchEvent
+    from kueue_provreq.cluster.record import TraceRecorder
+
+    wl = _workload(0)
+    clock = iter(range(100, 10_000))
+
+    class Flaky:
+        def __init__(self) -> None:
+            self.watches = 0
+
+        def list(self, res: Any, namespace: str = "") -> Listing:
+            return Listing((wl,) if res.kind == "Workload" and self.watches else (), "1")
+
+        def watch(self, res: Any, version: str, namespace: str, timeout: int) -> Any:
+            self.watches += 1
+            if self.watches == 1:
+                raise ClusterError("cannot reach the API server")
+            return iter([WatchEvent("BOOKMARK", {"metadata": {"resourceVersion": "2"}})])
+
+    lines: list[str] = []
+    stream = io.StringIO()
+    recorder = TraceRecorder(Flaky(), t.Writer(stream), clock=lambda: float(next(clock)), log=lines.append)  # type: ignore[arg-type]
+    recorder.run(until=110)
+    recorder.close()
+    assert any("failed (cannot reach the API server); listing again" in line for line in lines)
+    records = [t.parse_line(line, "x") for line in stream.getvalue().splitlines()]
+    assert [type(r).__name__ for r in records] == ["Arrival", "Window"]

@@ -56,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
 
     with client.connect(args.kubeconfig, args.context) as api, path.open("a", encoding="utf-8") as stream:
         writer = trace.Writer(stream, known)
-        recorder = TraceRecorder(api, writer, args.namespace, time.time, log)
+        recorder = TraceRecorder(api, writer, args.namespace, time.time, log, time.sleep)
         log(f"recording {api.server} ({'namespace ' + args.namespace if args.namespace else 'all namespaces'}) "
             f"to {path} ({len(known)} record(s) already there); Ctrl-C stops")
         try:
