@@ -23,7 +23,7 @@ from kueue_provreq.api import constants as c
 from kueue_provreq.api import naming
 from kueue_provreq.api.evolve import evolve
 from kueue_provreq.api.frozen import EMPTY, FrozenMap
-from kueue_provreq.api.meta import Time
+from kueue_provreq.api.meta import ObjectMeta, OwnerReference, Time
 from kueue_provreq.api.objects import (
     KINDS,
     Key,
@@ -514,6 +514,15 @@ class Txn:
             objs = [o for o in listed if o is not None and
                     any(r.name == owner_name for r in o.metadata.owner_references)]
         return objs
+
+    def new_metadata(self, name: str, namespace: str, labels: FrozenMap[str, str] = EMPTY,
+                     owner_references: tuple[OwnerReference, ...] = ()) -> ObjectMeta:
+        """The metadata the API server stores for this reconcile's next :meth:`create` (the
+        next uid, generation 1, the creation time now): an object built with it, just before
+        its create, is stored as built instead of copied by :meth:`World.created`.  A create
+        that fails takes no uid, so the next object built this way gets the same one."""
+        return ObjectMeta(name=name, namespace=namespace, uid=self.world.next_uid(self._uids), generation=1,
+                          creation_timestamp=self.now, labels=labels, owner_references=owner_references)
 
     def create(self, obj: KubeObject) -> tuple[KubeObject | None, str | None]:
         kind, ns, name = key = key_of(obj)

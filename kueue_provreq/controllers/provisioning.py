@@ -41,7 +41,7 @@ from kueue_provreq.api.config import Configuration
 from kueue_provreq.api.evolve import evolve
 from kueue_provreq.api.frozen import EMPTY, FrozenMap, freeze, thaw
 from kueue_provreq.api.memo import memo
-from kueue_provreq.api.meta import Condition, ObjectMeta, OwnerReference, Time
+from kueue_provreq.api.meta import Condition, OwnerReference, Time
 from kueue_provreq.api.objects import Key, already_exists, not_found, not_in_cache
 from kueue_provreq.api.provisioning import (
     PodTemplate,
@@ -544,9 +544,8 @@ def _create_request(txn: Txn, wl: Workload, check: str, prc: ProvisioningRequest
         pt_name = naming.pod_template_name(name, m.name)
         if txn.get(c.POD_TEMPLATE, ns, pt_name) is None:
             try:
-                pt = PodTemplate(ObjectMeta(name=pt_name, namespace=ns, labels=_MANAGED_LABELS,
-                                            owner_references=(wl_ref,)),
-                                 template=pod_template_spec(txn, m.pod_set, m.assignment))
+                template = pod_template_spec(txn, m.pod_set, m.assignment)
+                pt = PodTemplate(txn.new_metadata(pt_name, ns, _MANAGED_LABELS, (wl_ref,)), template=template)
                 _, err = txn.create(pt)
             except ReconcileError as e:
                 err = str(e)
@@ -555,7 +554,7 @@ def _create_request(txn: Txn, wl: Workload, check: str, prc: ProvisioningRequest
                                     c.MSG_ERROR_CREATING_POD_TEMPLATE.format(name=go_quote(pt_name), error=err), err)
         pod_sets.append(ProvisioningRequestPodSet(Reference(pt_name), m.count))
     req = ProvisioningRequest(
-        ObjectMeta(name=name, namespace=ns, labels=_MANAGED_LABELS, owner_references=(wl_ref,)),
+        txn.new_metadata(name, ns, _MANAGED_LABELS, (wl_ref,)),
         ProvisioningRequestSpec(prc.spec.provisioning_class_name, _parameters(wl, prc), tuple(pod_sets)))
     stored, err = txn.create(req)
     if err is not None:
