@@ -9,6 +9,7 @@ import attrs
 
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.frozen import EMPTY, FrozenMap
+from kueue_provreq.api.memo import memo
 from kueue_provreq.api.meta import Conditions, Json, ObjectMeta
 from kueue_provreq.api.quantity import Quantity
 
@@ -151,8 +152,7 @@ class ClusterQueueSpec:
     def admits_namespace(self, namespace: str) -> bool:
         """``workload.ValidateAdmissibility``'s selector test, which the scheduler and the
         workload controller both make: the ``namespaceSelector`` matches the namespace."""
-        selector = self.namespace_selector
-        return selector is not None and selector.matches(namespace_labels(namespace))
+        return _admits_namespace(self, namespace)
 
     @property
     def within_cluster_queue(self) -> str:
@@ -182,6 +182,13 @@ class ClusterQueueSpec:
         p = self.preemption
         return p.borrow_within_cohort if p is not None and p.borrow_within_cohort is not None \
             else BorrowWithinCohort()
+
+
+@memo(4096)
+def _admits_namespace(spec: ClusterQueueSpec, namespace: str) -> bool:
+    """Memoised: every pass of every workload asks it of its queue."""
+    selector = spec.namespace_selector
+    return selector is not None and selector.matches(namespace_labels(namespace))
 
 
 @attrs.define(unsafe_hash=True)
