@@ -470,7 +470,12 @@ class Txn:
         """The object as the API server has it now, ignoring cache faults."""
         if key in self._overlay:
             return self._overlay[key]
-        return self.world.get(*key)
+        world = self.world  # ``World.get``, inlined: the key is built already
+        found = world._objects.get(key)
+        reads = world.hooks.reads
+        if reads is not None:
+            reads.append((key, found))
+        return found
 
     def _cascade(self, obj: KubeObject) -> None:
         """Hide what the garbage collector removes with ``obj``: dependents left with no owner."""

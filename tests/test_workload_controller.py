@@ -691,5 +691,5 @@ def test_admitted_fast_path_only_skips_what_the_sync_would_not_change(
     wl = workload(*(x for x in (qr, adm) if x is not None),
                   checks=tuple(check(f"c{i}", s) for i, s in enumerate(states)))
     config = Configuration(feature_gates=FrozenMap({c.GATE_UNADMITTED_OBSERVABILITY: observability}))
-    if controller._admitted_false_is_current(wl, wl.status.conditions_by_type, observability):
+    if controller._admitted_false_is_current(wl, wl.status, observability):
         assert ws.sync_admitted_condition(wl, Time(T0 + 1), config) == wl

@@ -51,14 +51,14 @@ follow the write they report, as upstream emits them after a successful patch.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.config import WaitForPodsReady
 from kueue_provreq.api.meta import Condition, Time
 from kueue_provreq.api.objects import Key
 from kueue_provreq.api.queues import ClusterQueue, LocalQueue
-from kueue_provreq.api.workload import Workload
+from kueue_provreq.api.workload import Workload, WorkloadStatus
 from kueue_provreq.controllers import workload_status as ws
 from kueue_provreq.controllers.activity import inactive_reason
 from kueue_provreq.controllers.backoff import NS, wait_time_ns
@@ -68,10 +68,6 @@ from kueue_provreq.controllers.queues import cluster_queue_for
 from kueue_provreq.machines import Guard, Transition, WorkloadTrigger, write_workload
 from kueue_provreq.machines.phases import held_back
 from kueue_provreq.world import NOTHING, Effect, Event, Result, Txn, World, truncate
-
-Conds = Mapping[str, Condition]
-"""A workload's conditions by type (``WorkloadStatus.conditions_by_type``, built once per status
-and shared by every controller that reads it)."""
 
 _BACKOFF_REASONS = (c.REASON_PODS_READY_TIMEOUT, c.REASON_ADMISSION_CHECK)
 """``Requeued=False`` reasons that end in ``BackoffFinished`` once ``requeueAt`` has passed."""
@@ -87,8 +83,8 @@ def reconcile(world: World, key: Key, ctx: Context) -> Result:
     wl = txn.get(*key)
     if not isinstance(wl, Workload):
         return NOTHING
-    conds = wl.status.conditions_by_type
-    if _true(conds, c.WORKLOAD_FINISHED):
+    st = wl.status
+    if c.WORKLOAD_FINISHED in st.true_types:
         return NOTHING
     now = ctx.now
 
@@ -97,28 +93,28 @@ def reconcile(world: World, key: Key, ctx: Context) -> Result:
         # on a workload without quota this holds it back: the delay of KEP-3258's race.  An
         # active workload's next pass stops at step 3's gate until then: this write asks for
         # that wake-up itself
-        held = wl.is_active and not _true(conds, c.WORKLOAD_DEACTIVATION_TARGET) and \
-            not (ctx.config.pre_kep_3258 and _true(conds, c.WORKLOAD_QUOTA_RESERVED))
+        held = wl.is_active and c.WORKLOAD_DEACTIVATION_TARGET not in st.true_types and \
+            not (ctx.config.pre_kep_3258 and c.WORKLOAD_QUOTA_RESERVED in st.true_types)
         new, delaying = write_workload(wl, WorkloadTrigger.DELAY, until=until)
         return _write(txn, new, (delaying,), requeue_after=until - now if held else None, settled=held)
 
-    early = _active_branch(txn, wl, conds, ctx.config.pre_kep_3258) if wl.is_active \
-        else _inactive_branch(txn, wl, conds, ctx.config.pre_14309)
+    early = _active_branch(txn, wl, st, ctx.config.pre_kep_3258) if wl.is_active \
+        else _inactive_branch(txn, wl, st, ctx.config.pre_14309)
     if early is not None:
         return early
 
     lq = txn.get(c.LOCAL_QUEUE, wl.metadata.namespace, wl.spec.queue_name)
     lq = lq if isinstance(lq, LocalQueue) else None
-    if lq is not None and not lq.spec.stopped and _requeued_false(conds, c.REASON_LQ_STOPPED):
+    if lq is not None and not lq.spec.stopped and _requeued_false(st, c.REASON_LQ_STOPPED):
         return _restarted(txn, wl, c.REASON_LQ_RESTARTED, c.MSG_LQ_RESTARTED)
 
-    gated = _sync_admission_gate(txn, wl, conds, ctx)
+    gated = _sync_admission_gate(txn, wl, st, ctx)
     if gated is not None:
         return gated
 
     cq = cluster_queue_for(txn, wl)
     if cq is not None:
-        if not cq.spec.stopped and _requeued_false(conds, c.REASON_CQ_STOPPED_EVICTION):
+        if not cq.spec.stopped and _requeued_false(st, c.REASON_CQ_STOPPED_EVICTION):
             return _restarted(txn, wl, c.REASON_CQ_RESTARTED, c.MSG_CQ_RESTARTED)
         wanted = _wanted_checks(wl, cq)
         states = wl.status.admission_checks
@@ -130,18 +126,18 @@ def reconcile(world: World, key: Key, ctx: Context) -> Result:
     new = wl
     events: list[Effect] = []
     fired: list[Transition] = []
-    if not _true(conds, c.WORKLOAD_ADMITTED) and not (
-            ctx.config.kep_993_preemption and _true(conds, c.WORKLOAD_QUOTA_RESERVED) and ws.all_checks_ready(wl)):
+    if c.WORKLOAD_ADMITTED not in st.true_types and not (
+            ctx.config.kep_993_preemption and c.WORKLOAD_QUOTA_RESERVED in st.true_types and ws.all_checks_ready(wl)):
         # KEP-993: the scheduler re-validates the quota of a reservation whose checks are all
         # Ready before admitting it (``scheduler._Cycle.kep_993_admit``)
-        new = _sync_unadmitted(wl, conds, ctx, events, fired, lambda: _queue_blocker(txn, wl, lq, cq),
+        new = _sync_unadmitted(wl, st, ctx, events, fired, lambda: _queue_blocker(txn, wl, lq, cq),
                                cq is None or cq.spec.admits_namespace(wl.metadata.namespace))
         if new is not wl:
-            conds = new.status.conditions_by_type
+            st = new.status
     requeue_after: float | None = None
-    if _true(conds, c.WORKLOAD_QUOTA_RESERVED):
+    if c.WORKLOAD_QUOTA_RESERVED in st.true_types:
         new, requeue_after, ends = _reconcile_quota_held(
-            new, conds, ctx, events, fired, lambda held: _reconcile_queue_state(txn, held, conds, lq, ctx, events, fired))
+            new, st, ctx, events, fired, lambda held: _reconcile_queue_state(txn, held, st, lq, ctx, events, fired))
         if ends:
             # the pass ends at this write; the next one finds the workload as it left it
             return _write(txn, new, tuple(fired), events)
@@ -179,31 +175,31 @@ def _needs_requeue_at_update(wl: Workload, now: Time) -> Time | None:
 # --- step 3 ---------------------------------------------------------------------------
 
 
-def _active_branch(txn: Txn, wl: Workload, conds: Conds, pre_kep_3258: bool = False) -> Result | None:
+def _active_branch(txn: Txn, wl: Workload, st: WorkloadStatus, pre_kep_3258: bool = False) -> Result | None:
     """Deactivation request, the backoff gate and the ``Requeued`` condition of an active workload.
 
     ``pre_kep_3258`` (Kueue v0.9 - v0.14): the provisioning controller wrote ``requeueAt`` itself
     when it set a check to Retry, and the workload was evicted at first sight of the Retry, so
     the backoff gate held back only workloads without quota."""
     now = txn.now
-    if _true(conds, c.WORKLOAD_DEACTIVATION_TARGET):
+    if c.WORKLOAD_DEACTIVATION_TARGET in st.true_types:
         return _write(txn, *write_workload(wl, WorkloadTrigger.DEACTIVATE))
 
     rs = wl.status.requeue_state
     if rs is not None and rs.requeue_at is not None and \
-            not (pre_kep_3258 and _true(conds, c.WORKLOAD_QUOTA_RESERVED)):
+            not (pre_kep_3258 and c.WORKLOAD_QUOTA_RESERVED in st.true_types):
         wait = rs.requeue_at - now
         if wait > 0:
             return Result(requeue_after=wait)
-        if not _true(conds, c.WORKLOAD_QUOTA_RESERVED) and not _true(conds, c.WORKLOAD_ADMITTED):
+        if c.WORKLOAD_QUOTA_RESERVED not in st.true_types and c.WORKLOAD_ADMITTED not in st.true_types:
             # upstream Status(wl) == pending: the backoff is over, the queue takes it back,
             # unless Requeued=False still holds it
-            requeued = conds.get(c.WORKLOAD_REQUEUED)
+            requeued = st.conditions_by_type.get(c.WORKLOAD_REQUEUED)
             held = requeued is not None and requeued.status == c.FALSE
             return _write(txn, *write_workload(wl, WorkloadTrigger.REQUEUE, {Guard.BACKOFF: held}, now=now,
                                                clear_requeue_at=True))
 
-    requeued = conds.get(c.WORKLOAD_REQUEUED)
+    requeued = st.conditions_by_type.get(c.WORKLOAD_REQUEUED)
     if requeued is None or requeued.status != c.FALSE:
         return None
     if requeued.reason.startswith(c.REASON_DEACTIVATED):
@@ -219,7 +215,7 @@ def _active_branch(txn: Txn, wl: Workload, conds: Conds, pre_kep_3258: bool = Fa
     return None
 
 
-def _inactive_branch(txn: Txn, wl: Workload, conds: Conds, pre_14309: bool = False) -> Result | None:
+def _inactive_branch(txn: Txn, wl: Workload, st: WorkloadStatus, pre_14309: bool = False) -> Result | None:
     """Evict a deactivated workload (reason ``Deactivated[DueTo<Cause>]``), dropping
     ``DeactivationTarget`` and ``requeueState``.  A workload already evicted for another
     reason keeps that reason and is only cleaned up: since #14309 whenever it carries a
@@ -227,8 +223,8 @@ def _inactive_branch(txn: Txn, wl: Workload, conds: Conds, pre_14309: bool = Fal
     also resets its checks, as the eviction it never reaches would have (a ``Rejected`` check
     left in place would deactivate it again as soon as it is reactivated).  ``pre_14309``:
     the cleanup only when it has a ``requeueState``, checks untouched."""
-    evicted = _true(conds, c.WORKLOAD_EVICTED)
-    target = conds.get(c.WORKLOAD_DEACTIVATION_TARGET)
+    evicted = c.WORKLOAD_EVICTED in st.true_types
+    target = st.conditions_by_type.get(c.WORKLOAD_DEACTIVATION_TARGET)
     if evicted and wl.status.requeue_state is None and (pre_14309 or target is None):
         return None
     prepared = ws.remove(wl, c.WORKLOAD_DEACTIVATION_TARGET).with_status(requeue_state=None)
@@ -249,7 +245,7 @@ def _inactive_branch(txn: Txn, wl: Workload, conds: Conds, pre_14309: bool = Fal
 # --- step 4 ---------------------------------------------------------------------------
 
 
-def _sync_admission_gate(txn: Txn, wl: Workload, conds: Conds, ctx: Context) -> Result | None:
+def _sync_admission_gate(txn: Txn, wl: Workload, st: WorkloadStatus, ctx: Context) -> Result | None:
     """``mayUpdateConditionForAdmissionGatedBy``: the first pass that sees the
     ``admission-gated-by`` annotation writes ``QuotaReserved=False`` ``AdmissionGated``
     "Admission is gated by: <gates>" (event ``AdmissionGated``); the first that sees it gone
@@ -261,10 +257,10 @@ def _sync_admission_gate(txn: Txn, wl: Workload, conds: Conds, ctx: Context) -> 
     (and only removing gates later), when no quota can be held, so this never differs from
     upstream for a world the API server could produce; upstream would unset a reservation."""
     config = ctx.config
-    if not config.gate(c.GATE_ADMISSION_GATED_BY) or _true(conds, c.WORKLOAD_QUOTA_RESERVED):
+    if not config.gate(c.GATE_ADMISSION_GATED_BY) or c.WORKLOAD_QUOTA_RESERVED in st.true_types:
         return None
     gates = ws.admission_gates(wl, config)
-    held = conds.get(c.WORKLOAD_QUOTA_RESERVED)
+    held = st.conditions_by_type.get(c.WORKLOAD_QUOTA_RESERVED)
     marked = held is not None and held.reason == c.REASON_ADMISSION_GATED
     if gates is None and marked:
         reason = c.REASON_PENDING_EVALUATION if config.gate(c.GATE_UNADMITTED_OBSERVABILITY) \
@@ -292,7 +288,7 @@ def _wanted_checks(wl: Workload, cq: ClusterQueue) -> tuple[str, ...]:
 # --- step 5 ---------------------------------------------------------------------------
 
 
-def _sync_unadmitted(wl: Workload, conds: Conds, ctx: Context, events: list[Effect],
+def _sync_unadmitted(wl: Workload, st: WorkloadStatus, ctx: Context, events: list[Effect],
                      fired: list[Transition], blocker: Callable[[], tuple[str, str] | None],
                      admissible: bool) -> Workload:
     """``syncQuotaReservedFalseCondition`` for a workload without quota (its ``QuotaReserved=False``
@@ -304,20 +300,20 @@ def _sync_unadmitted(wl: Workload, conds: Conds, ctx: Context, events: list[Effe
     config = ctx.config
     observability = config.gate(c.GATE_UNADMITTED_OBSERVABILITY)
     new = wl
-    if not _true(conds, c.WORKLOAD_QUOTA_RESERVED):
-        wanted = _pending_reason(wl, conds, observability, blocker, admissible)
+    if c.WORKLOAD_QUOTA_RESERVED not in st.true_types:
+        wanted = _pending_reason(wl, st, observability, blocker, admissible)
         if wanted is not None:
             new = ws.set_cond(new, c.WORKLOAD_QUOTA_RESERVED, c.FALSE, wanted[0],
                               truncate(wanted[1], c.CONDITION_MESSAGE_LIMIT), now)
-    if new is wl and _admitted_false_is_current(wl, conds, observability):
+    if new is wl and _admitted_false_is_current(wl, st, observability):
         return wl
-    if _true(conds, c.WORKLOAD_QUOTA_RESERVED) and ws.all_checks_ready(wl):
+    if c.WORKLOAD_QUOTA_RESERVED in st.true_types and ws.all_checks_ready(wl):
         new, admitting = write_workload(new, WorkloadTrigger.ADMIT, now=now, config=config)
         fired.append(admitting)
     else:
         new = ws.sync_admitted_condition(new, now, config)  # Admitted=False: no phase moves
     if new.is_admitted() and new.status.admission is not None:
-        reserved = _ltt(conds.get(c.WORKLOAD_QUOTA_RESERVED))
+        reserved = _ltt(st.conditions_by_type.get(c.WORKLOAD_QUOTA_RESERVED))
         events.append(_event(new, c.EVENT_TYPE_NORMAL, c.EVENT_ADMITTED, c.MSG_EVENT_ADMITTED.format(
             cq=new.status.admission.cluster_queue, seconds=now - reserved)))
     return new
@@ -329,7 +325,7 @@ _SCHEDULER_REASONS = frozenset({c.REASON_WAITING_FOR_QUOTA, c.REASON_NO_MATCHING
                                 c.REASON_PENDING_EVALUATION})
 
 
-def _pending_reason(wl: Workload, conds: Conds, observability: bool,
+def _pending_reason(wl: Workload, st: WorkloadStatus, observability: bool,
                     blocker: Callable[[], tuple[str, str] | None], admissible: bool) -> tuple[str, str] | None:
     """The ``QuotaReserved=False`` (reason, message) a workload without quota should carry, in
     upstream's precedence (``resolveGranularUnadmittedQuotaReservedCondition``): deactivated; on
@@ -342,7 +338,7 @@ def _pending_reason(wl: Workload, conds: Conds, observability: bool,
     if not observability:
         found = blocker()
         return None if found is None else (c.REASON_INADMISSIBLE, found[1])
-    cond = conds.get(c.WORKLOAD_QUOTA_RESERVED)
+    cond = st.conditions_by_type.get(c.WORKLOAD_QUOTA_RESERVED)
     if not wl.is_active:
         return c.REASON_DEACTIVATED, c.MSG_DEACTIVATED
     if cond is not None and cond.reason == c.REASON_ON_HOLD:
@@ -372,18 +368,18 @@ def _queue_blocker(txn: Txn, wl: Workload, lq: LocalQueue | None, cq: ClusterQue
     return None
 
 
-def _admitted_false_is_current(wl: Workload, conds: Conds, observability: bool) -> bool:
+def _admitted_false_is_current(wl: Workload, st: WorkloadStatus, observability: bool) -> bool:
     """A fast "nothing to do" for ``SyncAdmittedCondition`` on a workload that is not admitted:
     True only when the sync would leave it unchanged (a test checks the two agree)."""
-    reserved = _true(conds, c.WORKLOAD_QUOTA_RESERVED)
+    reserved = c.WORKLOAD_QUOTA_RESERVED in st.true_types
     ready = all(s.state == c.CHECK_READY for s in wl.status.admission_checks)
     if reserved and ready:
         return False  # it becomes admitted
     if not observability:
         return True  # legacy: Admitted=False is written only on a True -> False transition
-    admitted = conds.get(c.WORKLOAD_ADMITTED)
+    admitted = st.conditions_by_type.get(c.WORKLOAD_ADMITTED)
     if admitted is None:
-        return c.WORKLOAD_QUOTA_RESERVED not in conds
+        return c.WORKLOAD_QUOTA_RESERVED not in st.conditions_by_type
     if reserved:
         reason, message = c.REASON_UNSATISFIED_ADMISSION_CHECKS, c.MSG_UNSATISFIED_CHECKS
     else:
@@ -395,7 +391,7 @@ def _admitted_false_is_current(wl: Workload, conds: Conds, observability: bool) 
 # --- step 6 ---------------------------------------------------------------------------
 
 
-def _reconcile_quota_held(wl: Workload, conds: Conds, ctx: Context, events: list[Effect],
+def _reconcile_quota_held(wl: Workload, st: WorkloadStatus, ctx: Context, events: list[Effect],
                           fired: list[Transition], queue_state: Callable[[Workload], Workload | None]
                           ) -> tuple[Workload, float | None, bool]:
     """Check-based eviction, else what the workload's stopped or missing queues do
@@ -408,7 +404,7 @@ def _reconcile_quota_held(wl: Workload, conds: Conds, ctx: Context, events: list
     condition is idempotent, so repeated passes write nothing); only a ``Retry`` check leaves an
     evicted workload alone, an eviction being under way.  ``pre-14309``: both wait for
     ``Evicted`` to be False."""
-    evicted = _true(conds, c.WORKLOAD_EVICTED)
+    evicted = c.WORKLOAD_EVICTED in st.true_types
     rejected = ws.checks_in(wl, c.CHECK_REJECTED)
     if rejected and not (evicted and ctx.config.pre_14309):
         message = ws.admission_checks_message(rejected, c.CHECK_REJECTED)
@@ -427,12 +423,12 @@ def _reconcile_quota_held(wl: Workload, conds: Conds, ctx: Context, events: list
     if held is not None:
         return held, None, True
     cfg = ctx.config.wait_for_pods_ready
-    if cfg is None or evicted or not wl.is_active or not _true(conds, c.WORKLOAD_ADMITTED):
+    if cfg is None or evicted or not wl.is_active or c.WORKLOAD_ADMITTED not in st.true_types:
         return wl, None, False
-    return (*_reconcile_not_ready_timeout(wl, conds, cfg, ctx, events, fired), False)
+    return (*_reconcile_not_ready_timeout(wl, st, cfg, ctx, events, fired), False)
 
 
-def _reconcile_not_ready_timeout(wl: Workload, conds: Conds, cfg: WaitForPodsReady, ctx: Context,
+def _reconcile_not_ready_timeout(wl: Workload, st: WorkloadStatus, cfg: WaitForPodsReady, ctx: Context,
                                  events: list[Effect], fired: list[Transition]
                                  ) -> tuple[Workload, float | None]:
     """``reconcileNotReadyTimeout`` for an admitted, active, not evicted workload: WaitForStart
@@ -440,12 +436,12 @@ def _reconcile_not_ready_timeout(wl: Workload, conds: Conds, cfg: WaitForPodsRea
     deactivate past ``backoffLimitCount``, else evict with ``requeueAt = now + backoff(count + 1)``
     and ``count + 1``."""
     now = ctx.now
-    ready = conds.get(c.WORKLOAD_PODS_READY)
+    ready = st.conditions_by_type.get(c.WORKLOAD_PODS_READY)
     if ready is not None and ready.status == c.TRUE:
         return wl, None
     if ready is None or ready.reason in _WAIT_FOR_START_REASONS:
         cause = c.REASON_WAIT_FOR_START
-        remaining = cfg.timeout - (now - _ltt(conds.get(c.WORKLOAD_ADMITTED)))
+        remaining = cfg.timeout - (now - _ltt(st.conditions_by_type.get(c.WORKLOAD_ADMITTED)))
     elif ready.reason == c.REASON_WAIT_FOR_RECOVERY and cfg.effective_recovery_timeout is not None:
         cause = c.REASON_WAIT_FOR_RECOVERY
         remaining = cfg.effective_recovery_timeout - (now - _ltt(ready))
@@ -474,9 +470,9 @@ def _reconcile_not_ready_timeout(wl: Workload, conds: Conds, cfg: WaitForPodsRea
 # --- queues that stop or go away ----------------------------------------------------------
 
 
-def _requeued_false(conds: Conds, reason: str) -> bool:
+def _requeued_false(st: WorkloadStatus, reason: str) -> bool:
     """``isDisabledRequeuedByReason``."""
-    found = conds.get(c.WORKLOAD_REQUEUED)
+    found = st.conditions_by_type.get(c.WORKLOAD_REQUEUED)
     return found is not None and found.status == c.FALSE and found.reason == reason
 
 
@@ -489,7 +485,7 @@ def _restarted(txn: Txn, wl: Workload, reason: str, message: str) -> Result:
                                        clear_requeue_at=False, reason=reason, message=message))
 
 
-def _reconcile_queue_state(txn: Txn, wl: Workload, conds: Conds, lq: LocalQueue | None, ctx: Context,
+def _reconcile_queue_state(txn: Txn, wl: Workload, st: WorkloadStatus, lq: LocalQueue | None, ctx: Context,
                            events: list[Effect], fired: list[Transition]) -> Workload | None:
     """``reconcileOnLocalQueueActiveState`` then ``reconcileOnClusterQueueActiveState`` for a
     workload holding quota: an admitted one is evicted by a ``HoldAndDrain`` queue
@@ -502,8 +498,8 @@ def _reconcile_queue_state(txn: Txn, wl: Workload, conds: Conds, lq: LocalQueue 
     found = txn.get(c.CLUSTER_QUEUE, "", cq_name)
     cq = found if isinstance(found, ClusterQueue) else None
     name = wl.spec.queue_name
-    if _true(conds, c.WORKLOAD_ADMITTED):
-        if _true(conds, c.WORKLOAD_EVICTED):
+    if c.WORKLOAD_ADMITTED in st.true_types:
+        if c.WORKLOAD_EVICTED in st.true_types:
             return None
         if lq is not None and lq.spec.stop_policy == c.STOP_POLICY_HOLD_AND_DRAIN:
             reason, message = c.REASON_LQ_STOPPED, c.MSG_EVICTED_LQ_STOPPED
@@ -514,7 +510,7 @@ def _reconcile_queue_state(txn: Txn, wl: Workload, conds: Conds, lq: LocalQueue 
         new, evicting = _evict(wl, reason, message, "", ctx.now, events)
         fired.extend(evicting)
         return new
-    if _true(conds, c.WORKLOAD_EVICTED):
+    if c.WORKLOAD_EVICTED in st.true_types:
         return None  # an eviction under way: the job integration releases the quota
     if lq is None or lq.metadata.terminating:
         reason, message = c.REASON_MISCONFIGURED, c.MSG_LQ_GONE.format(lq=name)
@@ -555,11 +551,6 @@ def _event(wl: Workload, type_: str, reason: str, message: str) -> Effect:
     """An event to emit after the write (``Txn.event`` would record it at once)."""
     m = wl.metadata
     return Event(type_, reason, truncate(message, c.EVENT_MESSAGE_LIMIT), wl.KIND, m.namespace, m.name)
-
-
-def _true(conds: Conds, type_: str) -> bool:
-    found = conds.get(type_)
-    return found is not None and found.status == c.TRUE
 
 
 def _ltt(cond: Condition | None) -> Time:
