@@ -123,6 +123,8 @@ def _synced_with_config(pr: ProvisioningRequest, prc: ProvisioningRequestConfig)
     if pr.spec.provisioning_class_name != prc.spec.provisioning_class_name:
         return False
     params = pr.spec.parameters or EMPTY
+    if params is prc.spec.parameters:
+        return True  # made from this very config (``_parameters`` shares its map)
     return all(params.get(k) == v for k, v in prc.spec.parameters.items())
 
 
@@ -384,15 +386,17 @@ def _patch(old: AdmissionCheckState, t: Transition, message: str,
     """What ``SetAdmissionCheckState`` is given: the state the machine answered, the check's
     own transition time (``syncCheckStates`` hands over a copy of the check, whose
     ``lastTransitionTime`` ``SetAdmissionCheckState`` keeps when it is set, so this controller's
-    state changes never move it) and no retryCount (this controller never writes it); ``None``
-    when nothing would change."""
+    state changes never move it) and the check's own retryCount (this controller never writes
+    it: ``SetAdmissionCheckState`` keeps it, and then keeps this state as it is); ``None`` when
+    nothing would change."""
     psu = old.pod_set_updates if pod_set_updates is None else pod_set_updates
     requeue = old.requeue_after_seconds if requeue_after_seconds is None else requeue_after_seconds
     if t.target == old.state and message == old.message and psu == old.pod_set_updates \
             and requeue == old.requeue_after_seconds:
         return None
     return AdmissionCheckState(name=old.name, state=t.target, last_transition_time=old.last_transition_time,
-                               message=message, pod_set_updates=psu, requeue_after_seconds=requeue), t
+                               message=message, pod_set_updates=psu, retry_count=old.retry_count,
+                               requeue_after_seconds=requeue), t
 
 
 def _after_failure(st: AdmissionCheckState, cond: Condition, retry_message: str, attempt: int,

@@ -57,6 +57,9 @@ def set_admission_check_state(states: tuple[AdmissionCheckState, ...], new: Admi
         ltt = old.last_transition_time
         if old.state != new.state:
             ltt = new.last_transition_time if new.last_transition_time is not None else now
+        if ltt == new.last_transition_time and new.retry_count == old.retry_count:
+            out[i] = new  # already what it would be copied into
+            return tuple(out)
         out[i] = AdmissionCheckState(name=old.name, state=new.state, last_transition_time=ltt,
                                      message=new.message, pod_set_updates=new.pod_set_updates,
                                      retry_count=old.retry_count,
