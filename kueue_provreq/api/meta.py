@@ -111,37 +111,36 @@ def is_false(conditions: Conditions, type_: str) -> bool:
 
 
 def set_condition(conditions: Conditions, new: Condition, now: Time) -> tuple[Conditions, bool]:
-    """``meta.SetStatusCondition``: returns the new list and whether it changed.
+    """``meta.SetStatusCondition``: returns the new list and whether it changed (see
+    :func:`put_condition`)."""
+    out = put_condition(conditions, new.type, new.status, new.reason, new.message, new.observed_generation, now,
+                        new.last_transition_time)
+    return out, out is not conditions
+
+
+def put_condition(conditions: Conditions, type_: str, status: str, reason: str, message: str,
+                  generation: int | None, now: Time, transition_time: Time | None = None) -> Conditions:
+    """``meta.SetStatusCondition`` from the condition's fields: the new list, or ``conditions``
+    itself when nothing changes.  The condition written is built once, here (this is the
+    hottest write of every controller).
 
     The message kept is the interned copy: messages name queues, checks and reasons, rarely the
     object, so thousands of workloads would otherwise each keep their own copy of a few texts
     (about 240 bytes per workload in ``benchmarks/bench_core.py``)."""
-    message = sys.intern(new.message)
-    out = list(conditions)
-    for i, old in enumerate(out):
-        if old.type != new.type:
+    message = sys.intern(message)
+    for i, old in enumerate(conditions):
+        if old.type != type_:
             continue
-        if old.status != new.status:
-            ltt = new.last_transition_time if new.last_transition_time is not None else now
-            # built directly (not evolved): metav1.Condition has exactly these six fields,
-            # and this is the hottest write of every controller
-            updated = Condition(old.type, new.status, new.reason, message, ltt, new.observed_generation)
-        elif (old.reason == new.reason and old.message == message
-              and old.observed_generation == new.observed_generation):
-            return conditions, False  # the common no-op, without building a copy
+        if old.status != status:
+            updated = Condition(type_, status, reason, message,
+                                transition_time if transition_time is not None else now, generation)
+        elif old.reason == reason and old.message == message and old.observed_generation == generation:
+            return conditions  # the common no-op, without building a copy
         else:
-            updated = Condition(old.type, old.status, new.reason, message, old.last_transition_time,
-                                new.observed_generation)
-        if updated == old:
-            return conditions, False
-        out[i] = updated
-        return tuple(out), True
-    if new.last_transition_time is None or message is not new.message:
-        new = Condition(new.type, new.status, new.reason, message,
-                        now if new.last_transition_time is None else new.last_transition_time,
-                        new.observed_generation)
-    out.append(new)
-    return tuple(out), True
+            updated = Condition(type_, status, reason, message, old.last_transition_time, generation)
+        return (*conditions[:i], updated, *conditions[i + 1:])
+    return (*conditions, Condition(type_, status, reason, message,
+                                   now if transition_time is None else transition_time, generation))
 
 
 def remove_condition(conditions: Conditions, type_: str) -> tuple[Conditions, bool]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.config import Configuration
 from kueue_provreq.api.evolve import evolve
-from kueue_provreq.api.meta import Condition, Conditions, Time, find_condition, is_true, set_condition
+from kueue_provreq.api.meta import Conditions, Time, find_condition, is_true, put_condition
 from kueue_provreq.api.workload import Admission, RequeueState, Workload
 
 
@@ -33,7 +33,7 @@ def _with(conds: Conditions, type_: str, status: str, reason: str, message: str,
           now: Time) -> Conditions:
     """``conds`` with the condition set (the very tuple when that changes nothing): the writes
     below compose their conditions first and build the Workload once."""
-    return set_condition(conds, Condition(type_, status, reason, message, None, generation), now)[0]
+    return put_condition(conds, type_, status, reason, message, generation, now)
 
 
 def set_quota_reservation(wl: Workload, admission: Admission, now: Time, config: Configuration | None = None,
