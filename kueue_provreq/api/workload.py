@@ -98,18 +98,15 @@ class WorkloadStatus:
         every controller asks a workload several condition questions on every reconcile.
         Read-only by contract; not wrapped in a proxy, which would be one more object per
         status for the garbage collector to walk."""
-        by_type: dict[str, Condition] = {}
-        for cond in self.conditions:
-            by_type.setdefault(cond.type, cond)
-        return by_type
+        return _derive(self)[0]
 
     @functools.cached_property
     def true_types(self) -> tuple[str, ...]:
-        """The condition types whose (first) condition is True, built once per status: most
-        questions a controller asks are whether a condition holds.  A tuple, not a set: it
-        holds a few types, ``in`` over it costs as much, and it takes a third of the memory
-        (every live status keeps one)."""
-        return tuple([t for t, cond in self.conditions_by_type.items() if cond.status == c.TRUE])
+        """The condition types whose (first) condition is True, built once per status (with
+        :attr:`conditions_by_type`): most questions a controller asks are whether a condition
+        holds.  A tuple, not a set: it holds a few types, ``in`` over it costs as much, and it
+        takes a third of the memory (every live status keeps one)."""
+        return _derive(self)[1]
 
     def is_true(self, type_: str) -> bool:
         """``meta.is_true`` over ``conditions``, through the per-status index."""
@@ -174,6 +171,20 @@ class Workload:
 _DERIVED = tuple(WorkloadStatus.__dict__[name] for name in ("conditions_by_type", "true_types"))
 """The slots attrs keeps :class:`WorkloadStatus`'s cached properties in (reading one that is
 not filled raises AttributeError, without computing it)."""
+
+
+def _derive(status: WorkloadStatus) -> tuple[dict[str, Condition], tuple[str, ...]]:
+    """Both cached properties of ``status``, filled together: nearly every status asked one is
+    asked the other (a write's phase check reads the true types, a condition write the index),
+    and each first question costs a trip through attrs' ``__getattr__``.  Either is missing
+    only when both are (they are filled, and carried, together)."""
+    by_type: dict[str, Condition] = {}
+    for cond in status.conditions:
+        by_type.setdefault(cond.type, cond)
+    true = tuple([t for t, cond in by_type.items() if cond.status == c.TRUE])
+    _DERIVED[0].__set__(status, by_type)
+    _DERIVED[1].__set__(status, true)
+    return by_type, true
 
 
 def _carry_derived(old: WorkloadStatus, new: WorkloadStatus) -> None:
