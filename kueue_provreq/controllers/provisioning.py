@@ -700,6 +700,8 @@ def _reconcile(txn: Txn, key: Key, ctx: Context) -> tuple[int | None, bool]:
     # already says so (none of the others changes: their requests are the same).
     if undecided is None:
         return wake, False
+    if not created:
+        return wake, not undecided
     settled = set(undecided) <= set(created) and all(_decides_nothing_yet(wl, check) for check in created)
     return wake, settled
 
