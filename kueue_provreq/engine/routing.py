@@ -148,44 +148,44 @@ class Router:
         for ctl, route, unless, quiet, read in self._workload_routes:
             if unless is not None and unless == writer:
                 continue
+            if route is not Route.SELF:
+                if route is Route.ALL:
+                    self.enqueue_every(ctl, config)
+                else:
+                    for target in ROUTE_TARGETS[route](self.world, key, was, wl):
+                        self.due_for(ctl, target, origin)
+                continue
             name = ctl.name
-            if route is Route.SELF:
-                if wl is None:
-                    if quiet is not None:
-                        self.quiet.forget(name, key)
-                    if witness is not None:
-                        witness.gone(name, key)
-                    continue  # nothing left to reconcile
-                item = (name, key)
-                if item in queued:
-                    if quiet is not None and read is not None:
-                        unquiet(quiet, read, key)
-                    continue
+            if wl is None:
+                if quiet is not None:
+                    self.quiet.forget(name, key)
+                if witness is not None:
+                    witness.gone(name, key)
+                continue  # nothing left to reconcile
+            item = (name, key)
+            if item in queued:
                 if quiet is not None and read is not None:
-                    if origin == item:
+                    unquiet(quiet, read, key)
+                continue
+            if quiet is not None and read is not None:
+                if origin == item:
+                    if witness is not None:
+                        witness.skipped(name, key, "its own write settled it")
+                    continue  # reconcile() notes what its pass left
+                last = quiet.get(key)
+                if last is not None:
+                    if was is not None and self.quiet.still_quiet(ctl, self.world, key, last, wl, diff, config):
                         if witness is not None:
-                            witness.skipped(name, key, "its own write settled it")
-                        continue  # reconcile() notes what its pass left
-                    last = quiet.get(key)
-                    if last is not None and was is not None:
-                        if self.quiet.still_quiet(ctl, self.world, key, last, wl, diff, config):
-                            if witness is not None:
-                                witness.skipped(name, key, f"its watch ignored a change by {writer or 'a client'}")
-                            continue
-                    elif last is None and was is None and ctl.idle is not None and ctl.idle(wl, config):
-                        quiet[key] = wl
-                        if witness is not None:
-                            witness.skipped(name, key, "it has nothing to do for such a Workload")
+                            witness.skipped(name, key, f"its watch ignored a change by {writer or 'a client'}")
                         continue
-                    if last is not None:
-                        unquiet(quiet, read, key)
-                queued.add(item)
-                self.due.queue.append(item)
-            elif route is Route.ALL:
-                self.enqueue_every(ctl, config)
-            else:
-                for target in ROUTE_TARGETS[route](self.world, key, was, wl):
-                    self.due_for(ctl, target, origin)
+                    unquiet(quiet, read, key)
+                elif was is None and ctl.idle is not None and ctl.idle(wl, config):
+                    quiet[key] = wl
+                    if witness is not None:
+                        witness.skipped(name, key, "it has nothing to do for such a Workload")
+                    continue
+            queued.add(item)
+            self.due.queue.append(item)
 
     def due_for(self, ctl: registry.Controller, key: Key, origin: Item | None) -> None:
         """``key`` is due for ``ctl``, unless the reconcile that made the change is that very
