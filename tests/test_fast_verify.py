@@ -13,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import kueue_provreq.engine.write as write_module
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -77,3 +78,14 @@ def test_a_story_that_writes_records_effects_in_both_modes() -> None:
 def test_every_generated_story_runs_alike_in_both_modes(seed: int, length: int) -> None:
     doc = story(seed, length)
     assert_same_both_ways(parse_scenario(doc, doc["name"]))
+
+
+def test_verify_mode_catches_a_no_op_test_that_drops_a_write(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fast engine drops a Workload write whose parts are 0; verify mode checks every such
+    answer against a deep equality."""
+    doc = story(0)  # (told by the model: before the fault)
+    monkeypatch.setattr(write_module, "changed_parts", lambda old, new: 0)
+    outcome = Run(parse_scenario(doc, doc["name"])).run()
+    assert not outcome.passed
+    assert "the write path found Workload" in outcome.line() and "unchanged by a write that changes it" \
+        in outcome.line(), outcome.line()
