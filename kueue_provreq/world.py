@@ -314,19 +314,7 @@ class World:
             old = self._objects.get(key)
             if old is None:
                 raise ValueError(not_found(key[0], key[2]))
-            if obj.metadata.terminating and not obj.metadata.finalizers:
-                # the API server removes a terminating object once its last finalizer is gone
-                return self._delete_cascading(key)
-            if old.metadata.owner_references == obj.metadata.owner_references:
-                # the indexes hold keys, not objects: only the two maps of objects change
-                self._objects[key] = obj
-                self._by_kind[key[0]][key] = obj
-            else:
-                self._drop(old)
-                self._put(obj)
-            if self._observers:
-                self._notify(key, old, obj)
-            return [(key, old)]
+            return self.replace(key, old, obj)
         if isinstance(effect, Create):
             key = key_of(effect.obj)
             if key in self._objects:
@@ -339,6 +327,31 @@ class World:
         if isinstance(effect, Delete):
             return self._delete_cascading((effect.kind, effect.namespace, effect.name))
         return []
+
+    def stored(self, key: Key) -> KubeObject | None:
+        """The object under ``key``, as ``get`` answers, but not a read of any reconcile: the
+        engine's write path looks up what a write replaces."""
+        return self._objects.get(key)
+
+    def replace(self, key: Key, old: KubeObject, obj: KubeObject) -> list[tuple[Key, KubeObject | None]]:
+        """An Update of ``old``, stored under ``key``, to ``obj``: :meth:`apply_changes` for a
+        write whose key and old object the caller has looked up already (the engine's write
+        path builds a write's key once), recorded in no journal."""
+        meta = obj.metadata
+        if meta.deletion_timestamp is not None and not meta.finalizers:
+            # the API server removes a terminating object once its last finalizer is gone
+            return self._delete_cascading(key)
+        refs = old.metadata.owner_references
+        if refs is meta.owner_references or refs == meta.owner_references:
+            # the indexes hold keys, not objects: only the two maps of objects change
+            self._objects[key] = obj
+            self._by_kind[key[0]][key] = obj
+        else:
+            self._drop(old)
+            self._put(obj)
+        if self._observers:
+            self._notify(key, old, obj)
+        return [(key, old)]
 
     def put(self, obj: KubeObject) -> list[Key]:
         """Create or replace, as ``kubectl apply`` would."""

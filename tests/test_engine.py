@@ -216,7 +216,7 @@ def test_a_watch_wakes_a_controller_when_what_it_reads_changes() -> None:
 def test_verify_catches_a_watch_that_ignores_what_its_controller_reads(monkeypatch: pytest.MonkeyPatch) -> None:
     # pretends to read nothing of its Workload
     monkeypatch.setitem(registry.BY_NAME, "provisioning", attrs.evolve(registry.BY_NAME["provisioning"],
-                                                                      reads=lambda world, wl, config: frozenset()))
+                                                                      reads=lambda world, wl, config: 0))
     manager = Manager(World(build_objects(OPTS)))
     # the scheduler reserves quota, which the provisioning controller must answer with a request
     with pytest.raises(SettleError, match="provisioning reconcile of default/wla would still change the "
@@ -239,7 +239,7 @@ def test_verify_catches_a_left_out_reconcile_that_would_fail_or_ask_a_wake_up(
         return answer if isinstance(wl, Workload) and wl.has_quota_reservation() else real.reconcile(world, key, context)
 
     monkeypatch.setitem(registry.BY_NAME, "provisioning", attrs.evolve(
-        real, reconcile=reconcile, reads=lambda world, wl, config: frozenset()))
+        real, reconcile=reconcile, reads=lambda world, wl, config: 0))
     manager = Manager(World(build_objects(OPTS)))
     with pytest.raises(SettleError, match=f"provisioning reconcile of default/wla {complaint}"):
         manager.settle(ctx())

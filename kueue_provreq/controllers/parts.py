@@ -4,55 +4,64 @@ A controller declares, for a Workload in a given state, the parts its reconcile 
 (``registry.Controller.reads``); the engine computes, once per write, the parts the write
 changed (:func:`changed_parts`), and a reconcile that last changed nothing is woken only when
 the two meet.  A part is a condition type (each condition its own part, so that a controller
-that reads ``Evicted`` is not woken by ``PodsReady``) or one of the names below.  Parts are
-compared by identity first: the models are frozen and a write shares every part it leaves
-alone with the object it replaces, so finding what changed costs a few pointer comparisons.
+that reads ``Evicted`` is not woken by ``PodsReady``) or one of the names below.
+
+Parts are bits of an int: a write's parts are computed once and asked by every watch that sees
+it, and "do they meet" is one ``&``.  They are compared by identity first: the models are frozen
+and a write shares every part it leaves alone with the object it replaces, so finding what
+changed costs a few pointer comparisons.  :func:`changed_parts` is exact (0 when, and only
+when, the two Workloads are equal), so the engine's write path takes it as its no-op test too.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Mapping
 
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.workload import AdmissionCheckState, Workload
 
-Parts = frozenset[str]
+Parts = int
+"""A set of parts, as bits."""
 
-METADATA = "metadata"
+METADATA: Parts = 1 << 0
 """``metadata``: name, uid, generation, labels, annotations, owner references."""
-SPEC = "spec"
+SPEC: Parts = 1 << 1
 """``spec``: podsets, queue name, priority, ``active``."""
-ADMISSION = "admission"
+ADMISSION: Parts = 1 << 2
 """``status.admission``."""
-CHECKS = "checks"
+CHECKS: Parts = 1 << 3
 """``status.admissionChecks``: which checks, in which order, in which state."""
-CHECK_DETAILS = "checkDetails"
+CHECK_DETAILS: Parts = 1 << 4
 """The rest of each check state (message, transition time, podSetUpdates, retryCount,
 requeueAfterSeconds); a change of CHECKS counts as one of these too."""
-REQUEUE_STATE = "requeueState"
+REQUEUE_STATE: Parts = 1 << 5
 """``status.requeueState``."""
-EXTRA = "extra"
+EXTRA: Parts = 1 << 6
 """Fields the library keeps without modelling them (``status`` and the object's)."""
+UNREAD: Parts = 1 << 7
+"""What no controller reads: a condition of a type below none reads, or the conditions' order
+(a change all the same, which the no-op test must see)."""
 
-CONDITIONS: Parts = frozenset({
+CONDITION: Mapping[str, Parts] = {type_: 1 << (8 + i) for i, type_ in enumerate((
     c.WORKLOAD_FINISHED, c.WORKLOAD_QUOTA_RESERVED, c.WORKLOAD_ADMITTED, c.WORKLOAD_EVICTED, c.WORKLOAD_PREEMPTED,
     c.WORKLOAD_REQUEUED, c.WORKLOAD_PODS_READY, c.WORKLOAD_DEACTIVATION_TARGET,
-    c.WORKLOAD_BLOCKED_ON_PREEMPTION_GATES})
-"""The condition types the controllers read (a condition of another type is nobody's input)."""
+    c.WORKLOAD_BLOCKED_ON_PREEMPTION_GATES))}
+"""The part of each condition type the controllers read (a condition of another type is
+nobody's input: :data:`UNREAD`)."""
 
-EVERYTHING: Parts = frozenset({METADATA, SPEC, ADMISSION, CHECKS, CHECK_DETAILS, REQUEUE_STATE, EXTRA}) | CONDITIONS
+CONDITIONS: Parts = sum(CONDITION.values())
+"""Every condition part."""
+
+EVERYTHING: Parts = METADATA | SPEC | ADMISSION | CHECKS | CHECK_DETAILS | REQUEUE_STATE | EXTRA | CONDITIONS
 """Every part a controller may read."""
 
 
-def parts(*names: str | Iterable[str]) -> Parts:
-    """A set of parts from names and iterables of names."""
-    out: set[str] = set()
+def parts(*names: str) -> Parts:
+    """The parts of these condition types."""
+    out = 0
     for n in names:
-        if isinstance(n, str):
-            out.add(n)
-        else:
-            out.update(n)
-    return frozenset(out)
+        out |= CONDITION[n]
+    return out
 
 
 def _checks_moved(old: tuple[AdmissionCheckState, ...], new: tuple[AdmissionCheckState, ...]) -> bool:
@@ -64,37 +73,43 @@ def _checks_moved(old: tuple[AdmissionCheckState, ...], new: tuple[AdmissionChec
 
 def changed_parts(old: Workload, new: Workload) -> Parts:
     """The parts in which ``new`` differs from ``old``: the condition types whose first
-    condition differs (or appears, or goes), and the names above."""
+    condition differs (or appears, or goes), and the names above; 0 when they are equal."""
     if old is new:
-        return frozenset()
-    out: list[str] = []
+        return 0
+    out = 0
     if old.metadata is not new.metadata and old.metadata != new.metadata:
-        out.append(METADATA)
+        out = METADATA
     if old.spec is not new.spec and old.spec != new.spec:
-        out.append(SPEC)
+        out |= SPEC
     if old.extra is not new.extra and old.extra != new.extra:
-        out.append(EXTRA)
+        out |= EXTRA
     a, b = old.status, new.status
     if a is not b:
         if a.conditions is not b.conditions:
-            before, after = a.conditions_by_type, b.conditions_by_type
-            for type_, cond in after.items():
-                prev = before.get(type_)
-                if prev is not cond and prev != cond:
-                    out.append(type_)
-            for type_ in before:
-                if type_ not in after:
-                    out.append(type_)
+            out |= _conditions_changed(a.conditions_by_type, b.conditions_by_type)
+            if not out & (CONDITIONS | UNREAD) and a.conditions != b.conditions:
+                out |= UNREAD  # the same first condition of each type, in another order or company
         if a.admission is not b.admission and a.admission != b.admission:
-            out.append(ADMISSION)
+            out |= ADMISSION
         if a.admission_checks is not b.admission_checks:
             if _checks_moved(a.admission_checks, b.admission_checks):
-                out.append(CHECKS)
-                out.append(CHECK_DETAILS)
+                out |= CHECKS | CHECK_DETAILS
             elif a.admission_checks != b.admission_checks:
-                out.append(CHECK_DETAILS)
+                out |= CHECK_DETAILS
         if a.requeue_state is not b.requeue_state and a.requeue_state != b.requeue_state:
-            out.append(REQUEUE_STATE)
-        if a.extra is not b.extra and a.extra != b.extra and EXTRA not in out:
-            out.append(EXTRA)
-    return frozenset(out)
+            out |= REQUEUE_STATE
+        if a.extra is not b.extra and a.extra != b.extra:
+            out |= EXTRA
+    return out
+
+
+def _conditions_changed(before: Mapping[str, object], after: Mapping[str, object]) -> Parts:
+    out = 0
+    for type_, cond in after.items():
+        prev = before.get(type_)
+        if prev is not cond and prev != cond:
+            out |= CONDITION.get(type_, UNREAD)
+    for type_ in before:
+        if type_ not in after:
+            out |= CONDITION.get(type_, UNREAD)
+    return out

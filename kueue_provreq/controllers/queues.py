@@ -145,19 +145,27 @@ class QueueIndex:
         now = None if after is None else _place(after)
         if was is not None and was == now:  # the common case: it stays where it is
             assert before is not None and after is not None
-            if was[0]:
-                if _admitted(after) != _admitted(before) or after.status.admission is not before.status.admission \
-                        or after.spec.pod_sets is not before.spec.pod_sets:
-                    self._release(key, was[1], was[2])
-                    self._hold(key, after, was[1], was[2])
-                    if self.moves is not None:
-                        self.moves.append((was, now))
-                    return
-                self.holding[was[1]][key] = after
-                if _admitted(after):
-                    self.admitted[was[1]][key] = after
-            else:
+            if not was[0]:
                 (self.gated if was[2] else self.pending)[was[1]][key] = after
+                return
+            admitted = _admitted(after)
+            if after.status.admission is not before.status.admission \
+                    or after.spec.pod_sets is not before.spec.pod_sets:
+                self._release(key, was[1], was[2])
+                self._hold(key, after, was[1], was[2])
+            elif admitted != _admitted(before):  # the same quota held, not computed again
+                self.holding[was[1]][key] = after
+                if admitted:
+                    self._admit(key, after, was[1], was[2], self._held[key])
+                else:
+                    self._unadmit(key, was[1], was[2], self._held[key])
+            else:
+                self.holding[was[1]][key] = after
+                if admitted:
+                    self.admitted[was[1]][key] = after
+                return
+            if self.moves is not None:
+                self.moves.append((was, now))
             return
         if self.moves is not None and was != now:
             self.moves.append((was, now))
@@ -181,10 +189,13 @@ class QueueIndex:
         self.lq_holding[ref] = self.lq_holding.get(ref, 0) + 1
         _add(self.lq_used.setdefault(ref, {}), held, 1)
         if _admitted(wl):
-            self.admitted.setdefault(cq, {})[key] = wl
-            _add(self.admitted_used.setdefault(cq, {}), held, 1)
-            self.lq_admitted[ref] = self.lq_admitted.get(ref, 0) + 1
-            _add(self.lq_admitted_used.setdefault(ref, {}), held, 1)
+            self._admit(key, wl, cq, ref, held)
+
+    def _admit(self, key: Key, wl: Workload, cq: str, ref: QueueRef, held: Held) -> None:
+        self.admitted.setdefault(cq, {})[key] = wl
+        _add(self.admitted_used.setdefault(cq, {}), held, 1)
+        self.lq_admitted[ref] = self.lq_admitted.get(ref, 0) + 1
+        _add(self.lq_admitted_used.setdefault(ref, {}), held, 1)
 
     def _release(self, key: Key, cq: str, ref: QueueRef) -> None:
         held = self._held.pop(key)
@@ -193,10 +204,13 @@ class QueueIndex:
         _count(self.lq_holding, ref, -1)
         _add(self.lq_used[ref], held, -1)
         if key in self.admitted.get(cq, ()):
-            _remove(self.admitted, cq, key)
-            _add(self.admitted_used[cq], held, -1)
-            _count(self.lq_admitted, ref, -1)
-            _add(self.lq_admitted_used[ref], held, -1)
+            self._unadmit(key, cq, ref, held)
+
+    def _unadmit(self, key: Key, cq: str, ref: QueueRef, held: Held) -> None:
+        _remove(self.admitted, cq, key)
+        _add(self.admitted_used[cq], held, -1)
+        _count(self.lq_admitted, ref, -1)
+        _add(self.lq_admitted_used[ref], held, -1)
 
     def held(self, key: Key) -> Held:
         """What a workload holding quota holds."""

@@ -45,10 +45,11 @@ def idle(wl: Workload, config: Configuration) -> bool:
 
 # --- the workload controller ----------------------------------------------------------------
 
-_WORKLOAD_DECIDES = parts(EVERYTHING - CONDITIONS - {CHECK_DETAILS, EXTRA}, c.WORKLOAD_FINISHED,
-                          c.WORKLOAD_QUOTA_RESERVED, c.WORKLOAD_ADMITTED, c.WORKLOAD_EVICTED, c.WORKLOAD_REQUEUED,
-                          c.WORKLOAD_DEACTIVATION_TARGET)
+_WORKLOAD_DECIDES = EVERYTHING & ~(CONDITIONS | CHECK_DETAILS | EXTRA) | parts(
+    c.WORKLOAD_FINISHED, c.WORKLOAD_QUOTA_RESERVED, c.WORKLOAD_ADMITTED, c.WORKLOAD_EVICTED, c.WORKLOAD_REQUEUED,
+    c.WORKLOAD_DEACTIVATION_TARGET)
 _FAILED_CHECK_STATES = (c.CHECK_RETRY, c.CHECK_REJECTED)
+_PODS_READY = parts(c.WORKLOAD_PODS_READY)
 
 
 def workload_reads(world: World, wl: Workload, config: Configuration) -> Parts:
@@ -60,9 +61,9 @@ def workload_reads(world: World, wl: Workload, config: Configuration) -> Parts:
         return _FINISHED
     out = _WORKLOAD_DECIDES
     if any(s.state in _FAILED_CHECK_STATES for s in wl.status.admission_checks):
-        out = out | {CHECK_DETAILS}
+        out |= CHECK_DETAILS
     if config.wait_for_pods_ready is not None and c.WORKLOAD_ADMITTED in true:
-        out = out | {c.WORKLOAD_PODS_READY}
+        out |= _PODS_READY
     return out
 
 
@@ -70,7 +71,8 @@ def workload_reads(world: World, wl: Workload, config: Configuration) -> Parts:
 
 _FIRST_TEST = parts(c.WORKLOAD_FINISHED, c.WORKLOAD_EVICTED, c.WORKLOAD_QUOTA_RESERVED)
 _EVICTED = parts(c.WORKLOAD_FINISHED, c.WORKLOAD_EVICTED)
-_SYNCED = _FIRST_TEST | parts(METADATA, SPEC, ADMISSION, CHECKS, CHECK_DETAILS)
+_SYNCED = _FIRST_TEST | METADATA | SPEC | ADMISSION | CHECKS | CHECK_DETAILS
+_ADMITTED = parts(c.WORKLOAD_ADMITTED)
 _ENDS_ONLY_UNADMITTED = frozenset(row.condition for row in requests.REQUEST_CONDITIONS if not row.while_admitted)
 
 
@@ -87,12 +89,12 @@ def provisioning_reads(world: World, wl: Workload, config: Configuration) -> Par
         return _EVICTED if c.WORKLOAD_EVICTED in true and not config.pre_kep_3258 else _FIRST_TEST
     out = _SYNCED
     if config.pre_kep_3258:
-        out = out | {REQUEUE_STATE}
+        out |= REQUEUE_STATE
     meta = wl.metadata
     for pr in world.owned_by_name(c.PROVISIONING_REQUEST, meta.namespace, meta.name):
         if isinstance(pr, ProvisioningRequest) and any(
                 cd.status == c.TRUE and cd.type in _ENDS_ONLY_UNADMITTED for cd in pr.status.conditions):
-            return out | {c.WORKLOAD_ADMITTED}
+            return out | _ADMITTED
     return out
 
 
@@ -104,7 +106,7 @@ def provisioning_idle(wl: Workload, config: Configuration) -> bool:
 # --- the job reconciler -------------------------------------------------------------------------
 
 _JOB_READS = parts(c.WORKLOAD_FINISHED, c.WORKLOAD_EVICTED, c.WORKLOAD_QUOTA_RESERVED, c.WORKLOAD_PODS_READY,
-                   c.WORKLOAD_ADMITTED, METADATA, SPEC)
+                   c.WORKLOAD_ADMITTED) | METADATA | SPEC
 
 
 def job_reads(world: World, wl: Workload, config: Configuration) -> Parts:

@@ -22,7 +22,8 @@ from kueue_provreq.controllers import registry, scheduler
 from kueue_provreq.controllers.context import Context
 from kueue_provreq.engine.due import Due, Item
 from kueue_provreq.engine.quiet import QuietBook, unquiet
-from kueue_provreq.engine.routing import Router, Witness
+from kueue_provreq.engine.routing import Change, Router, Witness, change
+from kueue_provreq.engine.write import Check, apply_effects
 from kueue_provreq.errors import KueueProvreqError
 from kueue_provreq.machines import Actor
 from kueue_provreq.world import Create, Delete, Effect, Result, Update, World
@@ -92,8 +93,9 @@ class Manager:
         self._journal: dict[Key, KubeObject | None] = {}
         self._swept = False
         world.hooks.journal = self._journal
-        #: what an update is checked by before it is applied: nothing, in fast mode
-        self._check_change: Callable[[KubeObject | None, Update], None] | None = None
+        #: what an update is checked by before it is applied, with the parts the write path
+        #: found it changes (0: none, the write is dropped): nothing, in fast mode
+        self._check_change: Check | None = None
 
     def _witness(self) -> Witness | None:
         """Who is told of the reconciles the routing leaves out: nobody, in fast mode."""
@@ -130,7 +132,7 @@ class Manager:
         if not changes:
             return result, []
         self.changing_reconciles += 1
-        self.router.on_change(controller, changes.items(), ctx.config, (controller, key) if settled else None)
+        self.router.on_change(controller, changes.values(), ctx.config, (controller, key) if settled else None)
         if settled:
             books = self._books.get(controller)
             wl = world.get(*key)
@@ -138,36 +140,10 @@ class Manager:
                 books[0][key] = wl
         return result, list(changes)
 
-    def _apply(self, controller: str, key: Key, effects: tuple[Effect, ...]) -> dict[Key, KubeObject | None]:
-        """Apply effects in order; returns the keys of the objects that really changed, each
-        with the object it held before the first of these effects.  Updates that change nothing
-        are dropped."""
-        world, on_effect, check = self.world, self.record.on_effect, self._check_change
-        changed: dict[Key, KubeObject | None] = {}
-        hooks = world.hooks
-        journal, hooks.journal = hooks.journal, None  # routed by the caller, not as an outside write
-        try:
-            for effect in effects:
-                if isinstance(effect, Update):
-                    obj = effect.obj
-                    old = world.get(obj.KIND, obj.metadata.namespace, obj.metadata.name)
-                    if same(old, obj):
-                        continue
-                    if check is not None:
-                        check(old, effect)
-                elif not isinstance(effect, (Create, Delete)):  # an event or a metric
-                    if on_effect is not None:
-                        on_effect(controller, key, effect)
-                    continue
-                for k, before in world.apply_changes(effect):
-                    # the reconciled object's own key rather than the world's fresh copy of it:
-                    # what the engine keeps per object (quiet passes, wake-ups) then shares one
-                    changed.setdefault(key if k == key else k, before)
-                if on_effect is not None:
-                    on_effect(controller, key, effect)
-        finally:
-            hooks.journal = journal
-        return changed
+    def _apply(self, controller: str, key: Key, effects: tuple[Effect, ...]) -> dict[Key, Change]:
+        """Apply effects in order (:func:`.write.apply_effects`); returns a change per object
+        that really changed."""
+        return apply_effects(self.world, controller, key, effects, self.record.on_effect, self._check_change)
 
     # --- settle -------------------------------------------------------------------
     def settle(self, ctx: Context | float, controllers: Iterable[str] = ALL_CONTROLLERS) -> None:
@@ -258,7 +234,8 @@ class Manager:
             quiet.clear()
             self.router.enqueue_all(config)
         elif self._journal:
-            changed = list(self._journal.items())
+            stored = world.stored
+            changed = [change(k, before, stored(k)) for k, before in self._journal.items()]
             self._journal.clear()
             self.router.on_change("", changed, config)
         for name, key in self.due.ended(ctx.now):

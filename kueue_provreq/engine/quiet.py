@@ -63,7 +63,7 @@ class QuietBook:
         if read is None or read[0] is not seen:
             assert ctl.reads is not None
             read = kept[key] = (seen, ctl.reads(world, seen, config), None if ctl.view is None else ctl.view(seen))
-        if diff.isdisjoint(read[1]):
+        if not diff & read[1]:
             return True
         return ctl.view is not None and ctl.view(wl) == read[2]
 

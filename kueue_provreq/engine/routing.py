@@ -1,6 +1,11 @@
 """The watches at work: which reconciles a change makes due (``controllers.registry``: each
 controller's ``Watch`` of a kind and its ``Route``, the routes to other objects implemented
-there), with the quiet passes a write leaves alone."""
+there), with the quiet passes a write leaves alone.
+
+A change comes as one record, :data:`Change`, made once by the write path that applied it: the
+key (built once), the object before and after, and for a Workload the parts it changed (the
+write path's no-op test computed them), so that no watch looks the object up or diffs it again.
+"""
 
 from __future__ import annotations
 
@@ -12,12 +17,24 @@ from kueue_provreq.api.config import Configuration
 from kueue_provreq.api.objects import Key, KubeObject
 from kueue_provreq.api.workload import Workload
 from kueue_provreq.controllers import queues, registry
-from kueue_provreq.controllers.parts import Parts, changed_parts
+from kueue_provreq.controllers.parts import EVERYTHING, Parts, changed_parts
 from kueue_provreq.controllers.registry import ROUTE_TARGETS, Route, Watch
 from kueue_provreq.engine.due import Due, Item
 from kueue_provreq.engine.quiet import QuietBook, unquiet
 from kueue_provreq.machines import Actor
 from kueue_provreq.world import World
+
+Change = tuple[Key, KubeObject | None, KubeObject | None, Parts]
+"""One object's change: (key, the object before or None, after or None, the parts changed: for
+an update of a Workload its :func:`~kueue_provreq.controllers.parts.changed_parts`, else
+``EVERYTHING``)."""
+
+
+def change(key: Key, before: KubeObject | None, after: KubeObject | None) -> Change:
+    """The record of a change found after the fact (an outside write, from the journal)."""
+    if type(before) is Workload and type(after) is Workload:
+        return key, before, after, changed_parts(before, after)
+    return key, before, after, EVERYTHING
 
 
 class Witness(Protocol):
@@ -77,19 +94,17 @@ class Router:
                 unquiet(quiet, read, key)
                 enqueue(name, key)
 
-    def on_change(self, writer: str, changes: Iterable[tuple[Key, KubeObject | None]], config: Configuration,
+    def on_change(self, writer: str, changes: Iterable[Change], config: Configuration,
                   origin: Item | None = None) -> None:
-        """Which reconciles a change made by ``writer`` makes due.  ``changes`` are the keys
-        changed, each with the object it held before; ``origin``: the reconcile that made them,
-        when its pass settled them."""
+        """Which reconciles the changes made by ``writer`` make due; ``origin``: the reconcile
+        that made them, when its pass settled them."""
         world = self.world
-        for key, old in changes:
-            kind = key[0]
-            obj = world.get(*key)
+        for key, old, obj, diff in changes:
             if obj is old:
                 continue  # created and deleted again, or put back as it was
+            kind = key[0]
             if kind == c.WORKLOAD:
-                self._workload_changed(writer, key, old, obj, origin, config)
+                self._workload_changed(writer, key, old, obj, diff, origin, config)
                 continue
             if kind == c.CLUSTER_QUEUE and (writer != Actor.CLUSTER_QUEUE or obj is None):
                 # queues come by writes from outside, and go by them or by their last finalizer
@@ -124,55 +139,53 @@ class Router:
                         self.due.enqueue(name, (c.CLUSTER_QUEUE, "", cq))
 
     def _workload_changed(self, writer: str, key: Key, was: KubeObject | None, wl: KubeObject | None,
-                          origin: Item | None, config: Configuration) -> None:
+                          diff: Parts, origin: Item | None, config: Configuration) -> None:
         """:meth:`on_change` for a Workload (most changes are): its own reconcilers are woken
-        by what their last quiet pass read of it (``registry.Controller.reads``)."""
+        by what their last quiet pass read of it (``registry.Controller.reads``), which the
+        parts ``diff`` the change made must meet."""
         assert (was is None or type(was) is Workload) and (wl is None or type(wl) is Workload)
         queued, witness = self.due.queued, self.witness
-        diff: Parts | None = None
         for ctl, route, unless, quiet, read in self._workload_routes:
             if unless is not None and unless == writer:
                 continue
+            if route is not Route.SELF:
+                if route is Route.ALL:
+                    self.enqueue_every(ctl, config)
+                else:
+                    for target in ROUTE_TARGETS[route](self.world, key, was, wl):
+                        self.due_for(ctl, target, origin)
+                continue
             name = ctl.name
-            if route is Route.SELF:
-                if wl is None:
-                    if quiet is not None:
-                        self.quiet.forget(name, key)
-                    if witness is not None:
-                        witness.gone(name, key)
-                    continue  # nothing left to reconcile
-                item = (name, key)
-                if item in queued:
-                    if quiet is not None and read is not None:
-                        unquiet(quiet, read, key)
-                    continue
+            if wl is None:
+                if quiet is not None:
+                    self.quiet.forget(name, key)
+                if witness is not None:
+                    witness.gone(name, key)
+                continue  # nothing left to reconcile
+            item = (name, key)
+            if item in queued:
                 if quiet is not None and read is not None:
-                    if origin == item:
+                    unquiet(quiet, read, key)
+                continue
+            if quiet is not None and read is not None:
+                if origin == item:
+                    if witness is not None:
+                        witness.skipped(name, key, "its own write settled it")
+                    continue  # reconcile() notes what its pass left
+                last = quiet.get(key)
+                if last is not None:
+                    if was is not None and self.quiet.still_quiet(ctl, self.world, key, last, wl, diff, config):
                         if witness is not None:
-                            witness.skipped(name, key, "its own write settled it")
-                        continue  # reconcile() notes what its pass left
-                    last = quiet.get(key)
-                    if last is not None and was is not None:
-                        if diff is None:
-                            diff = changed_parts(was, wl)
-                        if self.quiet.still_quiet(ctl, self.world, key, last, wl, diff, config):
-                            if witness is not None:
-                                witness.skipped(name, key, f"its watch ignored a change by {writer or 'a client'}")
-                            continue
-                    elif last is None and was is None and ctl.idle is not None and ctl.idle(wl, config):
-                        quiet[key] = wl
-                        if witness is not None:
-                            witness.skipped(name, key, "it has nothing to do for such a Workload")
+                            witness.skipped(name, key, f"its watch ignored a change by {writer or 'a client'}")
                         continue
-                    if last is not None:
-                        unquiet(quiet, read, key)
-                queued.add(item)
-                self.due.queue.append(item)
-            elif route is Route.ALL:
-                self.enqueue_every(ctl, config)
-            else:
-                for target in ROUTE_TARGETS[route](self.world, key, was, wl):
-                    self.due_for(ctl, target, origin)
+                    unquiet(quiet, read, key)
+                elif was is None and ctl.idle is not None and ctl.idle(wl, config):
+                    quiet[key] = wl
+                    if witness is not None:
+                        witness.skipped(name, key, "it has nothing to do for such a Workload")
+                    continue
+            queued.add(item)
+            self.due.queue.append(item)
 
     def due_for(self, ctl: registry.Controller, key: Key, origin: Item | None) -> None:
         """``key`` is due for ``ctl``, unless the reconcile that made the change is that very

@@ -13,10 +13,12 @@ from collections.abc import Iterable
 from collections.abc import Set as AbstractSet
 
 from kueue_provreq.api.config import Configuration
+from kueue_provreq.api.evolve import same
 from kueue_provreq.api.objects import Key, KubeObject
 from kueue_provreq.api.workload import Workload
 from kueue_provreq.controllers import queues
 from kueue_provreq.controllers.context import Context
+from kueue_provreq.controllers.parts import Parts
 from kueue_provreq.engine.due import Item
 from kueue_provreq.engine.manager import SCHEDULER, Manager, Recorder, SettleError, changes_world, describe
 from kueue_provreq.engine.routing import Witness
@@ -72,6 +74,18 @@ def verify_change(old: KubeObject | None, update: Update) -> None:
             raise IllegalTransition(f"{_where(new)}: check {s.name} {prev} -> {s.state} without a transition")
 
 
+def checked_change(old: KubeObject, update: Update, diff: Parts) -> None:
+    """The write path's no-op test agrees with a deep equality (``diff`` is 0 when, and only
+    when, ``update`` leaves ``old`` as it is), and a write that changes something is one its
+    transitions explain (:func:`verify_change`)."""
+    if (not diff) != same(old, update.obj):
+        raise SettleError(f"the write path found {update.obj.KIND} {update.obj.metadata.name} "
+                          f"{'unchanged' if not diff else 'changed'} by a write that "
+                          f"{'changes' if not diff else 'leaves'} it")
+    if diff:
+        verify_change(old, update)
+
+
 _WORKLOAD_MACHINE = WORKLOAD_MACHINE.name
 _CHECK_MACHINE = ADMISSION_CHECK_MACHINE.name
 
@@ -113,7 +127,7 @@ class VerifyingManager(Manager):
         #: proof while every read still answers the same)
         self._witnessed = Witnessed()
         super().__init__(world, record, verify, max_reconciles)
-        self._check_change = verify_change
+        self._check_change = checked_change  # a function, not a bound method: no reference cycle
 
     def _witness(self) -> Witness:
         return self._witnessed
