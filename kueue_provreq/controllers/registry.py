@@ -150,8 +150,6 @@ class Controller:
     Workload seen first so (created, or at the first settle) is not reconciled."""
     owns: tuple[str, ...] = ()
     """Kinds it creates and deletes (for the record and the docs; routed by ``watches``)."""
-    every_settle: bool = False
-    """Reconciled at every settle: its status depends on the time and on every workload."""
 
     def keys(self, world: World) -> list[Key]:
         """The keys of every object it reconciles, kind by kind."""
@@ -178,16 +176,13 @@ CONTROLLERS: tuple[Controller, ...] = (
         Watch(c.WORKLOAD, Route.SELF), Watch(c.WORKLOAD, Route.OWNING_JOB),
         *(Watch(kind, Route.SELF) for kind in JOB_KINDS), *_JOBS_OWNED, *_CONFIGURATION),
         reads=watches.job_reads, view=watches.job_view, idle=watches.idle, owns=(c.WORKLOAD,)),
-    Controller(Actor.ADMISSION_CHECK, (c.ADMISSION_CHECK,), admissioncheck.reconcile, _CONFIGURATION,
-               every_settle=True),
+    Controller(Actor.ADMISSION_CHECK, (c.ADMISSION_CHECK,), admissioncheck.reconcile, _CONFIGURATION),
     Controller(Actor.CLUSTER_QUEUE, (c.CLUSTER_QUEUE,), clusterqueue.reconcile, (
         Watch(c.WORKLOAD, Route.QUEUES), Watch(c.ADMISSION_CHECK, Route.ALL),
-        *(w for w in _CONFIGURATION if w.kind != c.ADMISSION_CHECK)),
-        every_settle=True),
+        *(w for w in _CONFIGURATION if w.kind != c.ADMISSION_CHECK))),
     Controller(Actor.LOCAL_QUEUE, (c.LOCAL_QUEUE,), localqueue.reconcile, (
         Watch(c.WORKLOAD, Route.QUEUES), Watch(c.ADMISSION_CHECK, Route.ALL),
-        *(w for w in _CONFIGURATION if w.kind != c.ADMISSION_CHECK)),
-        every_settle=True),
+        *(w for w in _CONFIGURATION if w.kind != c.ADMISSION_CHECK))),
 )
 
 BY_NAME: dict[str, Controller] = {ctl.name: ctl for ctl in CONTROLLERS}

@@ -53,8 +53,9 @@ class Manager:
     touched (its own reconciles' writes through the registry's watches, and writes made to the
     world by anybody else, which the world's journal records), reconciles whose wake-up time has
     come (``Result.requeue_after``), and reconciles that failed.  The first settle reconciles
-    everything.  The ClusterQueue and AdmissionCheck reconcilers, one per queue or check and
-    time-dependent through the queue counts, run at every settle.  A write does not wake a
+    everything.  The queue status reconcilers (ClusterQueue, LocalQueue) are due when a change
+    moves their counts or usage (``Route.QUEUES``) or changes what they read, as the
+    AdmissionCheck reconciler is: nothing else changes their status.  A write does not wake a
     Workload reconcile that last left it with nothing to do unless it changes what that pass
     read (:mod:`.quiet`); nor a reconcile whose own pass settled the write
     (``Result.settled``).
@@ -263,9 +264,6 @@ class Manager:
             self.router.on_change("", changed, config)
         for name, key in self.due.ended(ctx.now):
             self.router.due_for(self.controllers[name], key, None)
-        for ctl in self.controllers.values():
-            if ctl.every_settle:
-                self.router.enqueue_every(ctl, config)
 
     @property
     def next_wake_up(self) -> float | None:
