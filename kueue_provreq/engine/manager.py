@@ -194,10 +194,14 @@ class Manager:
 
     def _drain(self, ctx: Context, wanted: set[str]) -> None:
         """Reconcile what is due to ``wanted`` controllers, then a scheduler cycle, until neither
-        changes anything; failed reconciles are retried while others make progress."""
+        changes anything; failed reconciles are retried while others make progress.  The
+        reconciles of ``last`` controllers (``registry.Controller.last``) wait until then."""
         run_scheduler = SCHEDULER in wanted
         queue, queued = self.due.queue, self.due.queued
         later: list[Item] = []  # due for controllers this settle does not run
+        last = {name for name, ctl in self.controllers.items() if ctl.last}
+        held: list[Item] = []  # due for ``last`` controllers, still queued (not enqueued twice)
+        closing = False  # reconciling ``held``
         errors: dict[Item, str] = {}
         started = self.reconciles
         budget = self.max_reconciles or 10_000 + 200 * len(self.world)
@@ -206,12 +210,19 @@ class Manager:
         try:
             while True:
                 changed_any = False
+                others = False
                 while queue:
                     item = queue.popleft()
                     name, key = item
                     if name not in wanted:
                         later.append(item)
                         continue
+                    if name in last:
+                        if not closing:
+                            held.append(item)
+                            continue
+                    else:
+                        others = True
                     queued.discard(item)
                     if key not in world:
                         if errors:
@@ -226,11 +237,20 @@ class Manager:
                         changed_any = True
                         if self.reconciles - started > budget:
                             raise SettleError(f"controllers did not settle after {budget} reconciles")
+                if closing:
+                    closing = False
+                    if not others and not errors:
+                        break  # what they wrote is news to nobody
                 if run_scheduler:
                     _, changed = reconcile(SCHEDULER, (SCHEDULER, "", ""), ctx)
                     if changed:
                         retried = False
                         continue
+                if held:
+                    queue.extend(held)
+                    held.clear()
+                    closing = True
+                    continue
                 if errors:
                     if retried and not changed_any:
                         (name, key), error = next(iter(errors.items()))
@@ -241,7 +261,7 @@ class Manager:
                     continue
                 break
         finally:
-            queue.extendleft(reversed(later))
+            queue.extendleft(reversed(later + held))
 
     def _collect_due(self, ctx: Context) -> None:
         """Make due what became due since the last settle: outside writes, ended wake-ups."""
