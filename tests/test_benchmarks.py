@@ -32,6 +32,7 @@ def load(name: str) -> ModuleType:
     ("bench_backlog", ["--workloads", "20"]),
     ("bench_verify", ["--size", "20", "--repeat", "1"]),
     ("bench_breakdown", ["--size", "20"]),
+    ("bench_model_classes", ["--objects", "100", "--repeat", "1", "--no-compile"]),
     # this checkout against itself: the ratio of two runs of the same code
     ("bench_ab", [str(BENCHMARKS.parent), "--size", "20", "--pairs", "1"]),
     ("bench_ab", [str(BENCHMARKS.parent), "--simulate", "20", "--pairs", "1"]),
@@ -59,6 +60,17 @@ def test_bench_core_prints_the_floor_beside_the_settle(capsys: pytest.CaptureFix
     settle = next(line for line in out.splitlines() if line.startswith("(c) settle"))
     floor = next(line for line in out.splitlines() if line.strip().startswith("floor"))
     assert "us/workload" in settle and "ratio settle/floor" in floor
+
+
+def test_bench_model_classes_checks_each_compiled_form_answers_right(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("mypyc", reason="mypyc comes with the dev extra")
+    load("bench_model_classes").main(["--objects", "100", "--repeat", "1"])
+    rows = {tuple(line.split()[:2]): line for line in capsys.readouterr().out.splitlines()[2:]}
+    assert len(rows) == 6, rows
+    # the hand-written class answers right compiled or not; the interpreted attrs models too
+    assert not any("WRONG" in rows[form, "interpreted"] for form in ("attrs_define", "attr_s", "plain_slots"))
+    assert "WRONG" not in rows["plain_slots", "compiled"]
 
 
 def model_writes(n: int, monkeypatch: pytest.MonkeyPatch) -> Counter[tuple[str, str]]:
