@@ -74,7 +74,7 @@ def test_a_scan_orders_as_the_queue_manager_does_however_workloads_change_betwee
 
 
 def test_the_walk_of_a_backed_up_queue_stops_after_the_last_shape_that_may_fit() -> None:
-    small, big = (0, (MAIN,)), (0, (BIG,))
+    small, big = 0, 1
     found = queues.Scan(queues.QueueIndex(World([])), shapes={"cq": [small, big, small, small, big, small]})
     assert found.last_trying("cq", set()) == 5
     assert found.last_trying("cq", {small}) == 4

@@ -22,6 +22,7 @@ world equals the one built afresh from its objects (verify mode checks it).
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable, Mapping
 from collections.abc import Set as AbstractSet
 from decimal import Decimal
@@ -362,11 +363,11 @@ class Scan:
     """ClusterQueue name -> admissible workloads not in backoff, in queue order."""
     backoff: dict[str, list[Workload]] = attrs.Factory(dict)
     """ClusterQueue name -> admissible workloads waiting for their backoff to end."""
-    shapes: dict[str, list[Shape]] = attrs.Factory(dict)
-    """ClusterQueue name -> the :func:`scheduling_shape` of each of its ready workloads (equal
-    shapes are one object)."""
+    shapes: dict[str, list[ShapeId]] = attrs.Factory(dict)
+    """ClusterQueue name -> the :func:`scheduling_shape` of each of its ready workloads, as a
+    number (equal shapes, equal numbers)."""
 
-    def last_trying(self, cq: str, skipped: AbstractSet[Shape]) -> int:
+    def last_trying(self, cq: str, skipped: AbstractSet[ShapeId]) -> int:
         """The index of the last of ``cq``'s ready workloads whose shape is not in ``skipped``
         (-1: none): past it, a walk that skips those shapes has nothing left to try."""
         shapes = self.shapes.get(cq, [])
@@ -442,7 +443,7 @@ def scan(world: World, ctx: Context, only: str | None = None) -> Scan:
         for key, wl in ix.waiting_items(ref, config):
             entry = book.entry(key, wl)
             seen.append(entry)
-            if entry.in_backoff(now):
+            if entry.held or (entry.until is not None and now < entry.until):  # in_backoff
                 out.backoff.setdefault(cq, []).append(wl)
             else:
                 ready.append(entry)
@@ -452,10 +453,18 @@ def scan(world: World, ctx: Context, only: str | None = None) -> Scan:
             continue
         queue = world.get(c.CLUSTER_QUEUE, "", cq)
         if isinstance(queue, ClusterQueue) and queue.spec.queueing_strategy != c.STRICT_FIFO:
+            # (set aside, order): those not set aside in order, then those set aside in order
             no_fit = {e.shape for e in queued if e.no_fit} if hashing else set()
-            queued.sort(key=lambda e: (e.parked or e.shape in no_fit, e.order))
+            aside = [e for e in queued if e.parked or e.shape in no_fit]
+            if aside:
+                queued = [e for e in queued if not (e.parked or e.shape in no_fit)]
+                queued.sort(key=_ORDER)
+                aside.sort(key=_ORDER)
+                queued += aside
+            else:
+                queued.sort(key=_ORDER)
         else:
-            queued.sort(key=lambda e: e.order)
+            queued.sort(key=_ORDER)
         out.ready[cq] = [e.wl for e in queued]
         out.shapes[cq] = [e.shape for e in queued]
     if only is None:
@@ -463,22 +472,22 @@ def scan(world: World, ctx: Context, only: str | None = None) -> Scan:
     return out
 
 
-Shape = tuple[int, tuple[PodSet, ...]]
-"""A workload's :func:`scheduling_shape`."""
+ShapeId = int
+"""A workload's :func:`scheduling_shape`, numbered: comparing two is comparing numbers."""
 
 
 class _Queued:
-    """What :func:`scan` reads of one admissible workload: its order, its shape (one shared
-    object per value, so that comparing shapes is an identity test), whether the scheduler set
+    """What :func:`scan` reads of one admissible workload: its order, its shape (numbered, so
+    that comparing shapes is comparing numbers), whether the scheduler set
     it aside or found it did not fit, and what its backoff depends on."""
 
     __slots__ = ("key", "wl", "order", "shape", "parked", "no_fit", "held", "until")
 
-    def __init__(self, key: Key, wl: Workload, config: Configuration, shapes: dict[Shape, Shape]) -> None:
+    def __init__(self, key: Key, wl: Workload, config: Configuration,
+                 shapes: dict[tuple[int, tuple[PodSet, ...]], ShapeId]) -> None:
         self.key, self.wl = key, wl
         self.order = order_key(wl, config)
-        shape = scheduling_shape(wl)
-        self.shape = shapes.setdefault(shape, shape)
+        self.shape = shapes.setdefault(scheduling_shape(wl), len(shapes))
         self.parked = parked_by_scheduler(wl)
         self.no_fit = _did_not_fit(wl)
         requeued = wl.status.conditions_by_type.get(c.WORKLOAD_REQUEUED)
@@ -486,9 +495,8 @@ class _Queued:
         rs = wl.status.requeue_state
         self.until = rs.requeue_at if rs is not None else None
 
-    def in_backoff(self, now: Time) -> bool:
-        """:func:`in_backoff` of the workload."""
-        return self.held or (self.until is not None and now < self.until)
+
+_ORDER = operator.attrgetter("order")
 
 
 class _QueuedBook:
@@ -500,7 +508,7 @@ class _QueuedBook:
     def __init__(self) -> None:
         self.config: Configuration | None = None
         self.entries: dict[Key, _Queued] = {}
-        self.shapes: dict[Shape, Shape] = {}
+        self.shapes: dict[tuple[int, tuple[PodSet, ...]], ShapeId] = {}
 
     def under(self, config: Configuration) -> _QueuedBook:
         if config is not self.config:

@@ -657,7 +657,7 @@ class _Cycle:
         # The shapes (priority and podsets) a workload of this walk failed to fit: in a
         # BestEffortFIFO queue the equivalent workloads behind it are moved to the inadmissible
         # set untried and unwritten (SchedulingEquivalenceHashing, on by default; see the module).
-        no_fit: set[queues.Shape] = set()
+        no_fit: set[queues.ShapeId] = set()
         shapes = scan.shapes.get(name, [])
         assert len(shapes) == len(pending)  # the scan's ready workloads of this queue
         last = len(pending) - 1  # past the last workload whose shape is not in no_fit: nothing to try
