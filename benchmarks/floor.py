@@ -141,8 +141,12 @@ class World:
         return str(table.fire(state, trigger, guards))
 
     def queue_status(self, pending: int, reserved: int, admitted: int) -> None:
+        """The queues' counts as a settle leaves them, written when they differ (the model's
+        queue status reconcilers run last in a settle)."""
         for kind, name in (("ClusterQueue", "cq"), ("LocalQueue", "lq")):
-            self.update(self.objects[(kind, NS, name)], status=(pending, reserved, admitted))
+            queue = self.objects[(kind, NS, name)]
+            if queue.status != (pending, reserved, admitted):
+                self.update(queue, status=(pending, reserved, admitted))
 
 
 class CountingWorld(World):
@@ -198,7 +202,6 @@ def reserve(w: World, now: int, attempt: int) -> None:
             wl.conditions, Condition("QuotaReserved", "True", "QuotaReserved", "Quota reserved in ClusterQueue cq",
                                      now)))
         w.event("QuotaReserved", "Quota reserved in ClusterQueue cq", wl.name)
-    w.queue_status(0, len(w.workloads), 0)
     for wl in list(w.workloads.values()):
         w.fire(ADMISSION_CHECK_MACHINE, "Pending", CheckTrigger.NO_DECISION)
         pr_name = f"{wl.name}-{CHECK}-{attempt}"
@@ -215,9 +218,9 @@ def first_settle(w: World, now: int) -> None:
     for wl in list(w.workloads.values()):  # the workload controller's, then the job's first pass
         wl = w.update_workload(wl, labels=(("kueue.x-k8s.io/queue-name", "lq"),))
         w.update_workload(wl, requeue_count=0)
-    w.queue_status(len(w.workloads), 0, 0)
     w.update(w.objects[("AdmissionCheck", NS, CHECK)], status=("Active",))
     reserve(w, now, 1)
+    w.queue_status(0, len(w.workloads), 0)
 
 
 def fail_settle(w: World, now: int) -> None:
@@ -240,7 +243,7 @@ def fail_settle(w: World, now: int) -> None:
         w.fire(WORKLOAD_MACHINE, WorkloadPhase.EVICTED, WorkloadTrigger.RELEASE_QUOTA, RELEASE)
         w.update_workload(wl, admission=None, requeue_count=wl.requeue_count + 1, conditions=set_condition(
             wl.conditions, Condition("QuotaReserved", "False", "Pending", "Evicted", now)))
-    w.queue_status(len(w.workloads), 0, 0)
+    # (the model's workload keeps its quota through the backoff: the queues' counts do not move)
 
 
 def retry_settle(w: World, now: int) -> None:
@@ -251,6 +254,7 @@ def retry_settle(w: World, now: int) -> None:
         w.fire(WORKLOAD_MACHINE, WorkloadPhase.BACKOFF, WorkloadTrigger.REQUEUE, {Guard.BACKOFF: False})
         w.update_workload(wl, conditions=tuple(c for c in wl.conditions if c.type != "Evicted"))
     reserve(w, now, 2)
+    w.queue_status(0, len(w.workloads), 0)
 
 
 def provisioned_settle(w: World, now: int) -> None:

@@ -22,7 +22,9 @@ world equals the one built afresh from its objects (verify mode checks it).
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable, Mapping
+from collections.abc import Set as AbstractSet
 from decimal import Decimal
 from typing import Any
 
@@ -111,7 +113,7 @@ class QueueIndex:
     too."""
 
     __slots__ = ("pending", "gated", "holding", "admitted", "used", "admitted_used", "_held", "moves",
-                 "lq_holding", "lq_admitted", "lq_used", "lq_admitted_used")
+                 "lq_holding", "lq_admitted", "lq_used", "lq_admitted_used", "queued")
 
     def __init__(self, world: World) -> None:
         self.pending: dict[QueueRef, dict[Key, Workload]] = {}
@@ -135,6 +137,8 @@ class QueueIndex:
         """When a driver asks for them (not None), the changes that moved a ClusterQueue's
         counts, as (place before, place after): the driver routes them to the ClusterQueue
         reconciler (:meth:`recounted`) and clears the list."""
+        self.queued = _QueuedBook()
+        """What :func:`scan` read of each admissible workload, kept while the object is the same."""
         for wl in world.objects(c.WORKLOAD):
             self.changed(key_of(wl), None, wl)
 
@@ -221,6 +225,13 @@ class QueueIndex:
         out = list(self.pending.get(ref, {}).values())
         if not config.gate(c.GATE_ADMISSION_GATED_BY):
             out.extend(self.gated.get(ref, {}).values())
+        return out
+
+    def waiting_items(self, ref: QueueRef, config: Configuration) -> list[tuple[Key, Workload]]:
+        """:meth:`waiting` with each workload's key."""
+        out = list(self.pending.get(ref, {}).items())
+        if not config.gate(c.GATE_ADMISSION_GATED_BY):
+            out.extend(self.gated.get(ref, {}).items())
         return out
 
     def refs(self) -> list[QueueRef]:
@@ -366,6 +377,18 @@ class Scan:
     """ClusterQueue name -> admissible workloads not in backoff, in queue order."""
     backoff: dict[str, list[Workload]] = attrs.Factory(dict)
     """ClusterQueue name -> admissible workloads waiting for their backoff to end."""
+    shapes: dict[str, list[ShapeId]] = attrs.Factory(dict)
+    """ClusterQueue name -> the :func:`scheduling_shape` of each of its ready workloads, as a
+    number (equal shapes, equal numbers)."""
+
+    def last_trying(self, cq: str, skipped: AbstractSet[ShapeId]) -> int:
+        """The index of the last of ``cq``'s ready workloads whose shape is not in ``skipped``
+        (-1: none): past it, a walk that skips those shapes has nothing left to try."""
+        shapes = self.shapes.get(cq, [])
+        for i in range(len(shapes) - 1, -1, -1):
+            if shapes[i] not in skipped:
+                return i
+        return -1
 
     def holding(self, world: World, cq: str) -> list[Workload]:
         """The workloads holding quota in ``cq``, in the world's order."""
@@ -407,14 +430,19 @@ def scan(world: World, ctx: Context, only: str | None = None) -> Scan:
     the others: upstream's ``InadmissibleWorkloadRequeuer`` moves them back to the heap only
     ``requeueBatchPeriod`` (1 s) after the event that requeues them, while a workload requeued
     by itself (a new one, one whose backoff finished) enters the heap at once, so the scheduler
-    tries it first whatever the order between them."""
+    tries it first whatever the order between them.
+
+    What each workload's place depends on is read once per workload object
+    (:class:`_Queued`), not at every scheduling cycle: a cycle over a long queue costs a
+    lookup and a comparison per workload."""
     config = ctx.config
+    now = ctx.now
     ix = index(world)
+    book = ix.queued.under(config)
     out = Scan(ix)
+    entries: dict[str, list[_Queued]] = {}
+    seen: list[_Queued] = []
     for ref in ix.refs():
-        waiting = ix.waiting(ref, config)
-        if not waiting:
-            continue
         lq = world.get(c.LOCAL_QUEUE, *ref)
         if not isinstance(lq, LocalQueue):
             continue  # the queue manager holds no queue for it
@@ -425,23 +453,93 @@ def scan(world: World, ctx: Context, only: str | None = None) -> Scan:
         cq = lq.spec.cluster_queue
         if only is not None and cq != only:
             continue
-        ready = out.ready.setdefault(cq, [])
-        for wl in waiting:
-            if in_backoff(wl, ctx.now):
+        ready = entries.setdefault(cq, [])
+        for key, wl in ix.waiting_items(ref, config):
+            entry = book.entry(key, wl)
+            seen.append(entry)
+            if entry.held or (entry.until is not None and now < entry.until):  # in_backoff
                 out.backoff.setdefault(cq, []).append(wl)
             else:
-                ready.append(wl)
-    for cq, wls in list(out.ready.items()):
-        if wls:
-            queue = world.get(c.CLUSTER_QUEUE, "", cq)
-            if isinstance(queue, ClusterQueue) and queue.spec.queueing_strategy != c.STRICT_FIFO:
-                aside = set_aside(wls, config.gate(c.GATE_SCHEDULING_EQUIVALENCE_HASHING))
-                wls.sort(key=lambda w: (w.metadata.uid in aside, order_key(w, config)))
+                ready.append(entry)
+    hashing = config.gate(c.GATE_SCHEDULING_EQUIVALENCE_HASHING)
+    for cq, queued in entries.items():
+        if not queued:
+            continue
+        queue = world.get(c.CLUSTER_QUEUE, "", cq)
+        if isinstance(queue, ClusterQueue) and queue.spec.queueing_strategy != c.STRICT_FIFO:
+            # (set aside, order): those not set aside in order, then those set aside in order
+            no_fit = {e.shape for e in queued if e.no_fit} if hashing else set()
+            aside = [e for e in queued if e.parked or e.shape in no_fit]
+            if aside:
+                queued = [e for e in queued if not (e.parked or e.shape in no_fit)]
+                queued.sort(key=_ORDER)
+                aside.sort(key=_ORDER)
+                queued += aside
             else:
-                wls.sort(key=lambda w: order_key(w, config))
+                queued.sort(key=_ORDER)
         else:
-            del out.ready[cq]
+            queued.sort(key=_ORDER)
+        out.ready[cq] = [e.wl for e in queued]
+        out.shapes[cq] = [e.shape for e in queued]
+    if only is None:
+        book.forget_all_but(seen)
     return out
+
+
+ShapeId = int
+"""A workload's :func:`scheduling_shape`, numbered: comparing two is comparing numbers."""
+
+
+class _Queued:
+    """What :func:`scan` reads of one admissible workload: its order, its shape (numbered, so
+    that comparing shapes is comparing numbers), whether the scheduler set
+    it aside or found it did not fit, and what its backoff depends on."""
+
+    __slots__ = ("key", "wl", "order", "shape", "parked", "no_fit", "held", "until")
+
+    def __init__(self, key: Key, wl: Workload, config: Configuration,
+                 shapes: dict[tuple[int, tuple[PodSet, ...]], ShapeId]) -> None:
+        self.key, self.wl = key, wl
+        self.order = order_key(wl, config)
+        self.shape = shapes.setdefault(scheduling_shape(wl), len(shapes))
+        self.parked = parked_by_scheduler(wl)
+        self.no_fit = _did_not_fit(wl)
+        requeued = wl.status.conditions_by_type.get(c.WORKLOAD_REQUEUED)
+        self.held = requeued is not None and requeued.status == c.FALSE
+        rs = wl.status.requeue_state
+        self.until = rs.requeue_at if rs is not None else None
+
+
+_ORDER = operator.attrgetter("order")
+
+
+class _QueuedBook:
+    """The :class:`_Queued` of each admissible workload, under one configuration (the order
+    reads it)."""
+
+    __slots__ = ("config", "entries", "shapes")
+
+    def __init__(self) -> None:
+        self.config: Configuration | None = None
+        self.entries: dict[Key, _Queued] = {}
+        self.shapes: dict[tuple[int, tuple[PodSet, ...]], ShapeId] = {}
+
+    def under(self, config: Configuration) -> _QueuedBook:
+        if config is not self.config:
+            self.config, self.entries, self.shapes = config, {}, {}
+        return self
+
+    def entry(self, key: Key, wl: Workload) -> _Queued:
+        found = self.entries.get(key)
+        if found is None or found.wl is not wl:
+            assert self.config is not None
+            found = self.entries[key] = _Queued(key, wl, self.config, self.shapes)
+        return found
+
+    def forget_all_but(self, kept: list[_Queued]) -> None:
+        """Drop the entries of workloads no longer admissible (a scan of every queue saw the rest)."""
+        if len(self.entries) > len(kept):
+            self.entries = {e.key: e for e in kept}
 
 
 def pending_counts(found: Scan, cq: ClusterQueue, inactive: bool = False, hashing: bool = True) -> tuple[int, int]:

@@ -150,8 +150,11 @@ class Controller:
     Workload seen first so (created, or at the first settle) is not reconciled."""
     owns: tuple[str, ...] = ()
     """Kinds it creates and deletes (for the record and the docs; routed by ``watches``)."""
-    every_settle: bool = False
-    """Reconciled at every settle: its status depends on the time and on every workload."""
+    last: bool = False
+    """Reconciled once the other controllers and the scheduler have nothing left to do: it
+    writes only its own object's status, which no other controller reads (a queue's counts and
+    usage), so a settle writes that status as the settle leaves it, not each state it passes
+    through (a workload counted pending, then reserving, at one instant)."""
 
     def keys(self, world: World) -> list[Key]:
         """The keys of every object it reconciles, kind by kind."""
@@ -178,16 +181,13 @@ CONTROLLERS: tuple[Controller, ...] = (
         Watch(c.WORKLOAD, Route.SELF), Watch(c.WORKLOAD, Route.OWNING_JOB),
         *(Watch(kind, Route.SELF) for kind in JOB_KINDS), *_JOBS_OWNED, *_CONFIGURATION),
         reads=watches.job_reads, view=watches.job_view, idle=watches.idle, owns=(c.WORKLOAD,)),
-    Controller(Actor.ADMISSION_CHECK, (c.ADMISSION_CHECK,), admissioncheck.reconcile, _CONFIGURATION,
-               every_settle=True),
+    Controller(Actor.ADMISSION_CHECK, (c.ADMISSION_CHECK,), admissioncheck.reconcile, _CONFIGURATION),
     Controller(Actor.CLUSTER_QUEUE, (c.CLUSTER_QUEUE,), clusterqueue.reconcile, (
         Watch(c.WORKLOAD, Route.QUEUES), Watch(c.ADMISSION_CHECK, Route.ALL),
-        *(w for w in _CONFIGURATION if w.kind != c.ADMISSION_CHECK)),
-        every_settle=True),
+        *(w for w in _CONFIGURATION if w.kind != c.ADMISSION_CHECK)), last=True),
     Controller(Actor.LOCAL_QUEUE, (c.LOCAL_QUEUE,), localqueue.reconcile, (
         Watch(c.WORKLOAD, Route.QUEUES), Watch(c.ADMISSION_CHECK, Route.ALL),
-        *(w for w in _CONFIGURATION if w.kind != c.ADMISSION_CHECK)),
-        every_settle=True),
+        *(w for w in _CONFIGURATION if w.kind != c.ADMISSION_CHECK)), last=True),
 )
 
 BY_NAME: dict[str, Controller] = {ctl.name: ctl for ctl in CONTROLLERS}

@@ -657,11 +657,16 @@ class _Cycle:
         # The shapes (priority and podsets) a workload of this walk failed to fit: in a
         # BestEffortFIFO queue the equivalent workloads behind it are moved to the inadmissible
         # set untried and unwritten (SchedulingEquivalenceHashing, on by default; see the module).
-        no_fit: set[tuple[int, tuple[PodSet, ...]]] = set()
+        no_fit: set[queues.ShapeId] = set()
+        shapes = scan.shapes.get(name, [])
+        assert len(shapes) == len(pending)  # the scan's ready workloads of this queue
+        last = len(pending) - 1  # past the last workload whose shape is not in no_fit: nothing to try
         for index in range(start, len(pending)):
+            if index > last:
+                break
             yield index
             wl = pending[index]
-            shape = queues.scheduling_shape(wl)
+            shape = shapes[index]
             if shape in no_fit:
                 continue
             if queues.has_failed_checks(wl):
@@ -683,6 +688,7 @@ class _Cycle:
                     self.park(wl, found.reason, found.message)
                     if not strict and self.ctx.config.gate(c.GATE_SCHEDULING_EQUIVALENCE_HASHING):
                         no_fit.add(shape)
+                        last = scan.last_trying(name, no_fit)
                 elif block and self.not_ready:
                     self.park(wl, c.REASON_WAITING_FOR_PODS_READY, c.MSG_WAITING_FOR_PODS_READY)
                     return False, None

@@ -54,8 +54,9 @@ class Manager:
     touched (its own reconciles' writes through the registry's watches, and writes made to the
     world by anybody else, which the world's journal records), reconciles whose wake-up time has
     come (``Result.requeue_after``), and reconciles that failed.  The first settle reconciles
-    everything.  The ClusterQueue and AdmissionCheck reconcilers, one per queue or check and
-    time-dependent through the queue counts, run at every settle.  A write does not wake a
+    everything.  The queue status reconcilers (ClusterQueue, LocalQueue) are due when a change
+    moves their counts or usage (``Route.QUEUES``) or changes what they read, as the
+    AdmissionCheck reconciler is: nothing else changes their status.  A write does not wake a
     Workload reconcile that last left it with nothing to do unless it changes what that pass
     read (:mod:`.quiet`); nor a reconcile whose own pass settled the write
     (``Result.settled``).
@@ -169,10 +170,14 @@ class Manager:
 
     def _drain(self, ctx: Context, wanted: set[str]) -> None:
         """Reconcile what is due to ``wanted`` controllers, then a scheduler cycle, until neither
-        changes anything; failed reconciles are retried while others make progress."""
+        changes anything; failed reconciles are retried while others make progress.  The
+        reconciles of ``last`` controllers (``registry.Controller.last``) wait until then."""
         run_scheduler = SCHEDULER in wanted
         queue, queued = self.due.queue, self.due.queued
         later: list[Item] = []  # due for controllers this settle does not run
+        last = {name for name, ctl in self.controllers.items() if ctl.last}
+        held: list[Item] = []  # due for ``last`` controllers, still queued (not enqueued twice)
+        closing = False  # reconciling ``held``
         errors: dict[Item, str] = {}
         started = self.reconciles
         budget = self.max_reconciles or 10_000 + 200 * len(self.world)
@@ -181,12 +186,19 @@ class Manager:
         try:
             while True:
                 changed_any = False
+                others = False
                 while queue:
                     item = queue.popleft()
                     name, key = item
                     if name not in wanted:
                         later.append(item)
                         continue
+                    if name in last:
+                        if not closing:
+                            held.append(item)
+                            continue
+                    else:
+                        others = True
                     queued.discard(item)
                     if key not in world:
                         if errors:
@@ -201,11 +213,20 @@ class Manager:
                         changed_any = True
                         if self.reconciles - started > budget:
                             raise SettleError(f"controllers did not settle after {budget} reconciles")
+                if closing:
+                    closing = False
+                    if not others and not errors:
+                        break  # what they wrote is news to nobody
                 if run_scheduler:
                     _, changed = reconcile(SCHEDULER, (SCHEDULER, "", ""), ctx)
                     if changed:
                         retried = False
                         continue
+                if held:
+                    queue.extend(held)
+                    held.clear()
+                    closing = True
+                    continue
                 if errors:
                     if retried and not changed_any:
                         (name, key), error = next(iter(errors.items()))
@@ -216,7 +237,7 @@ class Manager:
                     continue
                 break
         finally:
-            queue.extendleft(reversed(later))
+            queue.extendleft(reversed(later + held))
 
     def _collect_due(self, ctx: Context) -> None:
         """Make due what became due since the last settle: outside writes, ended wake-ups."""
@@ -240,9 +261,6 @@ class Manager:
             self.router.on_change("", changed, config)
         for name, key in self.due.ended(ctx.now):
             self.router.due_for(self.controllers[name], key, None)
-        for ctl in self.controllers.values():
-            if ctl.every_settle:
-                self.router.enqueue_every(ctl, config)
 
     @property
     def next_wake_up(self) -> float | None:
