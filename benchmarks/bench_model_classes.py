@@ -63,33 +63,26 @@ def hash_(n: int) -> int:
 OPERATIONS = {{"build": build, "compare": compare, "hash": hash_}}
 '''
 
+_ATTRS_CLASS = '''
+from __future__ import annotations
+import {module}
+
+@{decorator}
+class Condition:
+    type: str
+    status: str
+    reason: str
+    message: str
+    last_transition_time: int | None
+    observed_generation: int | None
+'''
+
 FORMS: dict[str, str] = {
-    "attrs_define": textwrap.dedent('''
-        from __future__ import annotations
-        import attrs
-
-        @attrs.define(unsafe_hash=True)
-        class Condition:
-            type: str
-            status: str
-            reason: str
-            message: str
-            last_transition_time: int | None
-            observed_generation: int | None
-        ''') + _BODY.format(cls="Condition"),
-    "attr_s": textwrap.dedent('''
-        from __future__ import annotations
-        import attr
-
-        @attr.s(auto_attribs=True, hash=True, eq=True, slots=True)
-        class Condition:
-            type: str
-            status: str
-            reason: str
-            message: str
-            last_transition_time: int | None
-            observed_generation: int | None
-        ''') + _BODY.format(cls="Condition"),
+    "attrs_define": _ATTRS_CLASS.format(module="attrs", decorator="attrs.define(unsafe_hash=True)")
+    + _BODY.format(cls="Condition"),
+    "attr_s": _ATTRS_CLASS.format(
+        module="attr", decorator="attr.s(auto_attribs=True, hash=True, eq=True, slots=True)")
+    + _BODY.format(cls="Condition"),
     "plain_slots": textwrap.dedent('''
         from __future__ import annotations
         from typing import final
