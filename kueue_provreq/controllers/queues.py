@@ -63,11 +63,16 @@ def is_admissible(wl: Workload, config: Configuration) -> bool:
 def in_backoff(wl: Workload, now: Time) -> bool:
     """``!backoffWaitingTimeExpired``: such a workload waits in the inadmissible set, so it
     blocks no StrictFIFO queue and is not tried until its backoff ends."""
+    held, until = backoff_of(wl)
+    return held or (until is not None and now < until)
+
+
+def backoff_of(wl: Workload) -> tuple[bool, Time | None]:
+    """What :func:`in_backoff` reads of a workload: whether ``Requeued=False`` holds it, and
+    its ``requeueAt`` (the scheduler's scan keeps both per workload object)."""
     requeued = wl.status.conditions_by_type.get(c.WORKLOAD_REQUEUED)
-    if requeued is not None and requeued.status == c.FALSE:
-        return True
     rs = wl.status.requeue_state
-    return rs is not None and rs.requeue_at is not None and now < rs.requeue_at
+    return requeued is not None and requeued.status == c.FALSE, None if rs is None else rs.requeue_at
 
 
 def has_failed_checks(wl: Workload) -> bool:
@@ -457,7 +462,7 @@ def scan(world: World, ctx: Context, only: str | None = None) -> Scan:
         for key, wl in ix.waiting_items(ref, config):
             entry = book.entry(key, wl)
             seen.append(entry)
-            if entry.held or (entry.until is not None and now < entry.until):  # in_backoff
+            if entry.held or (entry.until is not None and now < entry.until):  # in_backoff, inlined
                 out.backoff.setdefault(cq, []).append(wl)
             else:
                 ready.append(entry)
@@ -504,10 +509,7 @@ class _Queued:
         self.shape = shapes.setdefault(scheduling_shape(wl), len(shapes))
         self.parked = parked_by_scheduler(wl)
         self.no_fit = _did_not_fit(wl)
-        requeued = wl.status.conditions_by_type.get(c.WORKLOAD_REQUEUED)
-        self.held = requeued is not None and requeued.status == c.FALSE
-        rs = wl.status.requeue_state
-        self.until = rs.requeue_at if rs is not None else None
+        self.held, self.until = backoff_of(wl)
 
 
 _ORDER = operator.attrgetter("order")
