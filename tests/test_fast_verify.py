@@ -1,8 +1,8 @@
 """Fast mode and verify mode are one engine: the same world and the same effects in the same order.
 
 Fast mode (``Manager(world, verify=False)``) shares verify mode's routing and takes shortcuts on
-the write path (the changed parts of a write computed once, a fired transition taken as proof
-of a change); verify mode checks every write and proves every reconcile left out.  Neither may
+the write path (the changed parts of a write computed once, and taken as its no-op test in
+place of a deep equality); verify mode checks every write and proves every reconcile left out.  Neither may
 change what happens: every bundled scenario (``specs/`` and ``examples/*.yaml``) and every
 generated story runs both ways, and the two runs must record the same effects, by the same
 actors, in the same order, run the same reconciles and end in equal worlds with the same outcome.
