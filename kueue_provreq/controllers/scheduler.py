@@ -469,8 +469,11 @@ class _Cycle:
     """Workloads holding quota without PodsReady=True (blockAdmission only)."""
     held: dict[str, list[tuple[Workload, preemption.Amounts]]] = attrs.Factory(dict)
     """Per queue, who holds what (read once per cycle, then kept as the cycle admits)."""
+    read_holding: bool = False
+    """Whether the cycle read the workloads holding quota, not only the quota they hold."""
 
     def holding_of(self, world: World, scan: queues.Scan, name: str) -> list[tuple[Workload, preemption.Amounts]]:
+        self.read_holding = True
         found = self.held.get(name)
         if found is None:
             found = self.held[name] = [(wl, scan.index.held(key_of(wl))) for wl in scan.holding(world, name)]
@@ -815,8 +818,21 @@ def schedule(world: World, ctx: Context, key: Key | None = None) -> Result:
         if only is None:  # no LocalQueue: the queue manager never holds it
             return NOTHING
     found = queues.scan(world, ctx, only)
+    result = _run(cycle, world, found, only)
+    if only is None and not result.effects and result.error is None:
+        # nothing to do until something the cycle read changes (:func:`queues.idle`)
+        ix = found.index
+        ix.idle = queues.Idle(ctx.config, ix.version, ix.holding_version if cycle.read_holding else None,
+                                       ctx.now, found.wakes)
+    return result
+
+
+def _run(cycle: _Cycle, world: World, found: queues.Scan, only: str | None) -> Result:
+    """The cycle over the queues ``found`` holds (``only``: that ClusterQueue's)."""
+    ctx = cycle.ctx
     wfpr = ctx.config.wait_for_pods_ready
     if wfpr is not None and wfpr.block_admission:
+        cycle.read_holding = True
         cycle.not_ready = sum(1 for held in found.index.holding.values() for wl in held.values()
                               if not queues.pods_ready(wl))
     names = set(found.ready)
