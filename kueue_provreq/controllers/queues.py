@@ -37,7 +37,7 @@ from kueue_provreq.api.meta import Time, find_condition, is_true
 from kueue_provreq.api.objects import Key, KubeObject, key_of
 from kueue_provreq.api.queues import ClusterQueue, LocalQueue
 from kueue_provreq.api.workload import PodSet, Workload
-from kueue_provreq.controllers import workload_status
+from kueue_provreq.controllers import parts, workload_status
 from kueue_provreq.controllers.activity import inactive_reason
 from kueue_provreq.controllers.context import Context
 from kueue_provreq.controllers.usage import FlavorResource, Usage, held_by
@@ -119,7 +119,7 @@ class QueueIndex:
 
     __slots__ = ("pending", "gated", "holding", "admitted", "used", "admitted_used", "_held", "moves",
                  "lq_holding", "lq_admitted", "lq_used", "lq_admitted_used", "queued", "version",
-                 "holding_version", "idle")
+                 "holding_version", "idle", "expected")
 
     def __init__(self, world: World) -> None:
         self.pending: dict[QueueRef, dict[Key, Workload]] = {}
@@ -152,13 +152,26 @@ class QueueIndex:
         """Counts the writes of workloads holding quota that change no quota held (what only a
         cycle that reads those workloads reads: preemption, KEP-993, blockAdmission)."""
         self.idle: Idle | None = None
-        """What the last scheduling cycle over every queue read, when it changed nothing
-        (:func:`idle`)."""
+        """What the last scheduling cycle over every queue read, when the next would change
+        nothing (:func:`idle`)."""
+        self.expected: dict[Key, Workload] = {}
+        """The writes of that cycle, not yet applied: the next cycle finds them as the cycle
+        left them, so they are no news to it."""
         for wl in world.objects(c.WORKLOAD):
             self.changed(key_of(wl), None, wl)
 
     def changed(self, key: Key, before: KubeObject | None, after: KubeObject | None) -> None:
         """A Workload changed (``World.observe``: it is told of Workloads only)."""
+        expected = self.expected
+        if expected and after is not None and expected.get(key) is after:
+            del expected[key]
+            version = self.version
+            self._changed(key, before, after)
+            self.version = version  # the last cycle's own write
+            return
+        self._changed(key, before, after)
+
+    def _changed(self, key: Key, before: KubeObject | None, after: KubeObject | None) -> None:
         assert (before is None or type(before) is Workload) and (after is None or type(after) is Workload)
         was = None if before is None else _place(before)
         now = None if after is None else _place(after)
@@ -166,7 +179,9 @@ class QueueIndex:
             assert before is not None and after is not None
             if not was[0]:
                 (self.gated if was[2] else self.pending)[was[1]][key] = after
-                self.version += 1
+                if parts.changed_parts(before, after) & WAITING_READS and not (
+                        backoff_of(before)[0] and backoff_of(after)[0]):
+                    self.version += 1  # (a cycle reads nothing of a workload held back but that)
                 return
             admitted = _admitted(after)
             if after.status.admission is not before.status.admission \
@@ -392,6 +407,12 @@ def index(world: World) -> QueueIndex:
     return found
 
 
+WAITING_READS = parts.METADATA | parts.SPEC | parts.ADMISSION | parts.CHECKS | parts.REQUEUE_STATE | parts.parts(
+    c.WORKLOAD_FINISHED, c.WORKLOAD_QUOTA_RESERVED, c.WORKLOAD_ADMITTED, c.WORKLOAD_EVICTED, c.WORKLOAD_REQUEUED)
+"""What a scheduling cycle reads of a waiting workload: its place, order, shape and backoff, its
+checks' states, and the conditions it sets aside or admits it by (not, say, ``PodsReady``,
+which the job controller writes when a workload's quota is released)."""
+
 QUEUE_KINDS = (c.LOCAL_QUEUE, c.CLUSTER_QUEUE, c.COHORT, c.RESOURCE_FLAVOR, c.ADMISSION_CHECK)
 """The kinds besides Workloads a scheduling cycle reads: the queues, the cohorts, what makes a
 queue active (its flavors and checks)."""
@@ -399,8 +420,9 @@ queue active (its flavors and checks)."""
 
 @attrs.frozen
 class Idle:
-    """A scheduling cycle over every queue that changed nothing, and what it read: the
-    configuration, the index's versions (``holding_version`` None when the cycle read no
+    """A scheduling cycle over every queue after which the next would change nothing (it changed
+    nothing, or only set aside or admitted some of the workloads it found waiting), and what it
+    read: the configuration, the index's versions (``holding_version`` None when the cycle read no
     workload holding quota), and from when until when the time it read stays the same for it
     (``until`` None: no later time changes it).  A cycle that read the workloads holding quota
     (to preempt some, for KEP-993, for blockAdmission) holds only at its own instant: who may be
@@ -414,8 +436,8 @@ class Idle:
 
 
 def idle(world: World, ctx: Context) -> bool:
-    """Whether a scheduling cycle over every queue would find what the last one found, which
-    changed nothing: nothing it reads has changed since.  Upstream's scheduler waits in the queue
+    """Whether a scheduling cycle over every queue would change nothing, as the last one
+    found (:class:`Idle`): nothing it reads has changed since but that cycle's own writes.  Upstream's scheduler waits in the queue
     manager's ``Heads`` until a queue has a head to try (a workload added, updated or
     requeued, by an event such as quota released or a queue changed: ``QueueInadmissibleWorkloads``)
     or a backoff ends; this is that wait, read off the index."""

@@ -103,7 +103,7 @@ from kueue_provreq.controllers.context import Context
 from kueue_provreq.controllers.usage import FlavorResource, Usage, podset_requests
 from kueue_provreq.machines import Guard, Transition, WorkloadTrigger, write_workload
 from kueue_provreq.machines.phases import held_back
-from kueue_provreq.world import NOTHING, Result, Txn, World, truncate
+from kueue_provreq.world import NOTHING, Event, MetricInc, Result, Txn, Update, World, truncate
 
 # Flavor assignment modes, ordered from worst to best as upstream's preemption modes: no fit,
 # short of quota with no preemption candidates, short with candidates in the queue (preemption
@@ -471,6 +471,10 @@ class _Cycle:
     """Per queue, who holds what (read once per cycle, then kept as the cycle admits)."""
     read_holding: bool = False
     """Whether the cycle read the workloads holding quota, not only the quota they hold."""
+    set_aside: bool = False
+    """Whether the cycle has set aside a workload (whether that wrote or not)."""
+    admitted_after: bool = False
+    """Whether the cycle admitted a workload after it set one aside."""
 
     def holding_of(self, world: World, scan: queues.Scan, name: str) -> list[tuple[Workload, preemption.Amounts]]:
         self.read_holding = True
@@ -504,6 +508,7 @@ class _Cycle:
         the same message already (by the workload controller's queue blocker, which with
         UnadmittedWorkloadsObservability off names it ``Inadmissible``) keeps its reason: the two
         writers would otherwise take turns (docs/differences.rst, "Who says a queue blocks")."""
+        self.set_aside = True
         message = truncate(message, c.CONDITION_MESSAGE_LIMIT)
         held = wl.condition(c.WORKLOAD_QUOTA_RESERVED)
         if wl.status.admission is None and held is not None and \
@@ -541,6 +546,7 @@ class _Cycle:
             preemptions_pending=preemptions_pending)
         if not self.write(new, (reserve,)):
             return None
+        self.admitted_after = self.set_aside
         requeued = find_condition(wl.status.conditions, c.WORKLOAD_REQUEUED)
         queued_at = requeued.last_transition_time if requeued is not None else wl.metadata.creation_timestamp
         waited = now - (queued_at if queued_at is not None else now)
@@ -819,12 +825,41 @@ def schedule(world: World, ctx: Context, key: Key | None = None) -> Result:
             return NOTHING
     found = queues.scan(world, ctx, only)
     result = _run(cycle, world, found, only)
-    if only is None and not result.effects and result.error is None:
-        # nothing to do until something the cycle read changes (:func:`queues.idle`)
-        ix = found.index
-        ix.idle = queues.Idle(ctx.config, ix.version, ix.holding_version if cycle.read_holding else None,
-                                       ctx.now, found.wakes)
+    if only is None:
+        _after_cycle(found, cycle, result)
     return result
+
+
+def _after_cycle(found: queues.Scan, cycle: _Cycle, result: Result) -> None:
+    """What the next cycle over every queue may skip (:func:`queues.idle`).  A cycle that changed
+    nothing leaves the next with nothing to do until something it reads changes.  So does one
+    whose only writes admitted or set aside workloads it found waiting, none set aside before
+    the last admission: it admitted, in queue order, all that fit, and the next cycle tries
+    those it set aside on the usage they were tried on, reaching the same verdicts in the same
+    words.  Not so when a workload was set aside before an admission: the next cycle tells it,
+    in its message, how much more it needs of the usage the admission grew; nor for a cycle
+    that preempts or reserves for KEP-993, which moves other workloads."""
+    ix = found.index
+    ix.idle = None
+    ix.expected = {}
+    if result.error is not None:
+        return
+    expected: dict[Key, Workload] = {}
+    if result.effects:
+        if cycle.ctx.config.kep_993_preemption or cycle.admitted_after:
+            return
+        waiting = {key_of(wl) for ready in found.ready.values() for wl in ready}
+        for effect in result.effects:
+            if isinstance(effect, Update):
+                obj = effect.obj
+                if not isinstance(obj, Workload) or key_of(obj) not in waiting:
+                    return
+                expected[key_of(obj)] = obj
+            elif not isinstance(effect, (Event, MetricInc)):
+                return
+    ix.idle = queues.Idle(cycle.ctx.config, ix.version, ix.holding_version if cycle.read_holding else None,
+                          cycle.ctx.now, found.wakes)
+    ix.expected = expected
 
 
 def _run(cycle: _Cycle, world: World, found: queues.Scan, only: str | None) -> Result:
