@@ -95,7 +95,7 @@ from kueue_provreq.api.memo import memo
 from kueue_provreq.api.meta import find_condition
 from kueue_provreq.api.objects import Key, key_of
 from kueue_provreq.api.quantity import Quantity
-from kueue_provreq.api.queues import ClusterQueue
+from kueue_provreq.api.queues import ClusterQueue, ClusterQueueSpec
 from kueue_provreq.api.workload import Admission, PodSet, PodSetAssignment, Workload
 from kueue_provreq.controllers import cohorts, kep993, preemption, queues, workload_status
 from kueue_provreq.controllers.activity import inactive_reason
@@ -180,19 +180,26 @@ class QuotaTable:
     group_of: FrozenMap[str, int]
     nominal: FrozenMap[FlavorResource, Decimal]
 
-    @classmethod
-    def of(cls, cq: ClusterQueue) -> QuotaTable:
-        groups = []
-        group_of: dict[str, int] = {}
-        nominal: dict[FlavorResource, Decimal] = {}
-        for i, rg in enumerate(cq.spec.resource_groups):
-            groups.append((frozenset(rg.covered_resources), tuple(f.name for f in rg.flavors)))
-            for name in rg.covered_resources:
-                group_of.setdefault(name, i)
-            for fq in rg.flavors:
-                for rq in fq.resources:
-                    nominal[(fq.name, rq.name)] = rq.nominal_quota.value
-        return cls(tuple(groups), FrozenMap(group_of), FrozenMap(nominal))
+    @staticmethod
+    def of(cq: ClusterQueue) -> QuotaTable:
+        """The table of ``cq``'s spec (memoised on it: every walk of the queue asks it)."""
+        return _quota_table(cq.spec)
+
+
+@memo(256)
+def _quota_table(spec: ClusterQueueSpec) -> QuotaTable:
+    """:meth:`QuotaTable.of`, built afresh."""
+    groups = []
+    group_of: dict[str, int] = {}
+    nominal: dict[FlavorResource, Decimal] = {}
+    for i, rg in enumerate(spec.resource_groups):
+        groups.append((frozenset(rg.covered_resources), tuple(f.name for f in rg.flavors)))
+        for name in rg.covered_resources:
+            group_of.setdefault(name, i)
+        for fq in rg.flavors:
+            for rq in fq.resources:
+                nominal[(fq.name, rq.name)] = rq.nominal_quota.value
+    return QuotaTable(tuple(groups), FrozenMap(group_of), FrozenMap(nominal))
 
 
 @attrs.frozen
