@@ -1,5 +1,5 @@
-"""The quiet-reconcile bookkeeping: which Workload reconciles left nothing to do, and whether a
-write wakes them.
+"""The quiet-reconcile bookkeeping: which Workload reconciles left nothing to do, and what they
+read (the routing, :meth:`~.routing.Router.on_change`, asks whether a write wakes them).
 
 A controller that declares what it reads of a Workload (``registry.Controller.reads``, and its
 finer ``view``) is woken by a write only when the write changes a part of it (:mod:`~kueue_provreq
@@ -18,7 +18,6 @@ from kueue_provreq.api.objects import Key
 from kueue_provreq.api.workload import Workload
 from kueue_provreq.controllers import registry
 from kueue_provreq.controllers.parts import Parts
-from kueue_provreq.world import World
 
 Quiet = dict[Key, Workload | None]
 """One controller's quiet passes: Workload key -> the Workload its last pass left with nothing to
@@ -52,20 +51,6 @@ class QuietBook:
         """The Workload is gone: what was kept of it would be kept forever."""
         self.of[name].pop(key, None)
         self.read[name].pop(key, None)
-
-    def still_quiet(self, ctl: registry.Controller, world: World, key: Key, seen: Workload, wl: Workload,
-                    diff: Parts, config: Configuration) -> bool:
-        """Whether a write that changed ``diff`` of the Workload (now ``wl``) leaves the quiet
-        pass that saw ``seen`` quiet: it changed no part that pass read, or nothing of what the
-        controller decides from (its ``view``)."""
-        kept = self.read[ctl.name]
-        read = kept.get(key)
-        if read is None or read[0] is not seen:
-            assert ctl.reads is not None
-            read = kept[key] = (seen, ctl.reads(world, seen, config), None if ctl.view is None else ctl.view(seen))
-        if not diff & read[1]:
-            return True
-        return ctl.view is not None and ctl.view(wl) == read[2]
 
 
 def unquiet(quiet: Quiet, read: dict[Key, Read], key: Key) -> None:
