@@ -21,7 +21,7 @@ from kueue_provreq.api.workload import Workload
 from kueue_provreq.controllers import registry, scheduler
 from kueue_provreq.controllers.context import Context
 from kueue_provreq.engine.due import Due, Item
-from kueue_provreq.engine.quiet import QuietBook, unquiet
+from kueue_provreq.engine.quiet import QuietBook
 from kueue_provreq.engine.routing import Change, Router, Witness, change
 from kueue_provreq.engine.write import Check, apply_effects
 from kueue_provreq.errors import KueueProvreqError
@@ -116,7 +116,9 @@ class Manager:
             books = self._books.get(controller)
             if books is not None:
                 quiet = books[0]
-                unquiet(quiet, books[1], key)
+                if quiet.get(key) is not None:  # (``unquiet``, inlined)
+                    quiet[key] = None
+                    books[1].pop(key, None)
                 if result.error is None:
                     if not result.effects:
                         wl = world.get(*key)
@@ -183,6 +185,7 @@ class Manager:
         budget = self.max_reconciles or 10_000 + 200 * len(self.world)
         retried = False
         world, reconcile = self.world, self.reconcile
+        stored = world.stored
         try:
             while True:
                 changed_any = False
@@ -200,7 +203,7 @@ class Manager:
                     else:
                         others = True
                     queued.discard(item)
-                    if key not in world:
+                    if stored(key) is None:  # gone
                         if errors:
                             errors.pop(item, None)
                         continue

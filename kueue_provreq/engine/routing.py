@@ -131,20 +131,20 @@ class Router:
                 else:
                     for target in ROUTE_TARGETS[route](world, key, old, obj):
                         self.due_for(ctl, target, origin)
-        self._recounted()
+        if self.index.moves:
+            self._recounted()
 
     def _recounted(self) -> None:
         """The ClusterQueues and LocalQueues whose counts the changes moved (``Route.QUEUES``, as
         the queue index saw them) are due."""
-        if self.index.moves:
-            names, refs = self.index.recounted(self.world)
-            for name in self._recounters:
-                if self.controllers[name].kinds == (c.LOCAL_QUEUE,):
-                    for ref in refs:
-                        self.due.enqueue(name, (c.LOCAL_QUEUE, *ref))
-                else:
-                    for cq in names:
-                        self.due.enqueue(name, (c.CLUSTER_QUEUE, "", cq))
+        names, refs = self.index.recounted(self.world)
+        for name in self._recounters:
+            if self.controllers[name].kinds == (c.LOCAL_QUEUE,):
+                for ref in refs:
+                    self.due.enqueue(name, (c.LOCAL_QUEUE, *ref))
+            else:
+                for cq in names:
+                    self.due.enqueue(name, (c.CLUSTER_QUEUE, "", cq))
 
     def _workload_changed(self, writer: str, key: Key, was: KubeObject | None, wl: KubeObject | None,
                           diff: Parts, origin: Item | None, config: Configuration) -> None:
