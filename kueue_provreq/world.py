@@ -359,8 +359,10 @@ class World:
         else:
             self._drop(old)
             self._put(obj)
-        if self._observers:
-            self._notify(key, old, obj, parts)
+        observers = self._observers.get(key[0])
+        if observers is not None:  # (``_notify``, inlined: every Workload write comes here)
+            for observer in observers:
+                observer(key, old, obj, parts)
         return None
 
     def put(self, obj: KubeObject) -> list[Key]:

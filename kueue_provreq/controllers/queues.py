@@ -155,7 +155,16 @@ class QueueIndex:
         if not parts & _PLACE_PARTS:  # an update that moves neither its place nor its admission
             assert before is not None and after is not None
             if after.status.admission is before.status.admission and after.spec is before.spec:
-                self._stays(key, after)
+                # swapped in where it was: its place computed once, not before and after
+                place = _place(after)
+                if place is None:
+                    return
+                if not place[0]:
+                    (self.gated if place[2] else self.pending)[place[1]][key] = after
+                    return
+                self.holding[place[1]][key] = after
+                if c.WORKLOAD_ADMITTED in after.status.true_types:
+                    self.admitted[place[1]][key] = after
                 return
         was = None if before is None else _place(before)
         now = None if after is None else _place(after)
@@ -196,19 +205,6 @@ class QueueIndex:
                 self._hold(key, after, now[1], now[2])
             else:
                 (self.gated if now[2] else self.pending).setdefault(now[1], {})[key] = after
-
-    def _stays(self, key: Key, wl: Workload) -> None:
-        """:meth:`changed` for a workload whose place and admission did not move: the object
-        is swapped in where it was (its place computed once, not before and after)."""
-        place = _place(wl)
-        if place is None:
-            return
-        if not place[0]:
-            (self.gated if place[2] else self.pending)[place[1]][key] = wl
-            return
-        self.holding[place[1]][key] = wl
-        if _admitted(wl):
-            self.admitted[place[1]][key] = wl
 
     def _hold(self, key: Key, wl: Workload, cq: str, ref: QueueRef) -> None:
         assert wl.status.admission is not None
