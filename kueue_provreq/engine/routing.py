@@ -20,7 +20,7 @@ from kueue_provreq.controllers import queues, registry
 from kueue_provreq.controllers.parts import EVERYTHING, Parts, changed_parts
 from kueue_provreq.controllers.registry import ROUTE_TARGETS, Route, Watch
 from kueue_provreq.engine.due import Due, Item
-from kueue_provreq.engine.quiet import Quiet, QuietBook, Read, unquiet
+from kueue_provreq.engine.quiet import Quiet, QuietBook, unquiet
 from kueue_provreq.machines import Actor
 from kueue_provreq.world import World
 
@@ -37,9 +37,9 @@ def change(key: Key, before: KubeObject | None, after: KubeObject | None) -> Cha
     return key, before, after, EVERYTHING
 
 
-_WorkloadRoute = tuple[registry.Controller, Route, str | None, Quiet | None, dict[Key, Read] | None]
+_WorkloadRoute = tuple[registry.Controller, Route, str | None, Quiet | None]
 """A watch of Workloads (but ``Route.QUEUES``): its controller, route, ``unless_written_by``, and
-the controller's quiet passes and what they read (None without a watch predicate)."""
+the controller's quiet passes (None without a watch predicate)."""
 
 
 class Witness(Protocol):
@@ -62,7 +62,7 @@ class Router:
             for w in ctl.watches:
                 self.watchers.setdefault(w.kind, []).append((ctl, w))
         workload_watches = self.watchers.get(c.WORKLOAD, ())
-        self._workload_routes = [(ctl, w.route, w.unless_written_by, quiet.of.get(ctl.name), quiet.read.get(ctl.name))
+        self._workload_routes = [(ctl, w.route, w.unless_written_by, quiet.of.get(ctl.name))
                                  for ctl, w in workload_watches if w.route is not Route.QUEUES]
         #: of those, the ones each writer's changes take (those whose ``unless_written_by`` is
         #: not the writer), made on a writer's first change
@@ -87,8 +87,8 @@ class Router:
         to do (``registry.Controller.idle``)."""
         keys = self._cluster_queues() if ctl.kinds == (c.CLUSTER_QUEUE,) else ctl.keys(self.world)
         name, enqueue = ctl.name, self.due.enqueue
-        idle, quiet, read = ctl.idle, self.quiet.of.get(name), self.quiet.read.get(name)
-        if idle is None or quiet is None or read is None:
+        idle, quiet = ctl.idle, self.quiet.of.get(name)
+        if idle is None or quiet is None:
             for key in keys:
                 enqueue(name, key)
             return
@@ -99,7 +99,7 @@ class Router:
                 quiet[key] = wl
                 self._skip(name, key, "it has nothing to do for such a Workload")
             else:
-                unquiet(quiet, read, key)
+                unquiet(quiet, key)
                 enqueue(name, key)
 
     def on_change(self, writer: str, changes: Iterable[Change], config: Configuration,
@@ -158,7 +158,7 @@ class Router:
             routes = self._workload_routes_by[writer] = [
                 r for r in self._workload_routes if r[2] is None or r[2] != writer]
         queued, witness, world = self.due.queued, self.witness, self.world
-        for ctl, route, _, quiet, read in routes:
+        for ctl, route, _, quiet in routes:
             if route is not Route.SELF:
                 if route is Route.ALL:
                     self.enqueue_every(ctl, config)
@@ -175,10 +175,10 @@ class Router:
                 continue  # nothing left to reconcile
             item = (name, key)
             if item in queued:
-                if quiet is not None and read is not None:
-                    unquiet(quiet, read, key)
+                if quiet is not None:
+                    unquiet(quiet, key)
                 continue
-            if quiet is not None and read is not None:
+            if quiet is not None:
                 if origin == item:
                     if witness is not None:
                         witness.skipped(name, key, "its own write settled it")
@@ -187,19 +187,17 @@ class Router:
                 if last is not None:
                     if was is not None:
                         # what the quiet pass that saw ``last`` read: asked when the first
-                        # write after it comes (most quiet passes meet none), kept while it stands
-                        kept = read.get(key)
-                        if kept is None or kept[0] is not last:
+                        # write after it comes (most quiet passes meet none), kept in its place
+                        if isinstance(last, Workload):
                             assert ctl.reads is not None
                             view = ctl.view
-                            kept = read[key] = (last, ctl.reads(world, last, config),
-                                                None if view is None else view(last))
-                        if not diff & kept[1] or (ctl.view is not None and ctl.view(wl) == kept[2]):
+                            last = quiet[key] = (last, ctl.reads(world, last, config),
+                                                 None if view is None else view(last))
+                        if not diff & last[1] or (ctl.view is not None and ctl.view(wl) == last[2]):
                             if witness is not None:
                                 witness.skipped(name, key, f"its watch ignored a change by {writer or 'a client'}")
                             continue
                     quiet[key] = None  # (``unquiet``, inlined: ``last`` is not None)
-                    read.pop(key, None)
                 elif was is None and ctl.idle is not None and ctl.idle(wl, config):
                     quiet[key] = wl
                     if witness is not None:
@@ -216,7 +214,7 @@ class Router:
             return
         quiet = self.quiet.of.get(ctl.name)
         if quiet is not None:
-            unquiet(quiet, self.quiet.read[ctl.name], key)
+            unquiet(quiet, key)
         self.due.enqueue(ctl.name, key)
 
     def _cluster_queues(self) -> list[Key]:
