@@ -137,7 +137,7 @@ def reconcile(world: World, key: Key, ctx: Context) -> Result:
     requeue_after: float | None = None
     if c.WORKLOAD_QUOTA_RESERVED in st.true_types:
         new, requeue_after, ends = _reconcile_quota_held(
-            new, st, ctx, events, fired, lambda held: _reconcile_queue_state(txn, held, st, lq, ctx, events, fired))
+            new, st, ctx, events, fired, lambda held: _reconcile_queue_state(held, st, lq, cq, ctx, events, fired))
         if ends:
             # the pass ends at this write; the next one finds the workload as it left it
             return _write(txn, new, tuple(fired), events)
@@ -414,17 +414,22 @@ def _reconcile_quota_held(wl: Workload, st: WorkloadStatus, ctx: Context, events
     evicted workload alone, an eviction being under way.  ``pre-14309``: both wait for
     ``Evicted`` to be False."""
     evicted = c.WORKLOAD_EVICTED in st.true_types
-    rejected = ws.checks_in(wl, c.CHECK_REJECTED)
+    rejected = retry = False
+    for s in wl.status.admission_checks:  # one loop for both questions: every pass asks them
+        if s.state == c.CHECK_REJECTED:
+            rejected = True
+        elif s.state == c.CHECK_RETRY:
+            retry = True
     if rejected and not (evicted and ctx.config.pre_14309):
-        message = ws.admission_checks_message(rejected, c.CHECK_REJECTED)
+        message = ws.admission_checks_message(ws.checks_in(wl, c.CHECK_REJECTED), c.CHECK_REJECTED)
         new = _set_deactivation_target(wl, c.REASON_ADMISSION_CHECK, message, ctx.now)
         if new is not wl:
             events.append(_event(wl, c.EVENT_TYPE_WARNING, c.EVENT_ADMISSION_CHECK_REJECTED,
                                  c.DEACTIVATED_DUE_TO_EVENT_PREFIX + message))
         return new, None, False
-    if not evicted and any(s.state == c.CHECK_RETRY for s in wl.status.admission_checks):
-        retry = ws.checks_in(wl, c.CHECK_RETRY)
-        message = c.EVICTED_RETRY_PREFIX + ws.admission_checks_message(retry, c.CHECK_RETRY)
+    if not evicted and retry:
+        message = c.EVICTED_RETRY_PREFIX + ws.admission_checks_message(ws.checks_in(wl, c.CHECK_RETRY),
+                                                                       c.CHECK_RETRY)
         wl, evicting = _evict(wl, c.REASON_ADMISSION_CHECK, message, "", ctx.now, events)
         fired.extend(evicting)
         return wl, None, False
@@ -495,18 +500,20 @@ def _restarted(txn: Txn, wl: Workload, reason: str, message: str) -> Result:
                                        clear_requeue_at=False, reason=reason, message=message))
 
 
-def _reconcile_queue_state(txn: Txn, wl: Workload, st: WorkloadStatus, lq: LocalQueue | None, ctx: Context,
-                           events: list[Effect], fired: list[Transition]) -> Workload | None:
+def _reconcile_queue_state(wl: Workload, st: WorkloadStatus, lq: LocalQueue | None, cq: ClusterQueue | None,
+                           ctx: Context, events: list[Effect], fired: list[Transition]) -> Workload | None:
     """``reconcileOnLocalQueueActiveState`` then ``reconcileOnClusterQueueActiveState`` for a
     workload holding quota: an admitted one is evicted by a ``HoldAndDrain`` queue
     (``LocalQueueStopped`` / ``ClusterQueueStopped``, once); a reservation not yet admitted is
     taken back when its queue is missing or terminating (``Misconfigured``) or stopped
     (``Suspended``; both ``Inadmissible`` with UnadmittedWorkloadsObservability off).  The
-    ClusterQueue is the admission's.  None: nothing to do."""
+    ClusterQueue ``cq`` is the admission's (:func:`cluster_queue_for`'s answer for a workload
+    with an admission; a workload holding quota without one has none).  None: nothing to do."""
     admission = wl.status.admission
-    cq_name = "" if admission is None else admission.cluster_queue
-    found = txn.get(c.CLUSTER_QUEUE, "", cq_name)
-    cq = found if isinstance(found, ClusterQueue) else None
+    if admission is None:
+        cq_name, cq = "", None
+    else:
+        cq_name = admission.cluster_queue
     name = wl.spec.queue_name
     if c.WORKLOAD_ADMITTED in st.true_types:
         if c.WORKLOAD_EVICTED in st.true_types:
