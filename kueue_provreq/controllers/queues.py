@@ -37,11 +37,13 @@ from kueue_provreq.api.meta import Time, find_condition, is_true
 from kueue_provreq.api.objects import Key, KubeObject, key_of
 from kueue_provreq.api.queues import ClusterQueue, LocalQueue
 from kueue_provreq.api.workload import PodSet, Workload
-from kueue_provreq.controllers import parts, workload_status
+from kueue_provreq.controllers import workload_status
 from kueue_provreq.controllers.activity import inactive_reason
 from kueue_provreq.controllers.context import Context
+from kueue_provreq.controllers.parts import ADMISSION, CHECKS, CONDITION, METADATA, REQUEUE_STATE, SPEC, changed_parts
+from kueue_provreq.controllers.parts import parts as condition_parts
 from kueue_provreq.controllers.usage import FlavorResource, Usage, held_by
-from kueue_provreq.world import Txn, World
+from kueue_provreq.world import ALL_PARTS, Txn, World
 
 OrderKey = tuple[int, int, str]
 
@@ -160,28 +162,43 @@ class QueueIndex:
         for wl in world.objects(c.WORKLOAD):
             self.changed(key_of(wl), None, wl)
 
-    def changed(self, key: Key, before: KubeObject | None, after: KubeObject | None) -> None:
-        """A Workload changed (``World.observe``: it is told of Workloads only)."""
+    def changed(self, key: Key, before: KubeObject | None, after: KubeObject | None, parts: int = ALL_PARTS
+                ) -> None:
+        """A Workload changed (``World.observe``: it is told of Workloads only), in ``parts``."""
         expected = self.expected
         if expected and after is not None and expected.get(key) is after:
             del expected[key]
             version = self.version
-            self._changed(key, before, after)
+            self._changed(key, before, after, parts)
             self.version = version  # the last cycle's own write
             return
-        self._changed(key, before, after)
+        self._changed(key, before, after, parts)
 
-    def _changed(self, key: Key, before: KubeObject | None, after: KubeObject | None) -> None:
+    def _changed(self, key: Key, before: KubeObject | None, after: KubeObject | None, parts: int) -> None:
         assert (before is None or type(before) is Workload) and (after is None or type(after) is Workload)
+        if not parts & _PLACE_PARTS:  # an update that moves neither its place nor its admission
+            assert before is not None and after is not None
+            if after.status.admission is before.status.admission and after.spec is before.spec:
+                # swapped in where it was: its place computed once, not before and after
+                place = _place(after)
+                if place is None:
+                    return
+                if not place[0]:
+                    (self.gated if place[2] else self.pending)[place[1]][key] = after
+                    self._waiting_rewritten(before, after, parts)
+                    return
+                self.holding_version += 1
+                self.holding[place[1]][key] = after
+                if c.WORKLOAD_ADMITTED in after.status.true_types:
+                    self.admitted[place[1]][key] = after
+                return
         was = None if before is None else _place(before)
         now = None if after is None else _place(after)
         if was is not None and was == now:  # the common case: it stays where it is
             assert before is not None and after is not None
             if not was[0]:
                 (self.gated if was[2] else self.pending)[was[1]][key] = after
-                if parts.changed_parts(before, after) & WAITING_READS and not (
-                        backoff_of(before)[0] and backoff_of(after)[0]):
-                    self.version += 1  # (a cycle reads nothing of a workload held back but that)
+                self._waiting_rewritten(before, after, parts)
                 return
             admitted = _admitted(after)
             if after.status.admission is not before.status.admission \
@@ -222,7 +239,18 @@ class QueueIndex:
             else:
                 (self.gated if now[2] else self.pending).setdefault(now[1], {})[key] = after
 
-    def touched(self, key: Key, before: KubeObject | None, after: KubeObject | None) -> None:
+    def _waiting_rewritten(self, before: Workload, after: Workload, parts: int) -> None:
+        """A waiting workload rewritten where it waits is news to a scheduling cycle when the
+        write changes what a cycle reads of it (:data:`WAITING_READS`; ``parts`` as the write
+        path found them, or all of them for a write it did not see), unless it is held back
+        before and after (a cycle reads nothing else of such a workload)."""
+        if parts == ALL_PARTS:
+            parts = changed_parts(before, after)
+        if parts & WAITING_READS and not (backoff_of(before)[0] and backoff_of(after)[0]):
+            self.version += 1
+
+    def touched(self, key: Key, before: KubeObject | None, after: KubeObject | None, parts: int = ALL_PARTS
+                ) -> None:
         """An object of the :data:`QUEUE_KINDS` changed (``World.observe``).  A scheduling cycle
         reads no ClusterQueue's or LocalQueue's status (which their reconcilers rewrite as the
         usage moves), only their spec and metadata."""
@@ -354,6 +382,10 @@ Held = Mapping[FlavorResource, Decimal]
 
 Place = tuple[bool, Any, Any]
 
+_PLACE_PARTS = METADATA | SPEC | ADMISSION | CONDITION[c.WORKLOAD_FINISHED] | CONDITION[c.WORKLOAD_QUOTA_RESERVED] \
+    | CONDITION[c.WORKLOAD_ADMITTED]
+"""What :func:`_place` and :func:`_admitted` read of a Workload, as parts."""
+
 
 def _place(wl: Workload) -> Place | None:
     """Where a workload sits in the index: (True, ClusterQueue, LocalQueue) holding quota there,
@@ -407,7 +439,7 @@ def index(world: World) -> QueueIndex:
     return found
 
 
-WAITING_READS = parts.METADATA | parts.SPEC | parts.ADMISSION | parts.CHECKS | parts.REQUEUE_STATE | parts.parts(
+WAITING_READS = METADATA | SPEC | ADMISSION | CHECKS | REQUEUE_STATE | condition_parts(
     c.WORKLOAD_FINISHED, c.WORKLOAD_QUOTA_RESERVED, c.WORKLOAD_ADMITTED, c.WORKLOAD_EVICTED, c.WORKLOAD_REQUEUED)
 """What a scheduling cycle reads of a waiting workload: its place, order, shape and backoff, its
 checks' states, and the conditions it sets aside or admits it by (not, say, ``PodsReady``,
