@@ -334,7 +334,7 @@ def _try_next(mode: int, borrow: int, stop_at_preempt: bool, stop_at_borrow: boo
     return borrow > 0 and not stop_at_borrow
 
 
-def assign_flavors(wl: Workload, table: QuotaTable, used: Usage, counts: Sequence[int] | None = None,
+def assign_flavors(pod_sets: Sequence[PodSet], table: QuotaTable, used: Usage, counts: Sequence[int] | None = None,
                    oracle: Oracle | None = None, stop_at_preempt: bool = False,
                    cohort: Cohort | None = None, stop_at_borrow: bool = True) -> Assignment:
     """``FlavorAssigner.Assign``: podset by podset, each resource group tries its flavors in
@@ -353,7 +353,7 @@ def assign_flavors(wl: Workload, table: QuotaTable, used: Usage, counts: Sequenc
     needs: set[FlavorResource] = set()
     borrows = 0
     counts_pods = "pods" in table.group_of
-    for i, ps in enumerate(wl.spec.pod_sets):
+    for i, ps in enumerate(pod_sets):
         count = ps.count if counts is None else counts[i]
         requests = podset_requests(ps, count, counts_pods)
         names = sorted(requests)
@@ -417,6 +417,15 @@ def assign_flavors(wl: Workload, table: QuotaTable, used: Usage, counts: Sequenc
     return Assignment(pod_sets=tuple(assigned), attempts=tuple(attempts), borrows=borrows)
 
 
+@memo(4096)
+def _plain_assignment(pod_sets: tuple[PodSet, ...], table: QuotaTable, used: tuple[tuple[FlavorResource, Decimal], ...],
+                      stop_at_preempt: bool, stop_at_borrow: bool) -> Assignment:
+    """:func:`assign_flavors` of a queue outside a cohort that does not preempt, memoised on the
+    podsets and the usage's items: every cycle tries its queue's head again, mostly on a usage
+    it was tried on already."""
+    return assign_flavors(pod_sets, table, dict(used), stop_at_preempt=stop_at_preempt, stop_at_borrow=stop_at_borrow)
+
+
 def _merge_attempt(into: dict[str, Attempt], attempt: Attempt) -> None:
     """``mergeFlavorAttempts``: a flavor tried for several resource groups of a podset shows
     its worst mode, its largest borrowing level and all its reasons."""
@@ -449,7 +458,7 @@ def reduced_assignment(wl: Workload, table: QuotaTable, used: Usage, cohort: Coh
     while low < high:
         step = (low + high) // 2
         counts = [ps.count - d * step // total for ps, d in zip(wl.spec.pod_sets, deltas, strict=True)]
-        found = assign_flavors(wl, table, used, counts, cohort=cohort, stop_at_borrow=stop_at_borrow)
+        found = assign_flavors(wl.spec.pod_sets, table, used, counts, cohort=cohort, stop_at_borrow=stop_at_borrow)
         if found.reason is None:
             best = (step, found)
             high = step
@@ -572,9 +581,11 @@ class _Cycle:
         preempting (with the targets, ``view`` being what the preemptor sees of the queue);
         else (partial admission) the largest counts that fit; else the whole workload's reason.
         Partial admission that needs preemption is not modelled."""
-        oracle = view.oracle(wl) if view is not None else None
-        whole = assign_flavors(wl, table, used, oracle=oracle, stop_at_preempt=stop_at_preempt, cohort=cohort,
-                               stop_at_borrow=stop_at_borrow)
+        if view is None and cohort is None:
+            whole = _plain_assignment(wl.spec.pod_sets, table, tuple(used.items()), stop_at_preempt, stop_at_borrow)
+        else:
+            whole = assign_flavors(wl.spec.pod_sets, table, used, oracle=view.oracle(wl) if view is not None else None,
+                                   stop_at_preempt=stop_at_preempt, cohort=cohort, stop_at_borrow=stop_at_borrow)
         if whole.reason is None:
             return whole, []
         if view is not None and whole.needs:
