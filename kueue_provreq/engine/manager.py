@@ -182,7 +182,7 @@ class Manager:
         budget = self.max_reconciles or 10_000 + 200 * len(self.world)
         retried = False
         world, reconcile = self.world, self.reconcile
-        stored = world.stored
+        stored = world.lookup()
         try:
             while True:
                 changed_any = False
@@ -255,7 +255,7 @@ class Manager:
             quiet.clear()
             self.router.enqueue_all(config)
         elif self._journal:
-            stored = world.stored
+            stored = world.lookup()
             changed = [change(k, before, stored(k)) for k, before in self._journal.items()]
             self._journal.clear()
             self.router.on_change("", changed, config)

@@ -33,7 +33,7 @@ def apply_effects(world: World, controller: str, key: Key, effects: tuple[Effect
     changed (its object before the first of these effects, after the last).  Updates that
     change nothing are dropped.  Nothing is journaled: the caller routes what it applied."""
     changed: dict[Key, Change] = {}
-    stored = world.stored
+    stored = world.lookup()
     for effect in effects:
         kind = type(effect)
         if kind is Update:
