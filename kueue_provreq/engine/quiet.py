@@ -22,13 +22,14 @@ from kueue_provreq.world import World
 
 Quiet = dict[Key, Workload | None]
 """One controller's quiet passes: Workload key -> the Workload its last pass left with nothing to
-do, or None.  An entry is voided, not removed, until the Workload goes: a Workload's quiet state
+do (or the version that replaced it by a write that left the pass quiet), or None.  An entry is voided, not removed, until the Workload goes: a Workload's quiet state
 comes and goes at every write, and removed and added again the entry would keep the key the write
 came with, a new 64-byte tuple each time."""
 
 Read = tuple[Workload, Parts, Hashable]
-"""What a quiet pass read of the Workload it saw: that Workload, the parts, and the
-controller's view of them (None without a view); kept while that pass stands."""
+"""What a quiet pass read of the Workload it saw: the Workload standing for the pass (the one
+in :data:`Quiet`), the parts, and the controller's view of them (None without a view); kept
+while that pass stands."""
 
 
 class QuietBook:
@@ -57,15 +58,18 @@ class QuietBook:
                     diff: Parts, config: Configuration) -> bool:
         """Whether a write that changed ``diff`` of the Workload (now ``wl``) leaves the quiet
         pass that saw ``seen`` quiet: it changed no part that pass read, or nothing of what the
-        controller decides from (its ``view``)."""
+        controller decides from (its ``view``).  If so, ``wl`` stands for the pass from then on,
+        with what the pass read of ``seen`` (the caller enters it): an old version kept only to
+        be told apart would hold a whole status per controller and Workload."""
         kept = self.read[ctl.name]
         read = kept.get(key)
         if read is None or read[0] is not seen:
             assert ctl.reads is not None
             read = kept[key] = (seen, ctl.reads(world, seen, config), None if ctl.view is None else ctl.view(seen))
-        if not diff & read[1]:
-            return True
-        return ctl.view is not None and ctl.view(wl) == read[2]
+        if diff & read[1] and (ctl.view is None or ctl.view(wl) != read[2]):
+            return False
+        kept[key] = (wl, read[1], read[2])  # the caller's ``quiet[key] = wl``: ``seen`` can go
+        return True
 
 
 def unquiet(quiet: Quiet, read: dict[Key, Read], key: Key) -> None:

@@ -175,6 +175,7 @@ class Router:
                 last = quiet.get(key)
                 if last is not None:
                     if was is not None and self.quiet.still_quiet(ctl, self.world, key, last, wl, diff, config):
+                        quiet[key] = wl
                         if witness is not None:
                             witness.skipped(name, key, f"its watch ignored a change by {writer or 'a client'}")
                         continue
