@@ -218,7 +218,9 @@ class Manager:
                     if not others and not errors:
                         break  # what they wrote is news to nobody
                 if run_scheduler:
-                    _, changed = reconcile(SCHEDULER, (SCHEDULER, "", ""), ctx)
+                    # its Result not kept: it holds every Workload the cycle wrote, as the cycle
+                    # wrote them, which later writes replace
+                    changed = reconcile(SCHEDULER, (SCHEDULER, "", ""), ctx)[1]
                     if changed:
                         retried = False
                         continue
