@@ -240,6 +240,7 @@ class Manager:
                 break
         finally:
             queue.extendleft(reversed(later + held))
+            self.due.drained()
 
     def _collect_due(self, ctx: Context) -> None:
         """Make due what became due since the last settle: outside writes, ended wake-ups."""
