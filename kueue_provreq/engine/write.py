@@ -41,6 +41,8 @@ def apply_effects(world: World, controller: str, key: Key, effects: tuple[Effect
                 obj = effect.obj
                 meta = obj.metadata
                 k = (obj.KIND, meta.namespace, meta.name)
+                if k == key:
+                    k = key  # as below: what the world's indexes keep then shares one tuple
                 old = world.stored(k)
                 if old is obj:
                     continue
@@ -57,8 +59,6 @@ def apply_effects(world: World, controller: str, key: Key, effects: tuple[Effect
                         continue
                     done = world.replace(k, old, obj)
                     if len(done) == 1 and k not in changed:  # the common case: one object replaced
-                        if k == key:
-                            k = key
                         changed[k] = (k, old, world.stored(k), diff)  # (a last finalizer gone: None)
                         if on_effect is not None:
                             on_effect(controller, key, effect)
