@@ -139,8 +139,13 @@ def _index_remove(index: dict[str, tuple[Key, ...]], at: str, key: Key) -> None:
 
 # --- the world -------------------------------------------------------------------
 
-Observer = Callable[[Key, KubeObject | None, KubeObject | None], None]
-"""Told of every change to an object of the kind it observes: (key, old, new)."""
+Observer = Callable[[Key, KubeObject | None, KubeObject | None, int], None]
+"""Told of every change to an object of the kind it observes: (key, old, new, parts), ``parts``
+what the change changed as the bits of :mod:`~kueue_provreq.controllers.parts` when the writer
+computed them (the engine's write path does, for a Workload update), else :data:`ALL_PARTS`."""
+
+ALL_PARTS = -1
+"""Every bit set: the parts of a change nobody computed (a create, a delete, an outside write)."""
 
 OWNED = "owned"
 Read = tuple[Any, Any]
@@ -152,7 +157,8 @@ UNKEPT: Read = (None, None)
 class Index(Protocol):
     """An index kept over a world's objects of one kind, told of every change to them."""
 
-    def changed(self, key: Key, before: KubeObject | None, after: KubeObject | None) -> None: ...
+    def changed(self, key: Key, before: KubeObject | None, after: KubeObject | None, parts: int = ALL_PARTS
+                ) -> None: ...
 
 
 @attrs.define
@@ -177,10 +183,14 @@ class World:
     """Every object of a scenario, indexed by key, by kind and by owner."""
 
     __slots__ = ("_objects", "_by_kind", "_owned_by_name", "_dependents", "uid_counter", "faults", "hooks",
-                 "_observers")
+                 "_observers", "stored")
 
     def __init__(self, objects: Iterable[KubeObject] = (), faults: tuple[Fault, ...] = ()) -> None:
         self._objects: dict[Key, KubeObject] = {}
+        self.stored: Callable[[Key], KubeObject | None] = self._objects.get
+        """The object under a key, as ``get`` answers, but not a read of any reconcile: the
+        engine's write path looks up what a write replaces (the map's own ``get``: it is asked
+        twice per write)."""
         self._by_kind: dict[str, dict[Key, KubeObject]] = {k: {} for k in KINDS}
         #: the two owner indexes: (kind, namespace) -> owner name -> keys, owner uid -> keys
         #: (see :func:`_index_add` for why tuples; nested, the names are the objects' own
@@ -261,9 +271,9 @@ class World:
         up to date at O(1) per change."""
         self._observers.setdefault(kind, []).append(observer)
 
-    def _notify(self, key: Key, old: KubeObject | None, new: KubeObject | None) -> None:
+    def _notify(self, key: Key, old: KubeObject | None, new: KubeObject | None, parts: int = ALL_PARTS) -> None:
         for observer in self._observers.get(key[0], ()):
-            observer(key, old, new)
+            observer(key, old, new, parts)
 
     def __iter__(self) -> Iterator[KubeObject]:
         return iter(list(self._objects.values()))
@@ -300,21 +310,23 @@ class World:
     def apply_changes(self, effect: Effect) -> list[tuple[Key, KubeObject | None]]:
         """:meth:`apply`, returning each key with the object it held before (None for a create),
         so that a driver can tell what changed, and whose a deleted object was."""
-        changes = self._apply(effect)
+        changes = self.apply_unjournaled(effect)
         journal = self.hooks.journal
         if journal is not None:
             for key, old in changes:
                 journal.setdefault(key, old)
         return changes
 
-    def _apply(self, effect: Effect) -> list[tuple[Key, KubeObject | None]]:
+    def apply_unjournaled(self, effect: Effect) -> list[tuple[Key, KubeObject | None]]:
+        """:meth:`apply_changes`, recorded in no journal: the engine's write path, which routes
+        what it applies itself."""
         if isinstance(effect, Update):
             obj = effect.obj
             key = (obj.KIND, obj.metadata.namespace, obj.metadata.name)
             old = self._objects.get(key)
             if old is None:
                 raise ValueError(not_found(key[0], key[2]))
-            return self.replace(key, old, obj)
+            return self.replace(key, old, obj) or [(key, old)]
         if isinstance(effect, Create):
             key = key_of(effect.obj)
             if key in self._objects:
@@ -328,15 +340,13 @@ class World:
             return self._delete_cascading((effect.kind, effect.namespace, effect.name))
         return []
 
-    def stored(self, key: Key) -> KubeObject | None:
-        """The object under ``key``, as ``get`` answers, but not a read of any reconcile: the
-        engine's write path looks up what a write replaces."""
-        return self._objects.get(key)
-
-    def replace(self, key: Key, old: KubeObject, obj: KubeObject) -> list[tuple[Key, KubeObject | None]]:
-        """An Update of ``old``, stored under ``key``, to ``obj``: :meth:`apply_changes` for a
-        write whose key and old object the caller has looked up already (the engine's write
-        path builds a write's key once), recorded in no journal."""
+    def replace(self, key: Key, old: KubeObject, obj: KubeObject, parts: int = ALL_PARTS
+                ) -> list[tuple[Key, KubeObject | None]] | None:
+        """An Update of ``old``, stored under ``key``, to ``obj`` (which changes ``parts`` of
+        it, if the caller knows them): :meth:`apply_unjournaled` for a write whose key and old
+        object the caller has looked up already (the engine's write path builds a write's key
+        once).  None when ``obj`` is stored (nearly every write: no list is built for it); what
+        it deleted when it removed its last finalizer of a terminating object."""
         meta = obj.metadata
         if meta.deletion_timestamp is not None and not meta.finalizers:
             # the API server removes a terminating object once its last finalizer is gone
@@ -349,9 +359,11 @@ class World:
         else:
             self._drop(old)
             self._put(obj)
-        if self._observers:
-            self._notify(key, old, obj)
-        return [(key, old)]
+        observers = self._observers.get(key[0])
+        if observers is not None:  # (``_notify``, inlined: every Workload write comes here)
+            for observer in observers:
+                observer(key, old, obj, parts)
+        return None
 
     def put(self, obj: KubeObject) -> list[Key]:
         """Create or replace, as ``kubectl apply`` would."""
@@ -625,5 +637,5 @@ def truncate(message: str, limit: int) -> str:
     return raw[: limit - 4].decode(errors="ignore") + " ..."
 
 
-__all__ = ["Create", "Delete", "EMPTY", "Effect", "Event", "Fault", "Hooks", "Index", "MetricInc", "NOTHING",
+__all__ = ["ALL_PARTS", "Create", "Delete", "EMPTY", "Effect", "Event", "Fault", "Hooks", "Index", "MetricInc", "NOTHING",
            "Result", "Txn", "Update", "World", "marked_for_deletion", "truncate"]

@@ -97,3 +97,26 @@ def test_parts_are_zero_exactly_when_the_workloads_are_equal(a: list[Edit], b: l
     for edit in b:
         new = edit(new)
     assert (changed_parts(old, new) == 0) == (old == new)
+
+
+_CONDITIONS = st.lists(st.builds(cond, st.sampled_from([c.WORKLOAD_ADMITTED, c.WORKLOAD_EVICTED, "Custom"]),
+                                 st.sampled_from([c.TRUE, c.FALSE])), max_size=4).map(tuple)
+
+
+@given(_CONDITIONS, _CONDITIONS, st.booleans())
+def test_condition_parts_are_those_of_the_first_condition_of_each_type(
+        before: tuple[Any, ...], after: tuple[Any, ...], in_place: bool) -> None:
+    """Pairs compared in place (one condition per type, lined up) or types indexed, the parts
+    are those of each type whose first condition differs, and UNREAD for the rest of a change."""
+    if in_place:  # a write that replaces conditions where they stand, as most do
+        after = tuple(b if a.type == b.type else a for a, b in zip(before, after, strict=False)) + before[len(after):]
+    old, new = with_status(BASE, conditions=before), with_status(BASE, conditions=after)
+    first_old = {cd.type: cd for cd in reversed(before)}
+    first_new = {cd.type: cd for cd in reversed(after)}
+    expected = 0
+    for type_ in {*first_old, *first_new}:
+        if first_old.get(type_) != first_new.get(type_):
+            expected |= CONDITION.get(type_, UNREAD)
+    if not expected and before != after:
+        expected = UNREAD
+    assert changed_parts(old, new) == expected

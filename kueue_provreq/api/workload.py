@@ -49,6 +49,13 @@ class Admission:
     pod_set_assignments: tuple[PodSetAssignment, ...] = ()
     extra: FrozenMap[str, Json] = EMPTY
 
+    @functools.cached_property
+    def flavor_names(self) -> frozenset[str]:
+        """The flavors assigned to any podset, built once per admission: every pass of the
+        workload controller asks which checks they call for, and one set kept keeps its hash
+        (the checks are memoised on it)."""
+        return frozenset([f for psa in self.pod_set_assignments for f in psa.flavors.values()])
+
 
 @attrs.define(unsafe_hash=True, weakref_slot=False)
 class PodSetUpdate:

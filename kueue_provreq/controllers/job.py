@@ -378,9 +378,11 @@ def _pods_not_ready_already(wl: Workload, ready: Condition) -> bool:
 
 
 def pods_ready_current(wl: Workload) -> bool:
-    """Whether :func:`_sync_pods_ready` leaves ``wl`` as it is."""
-    ready = wl.condition(c.WORKLOAD_PODS_READY)
-    return ready is not None and (wl.is_admitted() or _pods_not_ready_already(wl, ready))
+    """Whether :func:`_sync_pods_ready` leaves ``wl`` as it is (asked of every write the job
+    reconciler's watch sees: read straight off the status's index)."""
+    status = wl.status
+    ready = status.conditions_by_type.get(c.WORKLOAD_PODS_READY)
+    return ready is not None and (c.WORKLOAD_ADMITTED in status.true_types or _pods_not_ready_already(wl, ready))
 
 
 def _sync_pods_ready(txn: Txn, wl: Workload) -> Result:

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from kueue_provreq.api import constants as c
+from kueue_provreq.api.meta import Condition, Conditions
 from kueue_provreq.api.workload import AdmissionCheckState, Workload
 
 Parts = int
@@ -86,7 +87,7 @@ def changed_parts(old: Workload, new: Workload) -> Parts:
     a, b = old.status, new.status
     if a is not b:
         if a.conditions is not b.conditions:
-            out |= _conditions_changed(a.conditions_by_type, b.conditions_by_type)
+            out |= _conditions_changed(a.conditions, b.conditions, a.conditions_by_type, b.conditions_by_type)
             if not out & (CONDITIONS | UNREAD) and a.conditions != b.conditions:
                 out |= UNREAD  # the same first condition of each type, in another order or company
         if a.admission is not b.admission and a.admission != b.admission:
@@ -103,7 +104,21 @@ def changed_parts(old: Workload, new: Workload) -> Parts:
     return out
 
 
-def _conditions_changed(before: Mapping[str, object], after: Mapping[str, object]) -> Parts:
+def _conditions_changed(old: Conditions, new: Conditions, before: Mapping[str, Condition],
+                        after: Mapping[str, Condition]) -> Parts:
+    """The condition parts in which ``new`` (indexed by type: ``after``) differs from ``old``."""
+    if len(old) == len(new) == len(before) == len(after):
+        # one condition per type on both sides (as ``SetStatusCondition`` keeps them), and most
+        # writes replace one in place: when the types line up, the pairs are compared
+        out = 0
+        for a, b in zip(old, new, strict=True):
+            if a is not b:
+                if a.type != b.type:
+                    break
+                if a != b:
+                    out |= CONDITION.get(a.type, UNREAD)
+        else:
+            return out
     out = 0
     for type_, cond in after.items():
         prev = before.get(type_)

@@ -684,16 +684,23 @@ def _reconcile(txn: Txn, key: Key, ctx: Context) -> tuple[int | None, bool]:
         if isinstance(ac, AdmissionCheck) and ac.spec.controller_name == c.PROVISIONING_REQUEST_CONTROLLER_NAME:
             configs[st.name] = config_from_ref(txn, ac.spec.parameters)
     admission = wl.status.admission
-    assignments = {psa.name: psa for psa in admission.pod_set_assignments} if admission else {}
-    needed = {check: req_is_needed(wl, prc, assignments) for check, prc in configs.items() if prc is not None}
-    active = _active_requests(wl, configs, needed, owned)
+    assignments: dict[str, PodSetAssignment] = {}
+    if admission is not None:
+        for psa in admission.pod_set_assignments:
+            assignments[psa.name] = psa
+    needed: dict[str, bool] = {}
+    for check, prc in configs.items():
+        if prc is not None:
+            needed[check] = req_is_needed(wl, prc, assignments)
+    active = _active_requests(wl, configs, needed, owned) if owned else {}
     keep_quota = config.gate(c.GATE_KEEP_QUOTA_FOR_PROVREQ_RETRY)
 
     wl, undecided = _sync_check_states(txn, wl, configs, needed, active, keep_quota, ctx)
-    in_use = {pr.metadata.name for pr, _ in active.values()}
-    for pr in owned:
-        if pr.metadata.name not in in_use:
-            _delete(txn, pr)
+    if owned:
+        in_use = {pr.metadata.name for pr, _ in active.values()}
+        for pr in owned:
+            if pr.metadata.name not in in_use:
+                _delete(txn, pr)
     wake, created = _sync_owned_requests(txn, wl, configs, needed, active, assignments, keep_quota)
     # A new request is what the next pass decides its check from (no condition yet: Pending,
     # no message).  The pass is settled when every check it left undecided got a request and

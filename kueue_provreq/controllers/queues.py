@@ -40,8 +40,9 @@ from kueue_provreq.api.workload import PodSet, Workload
 from kueue_provreq.controllers import workload_status
 from kueue_provreq.controllers.activity import inactive_reason
 from kueue_provreq.controllers.context import Context
+from kueue_provreq.controllers.parts import ADMISSION, CONDITION, METADATA, SPEC
 from kueue_provreq.controllers.usage import FlavorResource, Usage, held_by
-from kueue_provreq.world import Txn, World
+from kueue_provreq.world import ALL_PARTS, Txn, World
 
 OrderKey = tuple[int, int, str]
 
@@ -147,9 +148,24 @@ class QueueIndex:
         for wl in world.objects(c.WORKLOAD):
             self.changed(key_of(wl), None, wl)
 
-    def changed(self, key: Key, before: KubeObject | None, after: KubeObject | None) -> None:
-        """A Workload changed (``World.observe``: it is told of Workloads only)."""
+    def changed(self, key: Key, before: KubeObject | None, after: KubeObject | None, parts: int = ALL_PARTS
+                ) -> None:
+        """A Workload changed (``World.observe``: it is told of Workloads only), in ``parts``."""
         assert (before is None or type(before) is Workload) and (after is None or type(after) is Workload)
+        if not parts & _PLACE_PARTS:  # an update that moves neither its place nor its admission
+            assert before is not None and after is not None
+            if after.status.admission is before.status.admission and after.spec is before.spec:
+                # swapped in where it was: its place computed once, not before and after
+                place = _place(after)
+                if place is None:
+                    return
+                if not place[0]:
+                    (self.gated if place[2] else self.pending)[place[1]][key] = after
+                    return
+                self.holding[place[1]][key] = after
+                if c.WORKLOAD_ADMITTED in after.status.true_types:
+                    self.admitted[place[1]][key] = after
+                return
         was = None if before is None else _place(before)
         now = None if after is None else _place(after)
         if was is not None and was == now:  # the common case: it stays where it is
@@ -314,6 +330,10 @@ Held = Mapping[FlavorResource, Decimal]
 """What one workload holding quota holds (read-only: look-alike workloads share it)."""
 
 Place = tuple[bool, Any, Any]
+
+_PLACE_PARTS = METADATA | SPEC | ADMISSION | CONDITION[c.WORKLOAD_FINISHED] | CONDITION[c.WORKLOAD_QUOTA_RESERVED] \
+    | CONDITION[c.WORKLOAD_ADMITTED]
+"""What :func:`_place` and :func:`_admitted` read of a Workload, as parts."""
 
 
 def _place(wl: Workload) -> Place | None:

@@ -58,7 +58,7 @@ from kueue_provreq.api.config import WaitForPodsReady
 from kueue_provreq.api.meta import Condition, Time
 from kueue_provreq.api.objects import Key
 from kueue_provreq.api.queues import ClusterQueue, LocalQueue
-from kueue_provreq.api.workload import Workload, WorkloadStatus
+from kueue_provreq.api.workload import AdmissionCheckState, Workload, WorkloadStatus
 from kueue_provreq.controllers import workload_status as ws
 from kueue_provreq.controllers.activity import inactive_reason
 from kueue_provreq.controllers.backoff import NS, wait_time_ns
@@ -105,20 +105,21 @@ def reconcile(world: World, key: Key, ctx: Context) -> Result:
 
     lq = txn.get(c.LOCAL_QUEUE, wl.metadata.namespace, wl.spec.queue_name)
     lq = lq if isinstance(lq, LocalQueue) else None
-    if lq is not None and not lq.spec.stopped and _requeued_false(st, c.REASON_LQ_STOPPED):
+    held_by = _requeued_false_reason(st)
+    if held_by == c.REASON_LQ_STOPPED and lq is not None and not lq.spec.stopped:
         return _restarted(txn, wl, c.REASON_LQ_RESTARTED, c.MSG_LQ_RESTARTED)
 
-    gated = _sync_admission_gate(txn, wl, st, ctx)
-    if gated is not None:
-        return gated
+    if c.WORKLOAD_QUOTA_RESERVED not in st.true_types:
+        gated = _sync_admission_gate(txn, wl, st, ctx)
+        if gated is not None:
+            return gated
 
     cq = cluster_queue_for(txn, wl)
     if cq is not None:
-        if not cq.spec.stopped and _requeued_false(st, c.REASON_CQ_STOPPED_EVICTION):
+        if held_by == c.REASON_CQ_STOPPED_EVICTION and not cq.spec.stopped:
             return _restarted(txn, wl, c.REASON_CQ_RESTARTED, c.MSG_CQ_RESTARTED)
         wanted = _wanted_checks(wl, cq)
-        states = wl.status.admission_checks
-        if len(states) != len(wanted) or any(s.name != n for s, n in zip(states, wanted, strict=True)):
+        if not _checks_synced(st.admission_checks, wanted):
             synced = ws.sync_check_states(wl, wanted, now)
             if synced is not wl:
                 return _write(txn, synced)
@@ -130,14 +131,13 @@ def reconcile(world: World, key: Key, ctx: Context) -> Result:
             ctx.config.kep_993_preemption and c.WORKLOAD_QUOTA_RESERVED in st.true_types and ws.all_checks_ready(wl)):
         # KEP-993: the scheduler re-validates the quota of a reservation whose checks are all
         # Ready before admitting it (``scheduler._Cycle.kep_993_admit``)
-        new = _sync_unadmitted(wl, st, ctx, events, fired, lambda: _queue_blocker(txn, wl, lq, cq),
-                               cq is None or cq.spec.admits_namespace(wl.metadata.namespace))
+        new = _sync_unadmitted(wl, st, ctx, events, fired, lambda: _queue_blocker(txn, wl, lq, cq), cq)
         if new is not wl:
             st = new.status
     requeue_after: float | None = None
     if c.WORKLOAD_QUOTA_RESERVED in st.true_types:
         new, requeue_after, ends = _reconcile_quota_held(
-            new, st, ctx, events, fired, lambda held: _reconcile_queue_state(txn, held, st, lq, ctx, events, fired))
+            new, st, ctx, events, fired, lambda held: _reconcile_queue_state(held, st, lq, cq, ctx, events, fired))
         if ends:
             # the pass ends at this write; the next one finds the workload as it left it
             return _write(txn, new, tuple(fired), events)
@@ -253,11 +253,11 @@ def _sync_admission_gate(txn: Txn, wl: Workload, st: WorkloadStatus, ctx: Contex
     reservation" (event ``AdmissionGateCleared``).  Either ends the pass.  A gated workload is
     not admissible (:func:`queues.is_admissible`), so the scheduler never sees it.
 
-    Only a workload without quota is touched: the webhook allows the annotation only on create
+    Asked only of a workload without quota: the webhook allows the annotation only on create
     (and only removing gates later), when no quota can be held, so this never differs from
     upstream for a world the API server could produce; upstream would unset a reservation."""
     config = ctx.config
-    if not config.gate(c.GATE_ADMISSION_GATED_BY) or c.WORKLOAD_QUOTA_RESERVED in st.true_types:
+    if not config.gate(c.GATE_ADMISSION_GATED_BY):
         return None
     gates = ws.admission_gates(wl, config)
     held = st.conditions_by_type.get(c.WORKLOAD_QUOTA_RESERVED)
@@ -280,9 +280,18 @@ def _sync_admission_gate(txn: Txn, wl: Workload, st: WorkloadStatus, ctx: Contex
 def _wanted_checks(wl: Workload, cq: ClusterQueue) -> tuple[str, ...]:
     """``AdmissionChecksForWorkload``, sorted."""
     admission = wl.status.admission
-    used = None if admission is None else frozenset(
-        f for psa in admission.pod_set_assignments for f in psa.flavors.values())
-    return ws.checks_for_flavors(cq.spec, used)
+    return ws.checks_for_flavors(cq.spec, None if admission is None else admission.flavor_names)
+
+
+def _checks_synced(states: tuple[AdmissionCheckState, ...], wanted: tuple[str, ...]) -> bool:
+    """Whether the workload lists exactly the wanted checks, in order (a loop, not a generator:
+    every pass asks it)."""
+    if len(states) != len(wanted):
+        return False
+    for s, name in zip(states, wanted, strict=True):  # noqa: SIM110 (a generator costs more)
+        if s.name != name:
+            return False
+    return True
 
 
 # --- step 5 ---------------------------------------------------------------------------
@@ -290,7 +299,7 @@ def _wanted_checks(wl: Workload, cq: ClusterQueue) -> tuple[str, ...]:
 
 def _sync_unadmitted(wl: Workload, st: WorkloadStatus, ctx: Context, events: list[Effect],
                      fired: list[Transition], blocker: Callable[[], tuple[str, str] | None],
-                     admissible: bool) -> Workload:
+                     cq: ClusterQueue | None) -> Workload:
     """``syncQuotaReservedFalseCondition`` for a workload without quota (its ``QuotaReserved=False``
     reason recomputed, :func:`_pending_reason`; one without a queue name is told that the
     LocalQueue named "" does not exist, as upstream's lookup of it answers), then
@@ -301,7 +310,7 @@ def _sync_unadmitted(wl: Workload, st: WorkloadStatus, ctx: Context, events: lis
     observability = config.gate(c.GATE_UNADMITTED_OBSERVABILITY)
     new = wl
     if c.WORKLOAD_QUOTA_RESERVED not in st.true_types:
-        wanted = _pending_reason(wl, st, observability, blocker, admissible)
+        wanted = _pending_reason(wl, st, observability, blocker, cq)
         if wanted is not None:
             new = ws.set_cond(new, c.WORKLOAD_QUOTA_RESERVED, c.FALSE, wanted[0],
                               truncate(wanted[1], c.CONDITION_MESSAGE_LIMIT), now)
@@ -326,12 +335,13 @@ _SCHEDULER_REASONS = frozenset({c.REASON_WAITING_FOR_QUOTA, c.REASON_NO_MATCHING
 
 
 def _pending_reason(wl: Workload, st: WorkloadStatus, observability: bool,
-                    blocker: Callable[[], tuple[str, str] | None], admissible: bool) -> tuple[str, str] | None:
+                    blocker: Callable[[], tuple[str, str] | None], cq: ClusterQueue | None
+                    ) -> tuple[str, str] | None:
     """The ``QuotaReserved=False`` (reason, message) a workload without quota should carry, in
     upstream's precedence (``resolveGranularUnadmittedQuotaReservedCondition``): deactivated; on
     hold as it is; the queue's blocker (:func:`_queue_blocker`); ``Misconfigured`` when the
-    ClusterQueue's ``namespaceSelector`` leaves the namespace out (``admissible`` False,
-    ``ValidateAdmissibility``); gated by an annotation as it is
+    ClusterQueue ``cq``'s ``namespaceSelector`` leaves the namespace out
+    (``ValidateAdmissibility``); gated by an annotation as it is
     (the gate's own sync writes it); a reason the scheduler wrote as it is; otherwise
     ``PendingEvaluation``, unless there is no condition yet.  With UnadmittedWorkloadsObservability
     off only a blocker is written, as ``Inadmissible``.  None: leave the condition as it is."""
@@ -346,7 +356,7 @@ def _pending_reason(wl: Workload, st: WorkloadStatus, observability: bool,
     found = blocker()
     if found is not None:
         return found
-    if not admissible:
+    if cq is not None and not cq.spec.admits_namespace(wl.metadata.namespace):
         return c.REASON_MISCONFIGURED, c.MSG_NAMESPACE_MISMATCH
     if cond is None or cond.reason in _SCHEDULER_REASONS or cond.reason == c.REASON_ADMISSION_GATED:
         return None
@@ -372,8 +382,7 @@ def _admitted_false_is_current(wl: Workload, st: WorkloadStatus, observability: 
     """A fast "nothing to do" for ``SyncAdmittedCondition`` on a workload that is not admitted:
     True only when the sync would leave it unchanged (a test checks the two agree)."""
     reserved = c.WORKLOAD_QUOTA_RESERVED in st.true_types
-    ready = all(s.state == c.CHECK_READY for s in wl.status.admission_checks)
-    if reserved and ready:
+    if reserved and ws.all_checks_ready(wl):
         return False  # it becomes admitted
     if not observability:
         return True  # legacy: Admitted=False is written only on a True -> False transition
@@ -405,17 +414,22 @@ def _reconcile_quota_held(wl: Workload, st: WorkloadStatus, ctx: Context, events
     evicted workload alone, an eviction being under way.  ``pre-14309``: both wait for
     ``Evicted`` to be False."""
     evicted = c.WORKLOAD_EVICTED in st.true_types
-    rejected = ws.checks_in(wl, c.CHECK_REJECTED)
+    rejected = retry = False
+    for s in wl.status.admission_checks:  # one loop for both questions: every pass asks them
+        if s.state == c.CHECK_REJECTED:
+            rejected = True
+        elif s.state == c.CHECK_RETRY:
+            retry = True
     if rejected and not (evicted and ctx.config.pre_14309):
-        message = ws.admission_checks_message(rejected, c.CHECK_REJECTED)
+        message = ws.admission_checks_message(ws.checks_in(wl, c.CHECK_REJECTED), c.CHECK_REJECTED)
         new = _set_deactivation_target(wl, c.REASON_ADMISSION_CHECK, message, ctx.now)
         if new is not wl:
             events.append(_event(wl, c.EVENT_TYPE_WARNING, c.EVENT_ADMISSION_CHECK_REJECTED,
                                  c.DEACTIVATED_DUE_TO_EVENT_PREFIX + message))
         return new, None, False
-    if not evicted and any(s.state == c.CHECK_RETRY for s in wl.status.admission_checks):
-        retry = ws.checks_in(wl, c.CHECK_RETRY)
-        message = c.EVICTED_RETRY_PREFIX + ws.admission_checks_message(retry, c.CHECK_RETRY)
+    if not evicted and retry:
+        message = c.EVICTED_RETRY_PREFIX + ws.admission_checks_message(ws.checks_in(wl, c.CHECK_RETRY),
+                                                                       c.CHECK_RETRY)
         wl, evicting = _evict(wl, c.REASON_ADMISSION_CHECK, message, "", ctx.now, events)
         fired.extend(evicting)
         return wl, None, False
@@ -470,10 +484,11 @@ def _reconcile_not_ready_timeout(wl: Workload, st: WorkloadStatus, cfg: WaitForP
 # --- queues that stop or go away ----------------------------------------------------------
 
 
-def _requeued_false(st: WorkloadStatus, reason: str) -> bool:
-    """``isDisabledRequeuedByReason``."""
+def _requeued_false_reason(st: WorkloadStatus) -> str | None:
+    """The reason of a ``Requeued=False`` condition, None without one: what
+    ``isDisabledRequeuedByReason`` compares (read once per pass, asked twice)."""
     found = st.conditions_by_type.get(c.WORKLOAD_REQUEUED)
-    return found is not None and found.status == c.FALSE and found.reason == reason
+    return found.reason if found is not None and found.status == c.FALSE else None
 
 
 def _restarted(txn: Txn, wl: Workload, reason: str, message: str) -> Result:
@@ -485,18 +500,20 @@ def _restarted(txn: Txn, wl: Workload, reason: str, message: str) -> Result:
                                        clear_requeue_at=False, reason=reason, message=message))
 
 
-def _reconcile_queue_state(txn: Txn, wl: Workload, st: WorkloadStatus, lq: LocalQueue | None, ctx: Context,
-                           events: list[Effect], fired: list[Transition]) -> Workload | None:
+def _reconcile_queue_state(wl: Workload, st: WorkloadStatus, lq: LocalQueue | None, cq: ClusterQueue | None,
+                           ctx: Context, events: list[Effect], fired: list[Transition]) -> Workload | None:
     """``reconcileOnLocalQueueActiveState`` then ``reconcileOnClusterQueueActiveState`` for a
     workload holding quota: an admitted one is evicted by a ``HoldAndDrain`` queue
     (``LocalQueueStopped`` / ``ClusterQueueStopped``, once); a reservation not yet admitted is
     taken back when its queue is missing or terminating (``Misconfigured``) or stopped
     (``Suspended``; both ``Inadmissible`` with UnadmittedWorkloadsObservability off).  The
-    ClusterQueue is the admission's.  None: nothing to do."""
+    ClusterQueue ``cq`` is the admission's (:func:`cluster_queue_for`'s answer for a workload
+    with an admission; a workload holding quota without one has none).  None: nothing to do."""
     admission = wl.status.admission
-    cq_name = "" if admission is None else admission.cluster_queue
-    found = txn.get(c.CLUSTER_QUEUE, "", cq_name)
-    cq = found if isinstance(found, ClusterQueue) else None
+    if admission is None:
+        cq_name, cq = "", None
+    else:
+        cq_name = admission.cluster_queue
     name = wl.spec.queue_name
     if c.WORKLOAD_ADMITTED in st.true_types:
         if c.WORKLOAD_EVICTED in st.true_types:

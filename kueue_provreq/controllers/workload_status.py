@@ -75,9 +75,7 @@ def checks_for_workload(wl: Workload, cq: ClusterQueue) -> list[str]:
     """``AdmissionChecksForWorkload``: with an admission, the checks whose flavors meet the
     assigned ones; without, only the checks that apply to every flavor of the queue."""
     admission = wl.status.admission
-    used = None if admission is None else frozenset(
-        f for psa in admission.pod_set_assignments for f in psa.flavors.values())
-    return list(checks_for_flavors(cq.spec, used))
+    return list(checks_for_flavors(cq.spec, None if admission is None else admission.flavor_names))
 
 
 @memo(4096)
@@ -182,7 +180,6 @@ def evict(txn: Txn, wl: Workload, reason: str, message: str, cause: str = "") ->
     checks reset (each check's ``reset_on_eviction``), scheduling stats, and (only for a
     workload that had an admission) the metrics and the event."""
     now = txn.now
-    wl, evicting = write_workload(wl, WorkloadTrigger.EVICT, reason=reason, message=message, cause=cause, now=now)
     full_reason = reason_with_cause(reason, cause)
     extra = wl.status.extra
     for k in _CLEARED_ON_EVICTION:
@@ -192,7 +189,9 @@ def evict(txn: Txn, wl: Workload, reason: str, message: str, cause: str = "") ->
     else:
         extra, seen_before = _first_eviction(reason, cause), False
     checks, resets = reset_checks_on_eviction(wl.status.admission_checks, now)
-    wl = wl.with_status(extra=extra, admission_checks=checks)
+    # one new Workload for the condition, the checks and the stats
+    wl, evicting = write_workload(wl, WorkloadTrigger.EVICT, reason=reason, message=message, cause=cause, now=now,
+                                  admission_checks=checks, extra=extra)
     gated = wl.condition(c.WORKLOAD_BLOCKED_ON_PREEMPTION_GATES)
     if gated is not None and gated.status == c.TRUE:
         conds, _ = set_condition(wl.status.conditions, evolve(gated, status=c.FALSE, last_transition_time=None), now)

@@ -21,7 +21,7 @@ from kueue_provreq.api.workload import Workload
 from kueue_provreq.controllers import registry, scheduler
 from kueue_provreq.controllers.context import Context
 from kueue_provreq.engine.due import Due, Item
-from kueue_provreq.engine.quiet import QuietBook, unquiet
+from kueue_provreq.engine.quiet import QuietBook
 from kueue_provreq.engine.routing import Change, Router, Witness, change
 from kueue_provreq.engine.write import Check, apply_effects
 from kueue_provreq.errors import KueueProvreqError
@@ -89,7 +89,6 @@ class Manager:
         self.controllers: dict[str, registry.Controller] = dict(registry.BY_NAME)
         self.due = Due()
         self.quiet = QuietBook(self.controllers.values())
-        self._books = {name: (quiet, self.quiet.read[name]) for name, quiet in self.quiet.of.items()}
         self.router = Router(world, self.controllers, self.due, self.quiet, self._witness())
         self._journal: dict[Key, KubeObject | None] = {}
         self._swept = False
@@ -107,24 +106,25 @@ class Manager:
         """One reconcile, its effects applied; returns its Result and the keys it changed."""
         world = self.world
         settled = False
+        quiet = None
         if controller == SCHEDULER:
             result = scheduler.schedule(world, ctx, None if key[0] == SCHEDULER else key)
         else:
             result = self.controllers[controller].reconcile(world, key, ctx)
             if result.requeue_after is not None or result.error is not None:
                 self.due.wake_up(ctx.now + (result.requeue_after or 0.0), controller, key)
-            books = self._books.get(controller)
-            if books is not None:
-                quiet = books[0]
-                unquiet(quiet, books[1], key)
-                if result.error is None:
-                    if not result.effects:
-                        wl = world.get(*key)
-                        if isinstance(wl, Workload):
-                            quiet[key] = wl
-                    else:
-                        settled = result.settled
+            quiet = self.quiet.of.get(controller)
+            if quiet is None:
+                settled = result.settled and result.error is None
+            elif result.error is None and not result.effects:
+                wl = world.get(*key)
+                if isinstance(wl, Workload):
+                    quiet[key] = wl  # a quiet pass
+                elif quiet.get(key) is not None:
+                    quiet[key] = None
             else:
+                if quiet.get(key) is not None:  # (``unquiet``, inlined)
+                    quiet[key] = None
                 settled = result.settled and result.error is None
         self.reconciles += 1
         if not result.effects:  # most reconciles change nothing
@@ -135,10 +135,9 @@ class Manager:
         self.changing_reconciles += 1
         self.router.on_change(controller, changes.values(), ctx.config, (controller, key) if settled else None)
         if settled:
-            books = self._books.get(controller)
             wl = world.get(*key)
-            if books is not None and isinstance(wl, Workload) and (controller, key) not in self.due.queued:
-                books[0][key] = wl
+            if quiet is not None and isinstance(wl, Workload) and (controller, key) not in self.due.queued:
+                quiet[key] = wl
         return result, list(changes)
 
     def _apply(self, controller: str, key: Key, effects: tuple[Effect, ...]) -> dict[Key, Change]:
@@ -183,6 +182,7 @@ class Manager:
         budget = self.max_reconciles or 10_000 + 200 * len(self.world)
         retried = False
         world, reconcile = self.world, self.reconcile
+        stored = world.stored
         try:
             while True:
                 changed_any = False
@@ -200,7 +200,7 @@ class Manager:
                     else:
                         others = True
                     queued.discard(item)
-                    if key not in world:
+                    if stored(key) is None:  # gone
                         if errors:
                             errors.pop(item, None)
                         continue

@@ -20,7 +20,7 @@ from kueue_provreq.controllers import queues, registry
 from kueue_provreq.controllers.parts import EVERYTHING, Parts, changed_parts
 from kueue_provreq.controllers.registry import ROUTE_TARGETS, Route, Watch
 from kueue_provreq.engine.due import Due, Item
-from kueue_provreq.engine.quiet import QuietBook, unquiet
+from kueue_provreq.engine.quiet import Quiet, QuietBook, unquiet
 from kueue_provreq.machines import Actor
 from kueue_provreq.world import World
 
@@ -35,6 +35,11 @@ def change(key: Key, before: KubeObject | None, after: KubeObject | None) -> Cha
     if type(before) is Workload and type(after) is Workload:
         return key, before, after, changed_parts(before, after)
     return key, before, after, EVERYTHING
+
+
+_WorkloadRoute = tuple[registry.Controller, Route, str | None, Quiet | None]
+"""A watch of Workloads (but ``Route.QUEUES``): its controller, route, ``unless_written_by``, and
+the controller's quiet passes (None without a watch predicate)."""
 
 
 class Witness(Protocol):
@@ -57,8 +62,11 @@ class Router:
             for w in ctl.watches:
                 self.watchers.setdefault(w.kind, []).append((ctl, w))
         workload_watches = self.watchers.get(c.WORKLOAD, ())
-        self._workload_routes = [(ctl, w.route, w.unless_written_by, quiet.of.get(ctl.name), quiet.read.get(ctl.name))
+        self._workload_routes = [(ctl, w.route, w.unless_written_by, quiet.of.get(ctl.name))
                                  for ctl, w in workload_watches if w.route is not Route.QUEUES]
+        #: of those, the ones each writer's changes take (those whose ``unless_written_by`` is
+        #: not the writer), made on a writer's first change
+        self._workload_routes_by: dict[str, list[_WorkloadRoute]] = {}
         #: who recounts a ClusterQueue when the queue index says a Workload change moved its counts
         self._recounters = [ctl.name for ctl, w in workload_watches if w.route is Route.QUEUES]
         self.index = queues.index(world)
@@ -79,8 +87,8 @@ class Router:
         to do (``registry.Controller.idle``)."""
         keys = self._cluster_queues() if ctl.kinds == (c.CLUSTER_QUEUE,) else ctl.keys(self.world)
         name, enqueue = ctl.name, self.due.enqueue
-        idle, quiet, read = ctl.idle, self.quiet.of.get(name), self.quiet.read.get(name)
-        if idle is None or quiet is None or read is None:
+        idle, quiet = ctl.idle, self.quiet.of.get(name)
+        if idle is None or quiet is None:
             for key in keys:
                 enqueue(name, key)
             return
@@ -91,7 +99,7 @@ class Router:
                 quiet[key] = wl
                 self._skip(name, key, "it has nothing to do for such a Workload")
             else:
-                unquiet(quiet, read, key)
+                unquiet(quiet, key)
                 enqueue(name, key)
 
     def on_change(self, writer: str, changes: Iterable[Change], config: Configuration,
@@ -123,36 +131,39 @@ class Router:
                 else:
                     for target in ROUTE_TARGETS[route](world, key, old, obj):
                         self.due_for(ctl, target, origin)
-        self._recounted()
+        if self.index.moves:
+            self._recounted()
 
     def _recounted(self) -> None:
         """The ClusterQueues and LocalQueues whose counts the changes moved (``Route.QUEUES``, as
         the queue index saw them) are due."""
-        if self.index.moves:
-            names, refs = self.index.recounted(self.world)
-            for name in self._recounters:
-                if self.controllers[name].kinds == (c.LOCAL_QUEUE,):
-                    for ref in refs:
-                        self.due.enqueue(name, (c.LOCAL_QUEUE, *ref))
-                else:
-                    for cq in names:
-                        self.due.enqueue(name, (c.CLUSTER_QUEUE, "", cq))
+        names, refs = self.index.recounted(self.world)
+        for name in self._recounters:
+            if self.controllers[name].kinds == (c.LOCAL_QUEUE,):
+                for ref in refs:
+                    self.due.enqueue(name, (c.LOCAL_QUEUE, *ref))
+            else:
+                for cq in names:
+                    self.due.enqueue(name, (c.CLUSTER_QUEUE, "", cq))
 
     def _workload_changed(self, writer: str, key: Key, was: KubeObject | None, wl: KubeObject | None,
                           diff: Parts, origin: Item | None, config: Configuration) -> None:
         """:meth:`on_change` for a Workload (most changes are): its own reconcilers are woken
-        by what their last quiet pass read of it (``registry.Controller.reads``), which the
-        parts ``diff`` the change made must meet."""
+        by what their last quiet pass read of it (``registry.Controller.reads``, asked once per
+        Workload that pass saw and kept in the :class:`~.quiet.QuietBook`), which the parts
+        ``diff`` the change made must meet, or else change what it decides from (``view``)."""
         assert (was is None or type(was) is Workload) and (wl is None or type(wl) is Workload)
-        queued, witness = self.due.queued, self.witness
-        for ctl, route, unless, quiet, read in self._workload_routes:
-            if unless is not None and unless == writer:
-                continue
+        routes = self._workload_routes_by.get(writer)
+        if routes is None:
+            routes = self._workload_routes_by[writer] = [
+                r for r in self._workload_routes if r[2] is None or r[2] != writer]
+        queued, witness, world = self.due.queued, self.witness, self.world
+        for ctl, route, _, quiet in routes:
             if route is not Route.SELF:
                 if route is Route.ALL:
                     self.enqueue_every(ctl, config)
                 else:
-                    for target in ROUTE_TARGETS[route](self.world, key, was, wl):
+                    for target in ROUTE_TARGETS[route](world, key, was, wl):
                         self.due_for(ctl, target, origin)
                 continue
             name = ctl.name
@@ -164,22 +175,28 @@ class Router:
                 continue  # nothing left to reconcile
             item = (name, key)
             if item in queued:
-                if quiet is not None and read is not None:
-                    unquiet(quiet, read, key)
+                if quiet is not None:
+                    unquiet(quiet, key)
                 continue
-            if quiet is not None and read is not None:
+            if quiet is not None:
                 if origin == item:
                     if witness is not None:
                         witness.skipped(name, key, "its own write settled it")
                     continue  # reconcile() notes what its pass left
                 last = quiet.get(key)
                 if last is not None:
-                    if was is not None and self.quiet.still_quiet(ctl, self.world, key, last, wl, diff, config):
-                        quiet[key] = wl
-                        if witness is not None:
-                            witness.skipped(name, key, f"its watch ignored a change by {writer or 'a client'}")
-                        continue
-                    unquiet(quiet, read, key)
+                    if was is not None:
+                        # what the quiet pass that saw ``last`` read: asked when the first
+                        # write after it comes (most quiet passes meet none), kept in its place
+                        if isinstance(last, Workload):
+                            assert ctl.reads is not None
+                            view = ctl.view
+                            last = quiet[key] = (ctl.reads(world, last, config), None if view is None else view(last))
+                        if not diff & last[0] or (ctl.view is not None and ctl.view(wl) == last[1]):
+                            if witness is not None:
+                                witness.skipped(name, key, f"its watch ignored a change by {writer or 'a client'}")
+                            continue
+                    quiet[key] = None  # (``unquiet``, inlined: ``last`` is not None)
                 elif was is None and ctl.idle is not None and ctl.idle(wl, config):
                     quiet[key] = wl
                     if witness is not None:
@@ -196,7 +213,7 @@ class Router:
             return
         quiet = self.quiet.of.get(ctl.name)
         if quiet is not None:
-            unquiet(quiet, self.quiet.read[ctl.name], key)
+            unquiet(quiet, key)
         self.due.enqueue(ctl.name, key)
 
     def _cluster_queues(self) -> list[Key]:

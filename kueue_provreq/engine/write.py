@@ -31,56 +31,57 @@ def apply_effects(world: World, controller: str, key: Key, effects: tuple[Effect
                   on_effect: OnEffect | None, check: Check | None) -> dict[Key, Change]:
     """Apply effects in order; returns a :data:`~.routing.Change` per object that really
     changed (its object before the first of these effects, after the last).  Updates that
-    change nothing are dropped."""
+    change nothing are dropped.  Nothing is journaled: the caller routes what it applied."""
     changed: dict[Key, Change] = {}
-    hooks = world.hooks
-    journal, hooks.journal = hooks.journal, None  # routed by the caller, not as an outside write
-    try:
-        for effect in effects:
-            if isinstance(effect, Update):
-                obj = effect.obj
-                meta = obj.metadata
-                k = (obj.KIND, meta.namespace, meta.name)
-                if k == key:
-                    k = key  # as below: what the world's indexes keep then shares one tuple
-                old = world.stored(k)
-                if old is obj:
-                    continue
-                if old is None:
-                    done = world.apply_changes(effect)  # refused: not found
-                else:
-                    if type(obj) is Workload and type(old) is Workload:
-                        diff = changed_parts(old, obj)
-                    else:
-                        diff = 0 if same(old, obj) else EVERYTHING
-                    if check is not None:
-                        check(old, effect, diff)
-                    if not diff:
-                        continue
-                    done = world.replace(k, old, obj)
-                    if len(done) == 1 and k not in changed:  # the common case: one object replaced
-                        changed[k] = (k, old, world.stored(k), diff)  # (a last finalizer gone: None)
-                        if on_effect is not None:
-                            on_effect(controller, key, effect)
-                        continue
-            elif isinstance(effect, (Create, Delete)):
-                done = world.apply_changes(effect)
-            else:  # an event or a metric
-                if on_effect is not None:
-                    on_effect(controller, key, effect)
+    stored = world.stored
+    for effect in effects:
+        kind = type(effect)
+        if kind is Update:
+            assert isinstance(effect, Update)
+            obj = effect.obj
+            meta = obj.metadata
+            k = (obj.KIND, meta.namespace, meta.name)
+            if k == key:
+                k = key  # as below: what the world's indexes keep then shares one tuple
+            old = stored(k)
+            if old is obj:
                 continue
-            for k, before in done:
-                # the reconciled object's own key rather than the world's fresh copy of it:
-                # what the engine keeps per object (quiet passes, wake-ups) then shares one
-                if k == key:
-                    k = key
-                after = world.stored(k)
-                first = changed.get(k)
-                if first is not None:
-                    before = first[1]
-                changed[k] = change(k, before, after)
+            if old is None:
+                done = world.apply_unjournaled(effect)  # refused: not found
+            else:
+                if type(obj) is Workload and type(old) is Workload:
+                    diff = changed_parts(old, obj)
+                else:
+                    diff = 0 if same(old, obj) else EVERYTHING
+                if check is not None:
+                    check(old, effect, diff)
+                if not diff:
+                    continue
+                gone = world.replace(k, old, obj, diff)
+                if gone is None:  # the common case: ``obj`` stored
+                    if k not in changed:
+                        changed[k] = (k, old, obj, diff)
+                    else:  # written twice: one change from the first object to the last
+                        changed[k] = change(k, changed[k][1], obj)
+                    if on_effect is not None:
+                        on_effect(controller, key, effect)
+                    continue
+                done = gone
+        elif kind is Create or kind is Delete:
+            done = world.apply_unjournaled(effect)
+        else:  # an event or a metric
             if on_effect is not None:
                 on_effect(controller, key, effect)
-    finally:
-        hooks.journal = journal
+            continue
+        for k, before in done:
+            # the reconciled object's own key rather than the world's fresh copy of it:
+            # what the engine keeps per object (quiet passes, wake-ups) then shares one
+            if k == key:
+                k = key
+            first = changed.get(k)
+            if first is not None:
+                before = first[1]
+            changed[k] = change(k, before, stored(k))
+        if on_effect is not None:
+            on_effect(controller, key, effect)
     return changed

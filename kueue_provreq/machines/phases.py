@@ -16,9 +16,10 @@ from typing import Any
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.config import Configuration
 from kueue_provreq.api.evolve import evolve
-from kueue_provreq.api.meta import Time
+from kueue_provreq.api.frozen import FrozenMap
+from kueue_provreq.api.meta import Json, Time
 from kueue_provreq.api.provisioning import ProvisioningRequest
-from kueue_provreq.api.workload import Admission, Workload
+from kueue_provreq.api.workload import Admission, AdmissionCheckState, Workload
 from kueue_provreq.machines.declarations import WORKLOAD_MACHINE
 from kueue_provreq.machines.requests import RequestPhase, request_phase
 from kueue_provreq.machines.status import (
@@ -87,20 +88,24 @@ def _admit(wl: Workload, *, now: Time, config: Configuration) -> Workload:
     return sync_admitted_condition(wl, now, config)
 
 
-def _evict(wl: Workload, *, reason: str, message: str, now: Time, cause: str = "") -> Workload:
+def _evict(wl: Workload, *, reason: str, message: str, now: Time, cause: str = "",
+           admission_checks: tuple[AdmissionCheckState, ...] | None = None,
+           extra: FrozenMap[str, Json] | None = None) -> Workload:
     """``Evicted=True`` (reason ``Deactivated`` gets its cause); the rest of ``evict.Evict``
-    moves no phase (``workload_status.evict``)."""
-    return set_cond(wl, c.WORKLOAD_EVICTED, c.TRUE, reason_with_cause(reason, cause), message, now)
+    moves no phase (``workload_status.evict``), and the checks and unmodelled fields it resets
+    are written in the same new Workload."""
+    return set_cond(wl, c.WORKLOAD_EVICTED, c.TRUE, reason_with_cause(reason, cause), message, now,
+                    admission_checks, extra)
 
 
 def _release_quota(wl: Workload, *, requeued: bool, reason: str, message: str, now: Time,
                    config: Configuration) -> Workload:
     """``SetRequeuedCondition`` + ``UnsetQuotaReservationWithCondition`` in one update, with
     the eviction's reason and message."""
-    wl = set_cond(wl, c.WORKLOAD_REQUEUED, c.TRUE if requeued else c.FALSE, reason, message, now)
     release_reason = (c.REASON_PENDING_EVALUATION if config.gate(c.GATE_UNADMITTED_OBSERVABILITY)
                       else c.REASON_PENDING_LEGACY)
-    return unset_quota_reservation(wl, release_reason, message, now, config)
+    return unset_quota_reservation(wl, release_reason, message, now, config,
+                                   (c.TRUE if requeued else c.FALSE, reason))
 
 
 def _requeue(wl: Workload, *, now: Time, clear_requeue_at: bool, reason: str = "", message: str = "") -> Workload:

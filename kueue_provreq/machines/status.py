@@ -13,20 +13,28 @@ from __future__ import annotations
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.config import Configuration
 from kueue_provreq.api.evolve import evolve
-from kueue_provreq.api.meta import Conditions, Time, find_condition, is_true, put_condition
-from kueue_provreq.api.workload import Admission, RequeueState, Workload
+from kueue_provreq.api.frozen import FrozenMap
+from kueue_provreq.api.meta import Conditions, Json, Time, find_condition, is_true, put_condition
+from kueue_provreq.api.workload import Admission, AdmissionCheckState, RequeueState, Workload
 
 
-def set_cond(wl: Workload, type_: str, status: str, reason: str, message: str, now: Time) -> Workload:
+def set_cond(wl: Workload, type_: str, status: str, reason: str, message: str, now: Time,
+             admission_checks: tuple[AdmissionCheckState, ...] | None = None,
+             extra: FrozenMap[str, Json] | None = None) -> Workload:
     """``wl`` itself when its condition of ``type_`` already says this (``SetStatusCondition``'s
     no-op, read off the per-status index without building a Condition: the scheduler re-parks
-    every waiting workload each cycle), else the workload with the condition set."""
+    every waiting workload each cycle), else the workload with the condition set; with
+    ``admission_checks`` or ``extra``, those replaced too, in the same new Workload (a write
+    that sets a condition and more builds one Workload, not one per part)."""
+    more = admission_checks is not None or extra is not None
     old = wl.status.conditions_by_type.get(type_)
     if old is not None and old.status == status and old.reason == reason and old.message == message \
-            and old.observed_generation == wl.metadata.generation:
+            and old.observed_generation == wl.metadata.generation and not more:
         return wl
     conds = _with(wl.status.conditions, type_, status, reason, message, wl.metadata.generation, now)
-    return wl if conds is wl.status.conditions else wl.with_status(conditions=conds)
+    if conds is wl.status.conditions and not more:
+        return wl
+    return wl.with_status(conditions=conds, admission_checks=admission_checks, extra=extra)
 
 
 def _with(conds: Conditions, type_: str, status: str, reason: str, message: str, generation: int | None,
@@ -55,11 +63,13 @@ def set_quota_reservation(wl: Workload, admission: Admission, now: Time, config:
 
 
 def unset_quota_reservation(wl: Workload, reason: str, message: str, now: Time,
-                            config: Configuration) -> Workload:
+                            config: Configuration, requeued: tuple[str, str] | None = None) -> Workload:
     """``workload.UnsetQuotaReservationWithCondition``, one new Workload (``wl`` itself when it
-    changes nothing)."""
+    changes nothing); ``requeued`` (status, reason): ``SetRequeuedCondition`` with the same
+    message first, in the same new Workload."""
     gen, old = wl.metadata.generation, wl.status.conditions
-    conds = _with(old, c.WORKLOAD_QUOTA_RESERVED, c.FALSE, reason, message, gen, now)
+    conds = old if requeued is None else _with(old, c.WORKLOAD_REQUEUED, *requeued, message, gen, now)
+    conds = _with(conds, c.WORKLOAD_QUOTA_RESERVED, c.FALSE, reason, message, gen, now)
     conds = _sync_admitted(conds, all_checks_ready(wl), gen, now, config)
     if conds is old and wl.status.admission is None:
         return wl
@@ -67,7 +77,11 @@ def unset_quota_reservation(wl: Workload, reason: str, message: str, now: Time,
 
 
 def all_checks_ready(wl: Workload) -> bool:
-    return all(s.state == c.CHECK_READY for s in wl.status.admission_checks)
+    """A loop, not a generator: nearly every write asks it."""
+    for s in wl.status.admission_checks:  # noqa: SIM110 (a generator costs more)
+        if s.state != c.CHECK_READY:
+            return False
+    return True
 
 
 def sync_admitted_condition(wl: Workload, now: Time, config: Configuration,
