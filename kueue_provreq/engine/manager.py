@@ -218,7 +218,9 @@ class Manager:
                     if not others and not errors:
                         break  # what they wrote is news to nobody
                 if run_scheduler:
-                    _, changed = reconcile(SCHEDULER, (SCHEDULER, "", ""), ctx)
+                    # its Result not kept: it holds every Workload the cycle wrote, as the cycle
+                    # wrote them, which later writes replace
+                    changed = reconcile(SCHEDULER, (SCHEDULER, "", ""), ctx)[1]
                     if changed:
                         retried = False
                         continue
@@ -238,6 +240,7 @@ class Manager:
                 break
         finally:
             queue.extendleft(reversed(later + held))
+            self.due.drained()
 
     def _collect_due(self, ctx: Context) -> None:
         """Make due what became due since the last settle: outside writes, ended wake-ups."""
