@@ -232,6 +232,9 @@ class QueueIndex:
                 self._release(key, was[1], was[2])
             else:
                 _remove(self.gated if was[2] else self.pending, was[1], key)
+                if now is None or now[0]:
+                    # no longer waiting: what a scan read of it would keep this version alive
+                    self.queued.entries.pop(key, None)
         if now is not None:
             assert after is not None
             if now[0]:
@@ -665,7 +668,7 @@ class _QueuedBook:
 
     def forget_all_but(self, kept: list[_Queued]) -> None:
         """Drop the entries of workloads no longer admissible (a scan of every queue saw the rest)."""
-        if len(self.entries) > len(kept):
+        if len(self.entries) > len(kept) or not kept:  # an emptied dict keeps its size: a new one
             self.entries = {e.key: e for e in kept}
 
 

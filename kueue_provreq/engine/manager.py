@@ -189,7 +189,7 @@ class Manager:
         budget = self.max_reconciles or 10_000 + 200 * len(self.world)
         retried = False
         world, reconcile = self.world, self.reconcile
-        stored = world.stored
+        stored = world.lookup()
         try:
             while True:
                 changed_any = False
@@ -225,7 +225,9 @@ class Manager:
                     if not others and not errors:
                         break  # what they wrote is news to nobody
                 if run_scheduler:
-                    _, changed = reconcile(SCHEDULER, (SCHEDULER, "", ""), ctx)
+                    # its Result not kept: it holds every Workload the cycle wrote, as the cycle
+                    # wrote them, which later writes replace
+                    changed = reconcile(SCHEDULER, (SCHEDULER, "", ""), ctx)[1]
                     if changed:
                         retried = False
                         continue
@@ -245,6 +247,7 @@ class Manager:
                 break
         finally:
             queue.extendleft(reversed(later + held))
+            self.due.drained()
 
     def _collect_due(self, ctx: Context) -> None:
         """Make due what became due since the last settle: outside writes, ended wake-ups."""
@@ -262,7 +265,7 @@ class Manager:
             quiet.clear()
             self.router.enqueue_all(config)
         elif self._journal:
-            stored = world.stored
+            stored = world.lookup()
             changed = [change(k, before, stored(k)) for k, before in self._journal.items()]
             self._journal.clear()
             self.router.on_change("", changed, config)
