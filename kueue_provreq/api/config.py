@@ -37,7 +37,7 @@ DEFAULT_FEATURE_GATES: FrozenMap[str, bool] = FrozenMap({
 MODELLED_FRAMEWORKS: tuple[str, ...] = (c.FRAMEWORK_JOB, c.FRAMEWORK_JOBSET, c.FRAMEWORK_PYTORCH_JOB)
 
 
-@attrs.define(unsafe_hash=True)
+@attrs.define(unsafe_hash=True, weakref_slot=False)
 class RequeuingStrategy:
     timestamp: str = c.TIMESTAMP_EVICTION
     backoff_limit_count: int | None = None
@@ -45,7 +45,7 @@ class RequeuingStrategy:
     backoff_max_seconds: int = 3600
 
 
-@attrs.define(unsafe_hash=True)
+@attrs.define(unsafe_hash=True, weakref_slot=False)
 class WaitForPodsReady:
     timeout: Duration = Duration(1800.0)
     block_admission: bool = False
@@ -88,7 +88,7 @@ SEMANTICS_CURRENT = "current"
 """Accepted where a switch list is read, for no switch at all: the default semantics."""
 
 
-@attrs.define(unsafe_hash=True, cache_hash=True)
+@attrs.define(unsafe_hash=True, cache_hash=True, weakref_slot=False)
 class Configuration:
     wait_for_pods_ready: WaitForPodsReady | None = WaitForPodsReady()
     feature_gates: FrozenMap[str, bool] = DEFAULT_FEATURE_GATES

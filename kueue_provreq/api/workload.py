@@ -15,7 +15,7 @@ from kueue_provreq.api.meta import Condition, Conditions, Json, ObjectMeta, Time
 from kueue_provreq.api.quantity import Quantity
 
 
-@attrs.define(unsafe_hash=True, cache_hash=True)
+@attrs.define(unsafe_hash=True, cache_hash=True, weakref_slot=False)
 class PodSet:
     name: str
     count: int = 1
@@ -25,7 +25,7 @@ class PodSet:
     extra: FrozenMap[str, Json] = EMPTY
 
 
-@attrs.define(unsafe_hash=True)
+@attrs.define(unsafe_hash=True, weakref_slot=False)
 class WorkloadSpec:
     pod_sets: tuple[PodSet, ...] = ()
     queue_name: str = ""
@@ -34,7 +34,7 @@ class WorkloadSpec:
     extra: FrozenMap[str, Json] = EMPTY
 
 
-@attrs.define(unsafe_hash=True)
+@attrs.define(unsafe_hash=True, weakref_slot=False)
 class PodSetAssignment:
     name: str
     flavors: FrozenMap[str, str] = EMPTY
@@ -43,7 +43,7 @@ class PodSetAssignment:
     extra: FrozenMap[str, Json] = EMPTY
 
 
-@attrs.define(unsafe_hash=True)
+@attrs.define(unsafe_hash=True, weakref_slot=False)
 class Admission:
     cluster_queue: str
     pod_set_assignments: tuple[PodSetAssignment, ...] = ()
@@ -57,7 +57,7 @@ class Admission:
         return frozenset([f for psa in self.pod_set_assignments for f in psa.flavors.values()])
 
 
-@attrs.define(unsafe_hash=True)
+@attrs.define(unsafe_hash=True, weakref_slot=False)
 class PodSetUpdate:
     name: str
     labels: FrozenMap[str, str] = EMPTY
@@ -66,7 +66,7 @@ class PodSetUpdate:
     tolerations: tuple[FrozenMap[str, Json], ...] = ()
 
 
-@attrs.define(unsafe_hash=True)
+@attrs.define(unsafe_hash=True, weakref_slot=False)
 class AdmissionCheckState:
     name: str
     state: str = c.CHECK_PENDING
@@ -77,7 +77,7 @@ class AdmissionCheckState:
     requeue_after_seconds: int | None = None
 
 
-@attrs.define(unsafe_hash=True)
+@attrs.define(unsafe_hash=True, weakref_slot=False)
 class RequeueState:
     count: int | None = None
     requeue_at: Time | None = None
@@ -91,7 +91,7 @@ _KEEP = _Keep.KEEP
 """A field :meth:`Workload.with_status` leaves as it is (None is a value these may take)."""
 
 
-@attrs.define(unsafe_hash=True, cache_hash=True)
+@attrs.define(unsafe_hash=True, cache_hash=True, weakref_slot=False)
 class WorkloadStatus:
     conditions: Conditions = ()
     admission: Admission | None = None
@@ -120,7 +120,7 @@ class WorkloadStatus:
         return type_ in self.true_types
 
 
-@attrs.define(unsafe_hash=True, cache_hash=True)
+@attrs.define(unsafe_hash=True, cache_hash=True, weakref_slot=False)
 class Workload:
     KIND: ClassVar[str] = c.WORKLOAD
     kind: ClassVar[str] = c.WORKLOAD
