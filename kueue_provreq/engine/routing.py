@@ -179,15 +179,18 @@ class Router:
                     witness.gone(name, key)
                 continue  # nothing left to reconcile
             item = (name, key)
+            if quiet is not None and origin == item:
+                # (asked before the queue: the reconcile that wrote was taken off it, and its
+                # quiet entry voided, before its changes came here; verify mode proves no
+                # skipped reconcile that is queued)
+                if witness is not None:
+                    witness.skipped(name, key, "its own write settled it")
+                continue  # reconcile() notes what its pass left
             if item in queued:
                 if quiet is not None:
                     unquiet(quiet, key)
                 continue
             if quiet is not None:
-                if origin == item:
-                    if witness is not None:
-                        witness.skipped(name, key, "its own write settled it")
-                    continue  # reconcile() notes what its pass left
                 last = quiet.get(key)
                 if last is not None:
                     if was is not None:
