@@ -165,16 +165,9 @@ class QueueIndex:
     def changed(self, key: Key, before: KubeObject | None, after: KubeObject | None, parts: int = ALL_PARTS
                 ) -> None:
         """A Workload changed (``World.observe``: it is told of Workloads only), in ``parts``."""
-        expected = self.expected
-        if expected and after is not None and expected.get(key) is after:
-            del expected[key]
-            version = self.version
-            self._changed(key, before, after, parts)
-            self.version = version  # the last cycle's own write
+        if self.expected and after is not None and self.expected.get(key) is after:
+            self._own_write(key, before, after, parts)
             return
-        self._changed(key, before, after, parts)
-
-    def _changed(self, key: Key, before: KubeObject | None, after: KubeObject | None, parts: int) -> None:
         assert (before is None or type(before) is Workload) and (after is None or type(after) is Workload)
         if not parts & _PLACE_PARTS:  # an update that moves neither its place nor its admission
             assert before is not None and after is not None
@@ -241,6 +234,13 @@ class QueueIndex:
                 self._hold(key, after, now[1], now[2])
             else:
                 (self.gated if now[2] else self.pending).setdefault(now[1], {})[key] = after
+
+    def _own_write(self, key: Key, before: KubeObject | None, after: KubeObject, parts: int) -> None:
+        """The last scheduling cycle's own write (:attr:`expected`), no news to the next cycle."""
+        del self.expected[key]
+        version = self.version
+        self.changed(key, before, after, parts)
+        self.version = version
 
     def _waiting_rewritten(self, before: Workload, after: Workload, parts: int) -> None:
         """A waiting workload rewritten where it waits is news to a scheduling cycle when the

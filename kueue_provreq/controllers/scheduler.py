@@ -866,13 +866,16 @@ def _after_cycle(found: queues.Scan, cycle: _Cycle, result: Result) -> None:
     if result.effects:
         if cycle.ctx.config.kep_993_preemption or cycle.admitted_after:
             return
-        waiting = {key_of(wl) for ready in found.ready.values() for wl in ready}
         for effect in result.effects:
             if isinstance(effect, Update):
                 obj = effect.obj
-                if not isinstance(obj, Workload) or key_of(obj) not in waiting:
+                if not isinstance(obj, Workload):
                     return
-                expected[key_of(obj)] = obj
+                key = key_of(obj)
+                ref = (obj.metadata.namespace, obj.spec.queue_name)
+                if key not in ix.pending.get(ref, ()) and key not in ix.gated.get(ref, ()):
+                    return  # not one it found waiting (the writes are not applied yet)
+                expected[key] = obj
             elif not isinstance(effect, (Event, MetricInc)):
                 return
     ix.idle = queues.Idle(cycle.ctx.config, ix.version, ix.holding_version if cycle.read_holding else None,
