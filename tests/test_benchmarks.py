@@ -27,6 +27,7 @@ def load(name: str) -> ModuleType:
 
 @pytest.mark.parametrize("name, argv", [
     ("bench_core", ["--sizes", "20", "--seconds", "0.01", "--repeat", "1"]),
+    ("bench_core", ["--sizes", "20", "--seconds", "0.01", "--repeat", "1", "--verify-up-to", "0", "--cpu"]),
     ("bench_inputs", ["--sizes", "10", "--repeat", "1"]),
     ("bench_sim", ["--workloads", "20", "--settle-size", "20", "--repeat", "1"]),
     ("bench_backlog", ["--workloads", "20"]),
