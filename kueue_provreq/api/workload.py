@@ -11,6 +11,7 @@ import attrs
 
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.frozen import EMPTY, FrozenMap
+from kueue_provreq.api.memo import memo
 from kueue_provreq.api.meta import Condition, Conditions, Json, ObjectMeta, Time
 from kueue_provreq.api.quantity import Quantity
 
@@ -43,6 +44,13 @@ class PodSetAssignment:
     extra: FrozenMap[str, Json] = EMPTY
 
 
+@memo(256)
+def _flavor_set(flavors: tuple[str, ...]) -> frozenset[str]:
+    """One set per combination of flavors, which every admission that assigns them shares: a
+    set of one flavor takes 216 bytes, and every admitted workload keeps its admission's."""
+    return frozenset(flavors)
+
+
 @attrs.define(unsafe_hash=True, weakref_slot=False)
 class Admission:
     cluster_queue: str
@@ -54,7 +62,7 @@ class Admission:
         """The flavors assigned to any podset, built once per admission: every pass of the
         workload controller asks which checks they call for, and one set kept keeps its hash
         (the checks are memoised on it)."""
-        return frozenset([f for psa in self.pod_set_assignments for f in psa.flavors.values()])
+        return _flavor_set(tuple([f for psa in self.pod_set_assignments for f in psa.flavors.values()]))
 
 
 @attrs.define(unsafe_hash=True, weakref_slot=False)
