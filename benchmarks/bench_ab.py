@@ -13,8 +13,8 @@ drift of the machine; the ratio B/A is taken pair by pair and its median quoted.
 Times are CPU seconds of the measuring process (the machine is shared).  On a machine so shared
 that they still drift by more than the difference sought, ``--instructions`` counts instructions
 instead (valgrind's cachegrind, deterministic with a fixed hash seed): each checkout settles
-``--size`` and three times as many workloads, and the difference, the cost of the extra
-workloads without the interpreter's start, is compared.
+``--size`` (or simulates ``--simulate``) and three times as many workloads, and the difference,
+the cost of the extra workloads without the interpreter's start, is compared.
 
 Usage: python benchmarks/bench_ab.py BASE_CHECKOUT [NEW_CHECKOUT (default: this one)]
        [--size 10000] [--pairs 5] [--verify | --simulate N] [--instructions]
@@ -80,9 +80,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--instructions", action="store_true", help="count instructions (valgrind) instead of seconds")
     args = p.parse_args(argv)
     if args.instructions:
-        small, large = (_SETTLE.format(n=n, verify=args.verify) for n in (args.size, 3 * args.size))
+        size, form = (args.simulate, _SIMULATE) if args.simulate else (args.size, _SETTLE)
+        small, large = (form.format(n=n, verify=args.verify) for n in (size, 3 * size))
         cost = {tree: instructions(tree, large) - instructions(tree, small) for tree in (args.base, args.new)}
-        print(f"settle {2 * args.size} more workloads ({'verify' if args.verify else 'fast'} mode): base "
+        what = "simulate" if args.simulate else "settle"
+        print(f"{what} {2 * size} more workloads ({'verify' if args.verify else 'fast'} mode): base "
               f"{cost[args.base] / 1e9:.3f}G instructions, new {cost[args.new] / 1e9:.3f}G;"
               f" ratio new/base {cost[args.new] / cost[args.base]:.3f}   (target <= 1.05)")
         return 0

@@ -183,14 +183,10 @@ class World:
     """Every object of a scenario, indexed by key, by kind and by owner."""
 
     __slots__ = ("_objects", "_by_kind", "_owned_by_name", "_dependents", "uid_counter", "faults", "hooks",
-                 "_observers", "stored")
+                 "_observers")
 
     def __init__(self, objects: Iterable[KubeObject] = (), faults: tuple[Fault, ...] = ()) -> None:
         self._objects: dict[Key, KubeObject] = {}
-        self.stored: Callable[[Key], KubeObject | None] = self._objects.get
-        """The object under a key, as ``get`` answers, but not a read of any reconcile: the
-        engine's write path looks up what a write replaces (the map's own ``get``: it is asked
-        twice per write)."""
         self._by_kind: dict[str, dict[Key, KubeObject]] = {k: {} for k in KINDS}
         #: the two owner indexes: (kind, namespace) -> owner name -> keys, owner uid -> keys
         #: (see :func:`_index_add` for why tuples; nested, the names are the objects' own
@@ -339,6 +335,13 @@ class World:
         if isinstance(effect, Delete):
             return self._delete_cascading((effect.kind, effect.namespace, effect.name))
         return []
+
+    def lookup(self) -> Callable[[Key], KubeObject | None]:
+        """What answers, for a key, the object under it, as ``get`` does, but as no read of any
+        reconcile: the engine looks up what a write replaces, and what it reconciles is still
+        there.  The map's own ``get``, for a caller to hold while it asks many times (the write
+        path asks twice per write: no Python call per lookup)."""
+        return self._objects.get
 
     def replace(self, key: Key, old: KubeObject, obj: KubeObject, parts: int = ALL_PARTS
                 ) -> list[tuple[Key, KubeObject | None]] | None:

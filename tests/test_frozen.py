@@ -37,3 +37,20 @@ def test_models_refuse_changes_in_place_under_the_guard_the_tests_run_with() -> 
     assert (wl.metadata.name, renamed.metadata.name) == ("a", "b")
     assert hash(wl) == hash(Workload(ObjectMeta(name="a", namespace="ns"))) and hash(wl) == hash(wl)
     assert renamed != wl and len({wl, renamed, Workload(ObjectMeta(name="a", namespace="ns"))}) == 2
+
+
+def test_models_have_no_weak_reference_slot() -> None:
+    """A settled world holds some 25 model objects per workload, and nothing takes a weak
+    reference to one: each declares ``weakref_slot=False`` (``kueue_provreq.api.immutable``),
+    which attrs would otherwise add, 8 bytes an object."""
+    import importlib
+    import pkgutil
+
+    import attrs
+    import kueue_provreq.api
+
+    models = [cls for m in pkgutil.iter_modules(kueue_provreq.api.__path__)
+              for cls in vars(importlib.import_module(f"kueue_provreq.api.{m.name}")).values()
+              if isinstance(cls, type) and attrs.has(cls) and cls.__module__ == f"kueue_provreq.api.{m.name}"]
+    assert len(models) >= 60
+    assert [cls.__name__ for cls in models if hasattr(cls, "__weakref__")] == []

@@ -103,7 +103,7 @@ def test_when_no_reduction_fits_the_whole_workloads_reason_stands() -> None:
     new = schedule(builders.workload(pod_sets=(pod_set("main", 20, 5),)), "4")
     cond = new.condition(c.WORKLOAD_QUOTA_RESERVED)
     assert cond is not None and cond.reason == c.REASON_EXCEEDS_MAX_QUOTA
-    whole = assign_flavors(builders.workload(pod_sets=(pod_set("main", 20, 5),)),
+    whole = assign_flavors(builders.workload(pod_sets=(pod_set("main", 20, 5),)).spec.pod_sets,
                            QuotaTable.of(cluster_queue(flavors=(("default", {"cpu": "4"}),))), {})
     assert cond.message == whole.message
 

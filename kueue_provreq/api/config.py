@@ -36,7 +36,7 @@ DEFAULT_FEATURE_GATES: FrozenMap[str, bool] = FrozenMap({
 MODELLED_FRAMEWORKS: tuple[str, ...] = (c.FRAMEWORK_JOB, c.FRAMEWORK_JOBSET, c.FRAMEWORK_PYTORCH_JOB)
 
 
-@attrs.define(unsafe_hash=True)
+@attrs.define(unsafe_hash=True, weakref_slot=False)
 class RequeuingStrategy:
     timestamp: str = c.TIMESTAMP_EVICTION
     backoff_limit_count: int | None = None
@@ -44,7 +44,7 @@ class RequeuingStrategy:
     backoff_max_seconds: int = 3600
 
 
-@attrs.define(unsafe_hash=True)
+@attrs.define(unsafe_hash=True, weakref_slot=False)
 class WaitForPodsReady:
     timeout: Duration = Duration(1800.0)
     block_admission: bool = False
@@ -90,7 +90,7 @@ SEMANTICS_CURRENT = "current"
 _DEFAULT_PODS_READY = WaitForPodsReady()
 
 
-@attrs.define(unsafe_hash=True, cache_hash=True)
+@attrs.define(unsafe_hash=True, cache_hash=True, weakref_slot=False)
 class _ConfigurationFields:
     """The fields of :class:`Configuration`."""
 

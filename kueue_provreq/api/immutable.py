@@ -9,6 +9,10 @@ about four times as dear to build, and a settle builds a dozen per write: as pla
 classes a settled workload costs 1.135x fewer instructions (``benchmarks/bench_ab.py
 --instructions``, issue 25).
 
+They are declared ``weakref_slot=False`` too: nothing takes a weak reference to a model, and
+a settled world holds some 25 of them per workload, each of which attrs would otherwise give a
+``__weakref__`` slot (about 200 bytes per settled workload, ``benchmarks/bench_core.py``).
+
 Immutable by convention, then, and checked: under :func:`guard`, assigning a field that is
 already set raises ``attrs.exceptions.FrozenInstanceError`` as a frozen class would.  The test
 suite runs with it in force (``tests/conftest.py``), so a write that changes a model in place

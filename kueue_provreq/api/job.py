@@ -20,7 +20,7 @@ from kueue_provreq.api.meta import Json, ObjectMeta
 # --- batch/v1 Job ---------------------------------------------------------------------------
 
 
-@attrs.define(unsafe_hash=True)
+@attrs.define(unsafe_hash=True, weakref_slot=False)
 class JobSpec:
     suspend: bool | None = None
     parallelism: int | None = None
@@ -37,7 +37,7 @@ class JobSpec:
         return count if self.completions is None else min(count, self.completions)
 
 
-@attrs.define(unsafe_hash=True, cache_hash=True)
+@attrs.define(unsafe_hash=True, cache_hash=True, weakref_slot=False)
 class Job:
     KIND: ClassVar[str] = c.JOB
     kind: ClassVar[str] = c.JOB
@@ -52,7 +52,7 @@ class Job:
 # --- JobSet (jobset.x-k8s.io/v1alpha2) ----------------------------------------------------------
 
 
-@attrs.define(unsafe_hash=True)
+@attrs.define(unsafe_hash=True, weakref_slot=False)
 class JobTemplate:
     """batch/v1 ``JobTemplateSpec``."""
 
@@ -60,7 +60,7 @@ class JobTemplate:
     spec: JobSpec = JobSpec()
 
 
-@attrs.define(unsafe_hash=True)
+@attrs.define(unsafe_hash=True, weakref_slot=False)
 class ReplicatedJob:
     name: str
     template: JobTemplate
@@ -69,14 +69,14 @@ class ReplicatedJob:
     extra: FrozenMap[str, Json] = EMPTY
 
 
-@attrs.define(unsafe_hash=True)
+@attrs.define(unsafe_hash=True, weakref_slot=False)
 class JobSetSpec:
     replicated_jobs: tuple[ReplicatedJob, ...] = ()
     suspend: bool | None = None
     extra: FrozenMap[str, Json] = EMPTY
 
 
-@attrs.define(unsafe_hash=True, cache_hash=True)
+@attrs.define(unsafe_hash=True, cache_hash=True, weakref_slot=False)
 class JobSet:
     KIND: ClassVar[str] = c.JOBSET
     kind: ClassVar[str] = c.JOBSET
@@ -91,7 +91,7 @@ class JobSet:
 # --- Kubeflow PyTorchJob (kubeflow.org/v1) ------------------------------------------------------
 
 
-@attrs.define(unsafe_hash=True)
+@attrs.define(unsafe_hash=True, weakref_slot=False)
 class ReplicaSpec:
     replicas: int | None = None
     """Pods of this replica type (1 when absent, as the training operator defaults it)."""
@@ -100,13 +100,13 @@ class ReplicaSpec:
     extra: FrozenMap[str, Json] = EMPTY
 
 
-@attrs.define(unsafe_hash=True)
+@attrs.define(unsafe_hash=True, weakref_slot=False)
 class RunPolicy:
     suspend: bool | None = None
     extra: FrozenMap[str, Json] = EMPTY
 
 
-@attrs.define(unsafe_hash=True)
+@attrs.define(unsafe_hash=True, weakref_slot=False)
 class PyTorchJobSpec:
     pytorch_replica_specs: FrozenMap[str, ReplicaSpec] = EMPTY
     """By replica type: ``Master`` and ``Worker``."""
@@ -114,7 +114,7 @@ class PyTorchJobSpec:
     extra: FrozenMap[str, Json] = EMPTY
 
 
-@attrs.define(unsafe_hash=True, cache_hash=True)
+@attrs.define(unsafe_hash=True, cache_hash=True, weakref_slot=False)
 class PyTorchJob:
     KIND: ClassVar[str] = c.PYTORCH_JOB
     kind: ClassVar[str] = c.PYTORCH_JOB

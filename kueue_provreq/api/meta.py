@@ -38,7 +38,7 @@ Json = Any
 """Frozen JSON: FrozenMap, tuple, str, int, float, bool or None."""
 
 
-@attrs.define(unsafe_hash=True)
+@attrs.define(unsafe_hash=True, weakref_slot=False)
 class OwnerReference:
     api_version: str
     kind: str
@@ -49,7 +49,7 @@ class OwnerReference:
     extra: FrozenMap[str, Json] = EMPTY
 
 
-@attrs.define(unsafe_hash=True, cache_hash=True)
+@attrs.define(unsafe_hash=True, cache_hash=True, weakref_slot=False)
 class ObjectMeta:
     name: str = ""
     namespace: str = ""
@@ -76,7 +76,7 @@ class ObjectMeta:
         return None
 
 
-@attrs.define(unsafe_hash=True)
+@attrs.define(unsafe_hash=True, weakref_slot=False)
 class Condition:
     type: str
     status: str

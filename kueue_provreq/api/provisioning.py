@@ -12,7 +12,7 @@ from kueue_provreq.api.frozen import EMPTY, FrozenMap
 from kueue_provreq.api.meta import Conditions, Json, ObjectMeta
 
 
-@attrs.define(unsafe_hash=True)
+@attrs.define(unsafe_hash=True, weakref_slot=False)
 class RetryStrategy:
     """``retryStrategy`` with the CRD defaults (3 / 60 s / 1800 s) applied field by field."""
 
@@ -21,18 +21,18 @@ class RetryStrategy:
     backoff_max_seconds: int = c.DEFAULT_BACKOFF_MAX_SECONDS
 
 
-@attrs.define(unsafe_hash=True)
+@attrs.define(unsafe_hash=True, weakref_slot=False)
 class NodeSelectorFromDetail:
     key: str
     value_from_provisioning_class_detail: str
 
 
-@attrs.define(unsafe_hash=True)
+@attrs.define(unsafe_hash=True, weakref_slot=False)
 class PodSetUpdatesConfig:
     node_selector: tuple[NodeSelectorFromDetail, ...] = ()
 
 
-@attrs.define(unsafe_hash=True)
+@attrs.define(unsafe_hash=True, weakref_slot=False)
 class ProvisioningRequestConfigSpec:
     provisioning_class_name: str = ""
     parameters: FrozenMap[str, str] = EMPTY
@@ -43,7 +43,7 @@ class ProvisioningRequestConfigSpec:
     extra: FrozenMap[str, Json] = EMPTY
 
 
-@attrs.define(unsafe_hash=True, cache_hash=True)
+@attrs.define(unsafe_hash=True, cache_hash=True, weakref_slot=False)
 class ProvisioningRequestConfig:
     KIND: ClassVar[str] = c.PROVISIONING_REQUEST_CONFIG
     kind: ClassVar[str] = c.PROVISIONING_REQUEST_CONFIG
@@ -54,18 +54,18 @@ class ProvisioningRequestConfig:
     extra: FrozenMap[str, Json] = EMPTY
 
 
-@attrs.define(unsafe_hash=True)
+@attrs.define(unsafe_hash=True, weakref_slot=False)
 class Reference:
     name: str = ""
 
 
-@attrs.define(unsafe_hash=True)
+@attrs.define(unsafe_hash=True, weakref_slot=False)
 class ProvisioningRequestPodSet:
     pod_template_ref: Reference
     count: int
 
 
-@attrs.define(unsafe_hash=True)
+@attrs.define(unsafe_hash=True, weakref_slot=False)
 class ProvisioningRequestSpec:
     provisioning_class_name: str = ""
     parameters: FrozenMap[str, str] | None = None
@@ -73,14 +73,14 @@ class ProvisioningRequestSpec:
     extra: FrozenMap[str, Json] = EMPTY
 
 
-@attrs.define(unsafe_hash=True)
+@attrs.define(unsafe_hash=True, weakref_slot=False)
 class ProvisioningRequestStatus:
     conditions: Conditions = ()
     provisioning_class_details: FrozenMap[str, str] = EMPTY
     extra: FrozenMap[str, Json] = EMPTY
 
 
-@attrs.define(unsafe_hash=True, cache_hash=True)
+@attrs.define(unsafe_hash=True, cache_hash=True, weakref_slot=False)
 class ProvisioningRequest:
     KIND: ClassVar[str] = c.PROVISIONING_REQUEST
     kind: ClassVar[str] = c.PROVISIONING_REQUEST
@@ -92,7 +92,7 @@ class ProvisioningRequest:
     extra: FrozenMap[str, Json] = EMPTY
 
 
-@attrs.define(unsafe_hash=True, cache_hash=True)
+@attrs.define(unsafe_hash=True, cache_hash=True, weakref_slot=False)
 class PodTemplate:
     KIND: ClassVar[str] = c.POD_TEMPLATE
     kind: ClassVar[str] = c.POD_TEMPLATE

@@ -60,7 +60,7 @@ def parse_quantity(text: str | int | float) -> Decimal:
     raise QuantityError(f"unable to parse quantity's suffix: {text!r}")
 
 
-@attrs.frozen(eq=False, repr=False)
+@attrs.frozen(eq=False, repr=False, weakref_slot=False)
 class Quantity:
     """A quantity that keeps its original spelling (for lossless write-back)
     and compares, hashes and adds by value (``1000m == 1``)."""

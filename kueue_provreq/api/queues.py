@@ -17,7 +17,7 @@ STOPPING_POLICIES = frozenset({c.STOP_POLICY_HOLD, c.STOP_POLICY_HOLD_AND_DRAIN}
 """The ``stopPolicy`` values that stop a queue (``None`` and absent let it run)."""
 
 
-@attrs.define(unsafe_hash=True)
+@attrs.define(unsafe_hash=True, weakref_slot=False)
 class ResourceQuota:
     name: str
     nominal_quota: Quantity
@@ -28,32 +28,32 @@ class ResourceQuota:
     extra: FrozenMap[str, Json] = EMPTY
 
 
-@attrs.define(unsafe_hash=True)
+@attrs.define(unsafe_hash=True, weakref_slot=False)
 class FlavorQuotas:
     name: str
     resources: tuple[ResourceQuota, ...] = ()
     extra: FrozenMap[str, Json] = EMPTY
 
 
-@attrs.define(unsafe_hash=True)
+@attrs.define(unsafe_hash=True, weakref_slot=False)
 class ResourceGroup:
     covered_resources: tuple[str, ...] = ()
     flavors: tuple[FlavorQuotas, ...] = ()
     extra: FrozenMap[str, Json] = EMPTY
 
 
-@attrs.define(unsafe_hash=True)
+@attrs.define(unsafe_hash=True, weakref_slot=False)
 class AdmissionCheckStrategyRule:
     name: str
     on_flavors: tuple[str, ...] = ()
 
 
-@attrs.define(unsafe_hash=True)
+@attrs.define(unsafe_hash=True, weakref_slot=False)
 class AdmissionChecksStrategy:
     admission_checks: tuple[AdmissionCheckStrategyRule, ...] = ()
 
 
-@attrs.define(unsafe_hash=True)
+@attrs.define(unsafe_hash=True, weakref_slot=False)
 class BorrowWithinCohort:
     """``spec.preemption.borrowWithinCohort``: whether a preemptor may borrow while it reclaims,
     and from candidates up to which priority."""
@@ -63,7 +63,7 @@ class BorrowWithinCohort:
     extra: FrozenMap[str, Json] = EMPTY
 
 
-@attrs.define(unsafe_hash=True)
+@attrs.define(unsafe_hash=True, weakref_slot=False)
 class ClusterQueuePreemption:
     """``spec.preemption``: within the queue, and in its cohort (reclaiming what others borrow,
     borrowing while preempting)."""
@@ -74,7 +74,7 @@ class ClusterQueuePreemption:
     extra: FrozenMap[str, Json] = EMPTY
 
 
-@attrs.define(unsafe_hash=True)
+@attrs.define(unsafe_hash=True, weakref_slot=False)
 class FlavorFungibility:
     """``spec.flavorFungibility``: whether the flavor search goes on past a flavor that needs
     preemption (``whenCanPreempt``) or borrowing (``whenCanBorrow``)."""
@@ -84,7 +84,7 @@ class FlavorFungibility:
     extra: FrozenMap[str, Json] = EMPTY
 
 
-@attrs.define(unsafe_hash=True)
+@attrs.define(unsafe_hash=True, weakref_slot=False)
 class LabelSelectorRequirement:
     """One ``matchExpressions`` entry: ``In``, ``NotIn``, ``Exists`` or ``DoesNotExist``."""
 
@@ -104,7 +104,7 @@ class LabelSelectorRequirement:
         return False  # the API refuses any other operator
 
 
-@attrs.define(unsafe_hash=True)
+@attrs.define(unsafe_hash=True, weakref_slot=False)
 class LabelSelector:
     """A ``metav1.LabelSelector``: every label and every expression must match; empty matches
     everything (``metav1.LabelSelectorAsSelector``)."""
@@ -127,7 +127,7 @@ def namespace_labels(namespace: str) -> Mapping[str, str]:
     return {c.LABEL_NAMESPACE_NAME: namespace}
 
 
-@attrs.define(unsafe_hash=True, cache_hash=True)
+@attrs.define(unsafe_hash=True, cache_hash=True, weakref_slot=False)
 class ClusterQueueSpec:
     resource_groups: tuple[ResourceGroup, ...] = ()
     cohort_name: str = ""
@@ -191,7 +191,7 @@ def _admits_namespace(spec: ClusterQueueSpec, namespace: str) -> bool:
     return selector is not None and selector.matches(namespace_labels(namespace))
 
 
-@attrs.define(unsafe_hash=True)
+@attrs.define(unsafe_hash=True, weakref_slot=False)
 class ResourceUsage:
     name: str
     total: Quantity = Quantity.parse("0")
@@ -200,13 +200,13 @@ class ResourceUsage:
     Quantity is not omitted), None only where an input left it out."""
 
 
-@attrs.define(unsafe_hash=True)
+@attrs.define(unsafe_hash=True, weakref_slot=False)
 class FlavorUsage:
     name: str
     resources: tuple[ResourceUsage, ...] = ()
 
 
-@attrs.define(unsafe_hash=True)
+@attrs.define(unsafe_hash=True, weakref_slot=False)
 class ClusterQueueStatus:
     conditions: Conditions = ()
     pending_workloads: int | None = None
@@ -219,7 +219,7 @@ class ClusterQueueStatus:
     extra: FrozenMap[str, Json] = EMPTY
 
 
-@attrs.define(unsafe_hash=True, cache_hash=True)
+@attrs.define(unsafe_hash=True, cache_hash=True, weakref_slot=False)
 class ClusterQueue:
     KIND: ClassVar[str] = c.CLUSTER_QUEUE
     kind: ClassVar[str] = c.CLUSTER_QUEUE
@@ -243,7 +243,7 @@ class ClusterQueue:
                 for r in rules.admission_checks}
 
 
-@attrs.define(unsafe_hash=True)
+@attrs.define(unsafe_hash=True, weakref_slot=False)
 class CohortSpec:
     parent_name: str = ""
     """The cohort it lends to and borrows from; empty: a root."""
@@ -252,7 +252,7 @@ class CohortSpec:
     extra: FrozenMap[str, Json] = EMPTY
 
 
-@attrs.define(unsafe_hash=True, cache_hash=True)
+@attrs.define(unsafe_hash=True, cache_hash=True, weakref_slot=False)
 class Cohort:
     """``kueue.x-k8s.io`` Cohort: a node of the cohort tree with its own quota and a parent.
     A cohort a ClusterQueue or another Cohort names exists without an object (no quota, a
@@ -268,7 +268,7 @@ class Cohort:
     extra: FrozenMap[str, Json] = EMPTY
 
 
-@attrs.define(unsafe_hash=True)
+@attrs.define(unsafe_hash=True, weakref_slot=False)
 class LocalQueueSpec:
     cluster_queue: str = ""
     stop_policy: str | None = None
@@ -280,7 +280,7 @@ class LocalQueueSpec:
         return self.stop_policy in STOPPING_POLICIES
 
 
-@attrs.define(unsafe_hash=True)
+@attrs.define(unsafe_hash=True, weakref_slot=False)
 class LocalQueueStatus:
     """What Kueue's LocalQueue controller writes: the ``Active`` condition, the workload counts
     and the quota its workloads hold, per flavor (the shape of a ClusterQueue's, never
@@ -296,7 +296,7 @@ class LocalQueueStatus:
     """``fairSharing`` and the rest: kept, not written (fair sharing is not modelled)."""
 
 
-@attrs.define(unsafe_hash=True, cache_hash=True)
+@attrs.define(unsafe_hash=True, cache_hash=True, weakref_slot=False)
 class LocalQueue:
     KIND: ClassVar[str] = c.LOCAL_QUEUE
     kind: ClassVar[str] = c.LOCAL_QUEUE
@@ -308,14 +308,14 @@ class LocalQueue:
     extra: FrozenMap[str, Json] = EMPTY
 
 
-@attrs.define(unsafe_hash=True)
+@attrs.define(unsafe_hash=True, weakref_slot=False)
 class ResourceFlavorSpec:
     node_labels: FrozenMap[str, str] = EMPTY
     tolerations: tuple[FrozenMap[str, Json], ...] = ()
     extra: FrozenMap[str, Json] = EMPTY
 
 
-@attrs.define(unsafe_hash=True, cache_hash=True)
+@attrs.define(unsafe_hash=True, cache_hash=True, weakref_slot=False)
 class ResourceFlavor:
     KIND: ClassVar[str] = c.RESOURCE_FLAVOR
     kind: ClassVar[str] = c.RESOURCE_FLAVOR
@@ -326,14 +326,14 @@ class ResourceFlavor:
     extra: FrozenMap[str, Json] = EMPTY
 
 
-@attrs.define(unsafe_hash=True)
+@attrs.define(unsafe_hash=True, weakref_slot=False)
 class ParametersReference:
     api_group: str = ""
     kind: str = ""
     name: str = ""
 
 
-@attrs.define(unsafe_hash=True)
+@attrs.define(unsafe_hash=True, weakref_slot=False)
 class AdmissionCheckSpec:
     controller_name: str = ""
     parameters: ParametersReference | None = None
@@ -349,13 +349,13 @@ class AdmissionCheckSpec:
         return self.preemption_policy == c.PREEMPTION_POLICY_AFTER_CHECK_PASSED_OR_ON_DEMAND
 
 
-@attrs.define(unsafe_hash=True)
+@attrs.define(unsafe_hash=True, weakref_slot=False)
 class AdmissionCheckStatus:
     conditions: Conditions = ()
     extra: FrozenMap[str, Json] = EMPTY
 
 
-@attrs.define(unsafe_hash=True, cache_hash=True)
+@attrs.define(unsafe_hash=True, cache_hash=True, weakref_slot=False)
 class AdmissionCheck:
     KIND: ClassVar[str] = c.ADMISSION_CHECK
     kind: ClassVar[str] = c.ADMISSION_CHECK

@@ -14,7 +14,7 @@ from kueue_provreq.api.meta import Condition, Conditions, Json, ObjectMeta, Time
 from kueue_provreq.api.quantity import Quantity
 
 
-@attrs.define(unsafe_hash=True, cache_hash=True)
+@attrs.define(unsafe_hash=True, cache_hash=True, weakref_slot=False)
 class PodSet:
     name: str
     count: int = 1
@@ -24,7 +24,7 @@ class PodSet:
     extra: FrozenMap[str, Json] = EMPTY
 
 
-@attrs.define(unsafe_hash=True)
+@attrs.define(unsafe_hash=True, weakref_slot=False)
 class WorkloadSpec:
     pod_sets: tuple[PodSet, ...] = ()
     queue_name: str = ""
@@ -33,7 +33,7 @@ class WorkloadSpec:
     extra: FrozenMap[str, Json] = EMPTY
 
 
-@attrs.define(unsafe_hash=True)
+@attrs.define(unsafe_hash=True, weakref_slot=False)
 class PodSetAssignment:
     name: str
     flavors: FrozenMap[str, str] = EMPTY
@@ -42,7 +42,7 @@ class PodSetAssignment:
     extra: FrozenMap[str, Json] = EMPTY
 
 
-@attrs.define(unsafe_hash=True)
+@attrs.define(unsafe_hash=True, weakref_slot=False)
 class _AdmissionFields:
     """The fields of :class:`Admission`."""
 
@@ -80,7 +80,7 @@ def _flavor_names(assignments: tuple[PodSetAssignment, ...]) -> frozenset[str]:
     return frozenset([f for psa in assignments for f in psa.flavors.values()])
 
 
-@attrs.define(unsafe_hash=True)
+@attrs.define(unsafe_hash=True, weakref_slot=False)
 class PodSetUpdate:
     name: str
     labels: FrozenMap[str, str] = EMPTY
@@ -89,7 +89,7 @@ class PodSetUpdate:
     tolerations: tuple[FrozenMap[str, Json], ...] = ()
 
 
-@attrs.define(unsafe_hash=True)
+@attrs.define(unsafe_hash=True, weakref_slot=False)
 class AdmissionCheckState:
     name: str
     state: str = c.CHECK_PENDING
@@ -100,7 +100,7 @@ class AdmissionCheckState:
     requeue_after_seconds: int | None = None
 
 
-@attrs.define(unsafe_hash=True)
+@attrs.define(unsafe_hash=True, weakref_slot=False)
 class RequeueState:
     count: int | None = None
     requeue_at: Time | None = None
@@ -114,7 +114,7 @@ _KEEP = _Keep.KEEP
 """A field :meth:`Workload.with_status` leaves as it is (None is a value these may take)."""
 
 
-@attrs.define(unsafe_hash=True, cache_hash=True)
+@attrs.define(unsafe_hash=True, cache_hash=True, weakref_slot=False)
 class _WorkloadStatusFields:
     """The fields of :class:`WorkloadStatus`: what the API holds, what it is equal and hashed by."""
 
@@ -178,7 +178,7 @@ def _derive(status: WorkloadStatus) -> None:
     _TRUE_TYPES.__set__(status, tuple([t for t, cond in by_type.items() if cond.status == c.TRUE]))
 
 
-@attrs.define(unsafe_hash=True, cache_hash=True)
+@attrs.define(unsafe_hash=True, cache_hash=True, weakref_slot=False)
 class Workload:
     KIND: ClassVar[str] = c.WORKLOAD
     kind: ClassVar[str] = c.WORKLOAD

@@ -23,14 +23,15 @@ from decimal import Decimal
 
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.evolve import evolve
+from kueue_provreq.api.memo import memo
 from kueue_provreq.api.meta import Condition, set_condition
 from kueue_provreq.api.objects import Key
 from kueue_provreq.api.quantity import Quantity
-from kueue_provreq.api.queues import ClusterQueue, FlavorUsage, ResourceUsage
+from kueue_provreq.api.queues import ClusterQueue, ClusterQueueSpec, FlavorUsage, ResourceUsage
 from kueue_provreq.controllers import queues
 from kueue_provreq.controllers.activity import inactive_reason
 from kueue_provreq.controllers.context import Context
-from kueue_provreq.controllers.usage import Usage
+from kueue_provreq.controllers.usage import FlavorResource, Usage
 from kueue_provreq.world import NOTHING, Result, Txn, World
 
 
@@ -43,26 +44,28 @@ def flavor_usage(cq: ClusterQueue, used: Usage, current: tuple[FlavorUsage, ...]
     Quantity).  ``current`` (what the status says) is returned when it says just that: the
     reconcile runs on every change of the counts, mostly to find the usage as it was.
     ``with_borrowed=False`` gives a LocalQueue's shape (``LocalQueueResourceUsage``: name and
-    total only)."""
+    total only).  The answer is memoised on the queue's spec and the usage: a queue's status
+    then holds the memo's own answer, and finding it unchanged is an identity test."""
+    built = _flavor_usage(cq.spec, tuple(used.items()), with_borrowed)
+    return current if current is built or current == built else built
+
+
+@memo(4096)
+def _flavor_usage(spec: ClusterQueueSpec, used: tuple[tuple[FlavorResource, Decimal], ...],
+                  with_borrowed: bool) -> tuple[FlavorUsage, ...]:
+    """:func:`flavor_usage` built afresh, from the queue's spec and its usage's items."""
     zero = Decimal(0)
-    in_cohort = bool(cq.spec.cohort_name)
+    amounts = dict(used)
+    in_cohort = bool(spec.cohort_name)
     nominal = {(f.name, r.name): r.nominal_quota.value
-               for g in cq.spec.resource_groups for f in g.flavors for r in f.resources} if in_cohort else {}
+               for g in spec.resource_groups for f in g.flavors for r in f.resources} if in_cohort else {}
     layout = [(flavor.name, sorted(group.covered_resources))
-              for group in cq.spec.resource_groups for flavor in group.flavors]
+              for group in spec.resource_groups for flavor in group.flavors]
 
     def borrowed(fr: tuple[str, str]) -> Decimal:
-        return max(zero, used.get(fr, zero) - nominal.get(fr, zero)) if in_cohort else zero
+        return max(zero, amounts.get(fr, zero) - nominal.get(fr, zero)) if in_cohort else zero
 
-    if len(current) == len(layout) and all(
-            have.name == flavor and len(have.resources) == len(names) and all(
-                r.name == name and (r.borrowed is not None and r.borrowed.value == borrowed((flavor, name))
-                                    if with_borrowed else r.borrowed is None)
-                and r.total.value == used.get((flavor, name), zero)
-                for r, name in zip(have.resources, names, strict=True))
-            for have, (flavor, names) in zip(current, layout, strict=True)):
-        return current
-    return tuple(FlavorUsage(flavor, tuple(ResourceUsage(name, Quantity.of(used.get((flavor, name), zero)),
+    return tuple(FlavorUsage(flavor, tuple(ResourceUsage(name, Quantity.of(amounts.get((flavor, name), zero)),
                                                          Quantity.of(borrowed((flavor, name))) if with_borrowed else None)
                                            for name in names))
                  for flavor, names in layout)

@@ -40,7 +40,8 @@ from kueue_provreq.api.workload import PodSet, Workload
 from kueue_provreq.controllers import workload_status
 from kueue_provreq.controllers.activity import inactive_reason
 from kueue_provreq.controllers.context import Context
-from kueue_provreq.controllers.parts import ADMISSION, CONDITION, METADATA, SPEC
+from kueue_provreq.controllers.parts import ADMISSION, CHECKS, CONDITION, METADATA, REQUEUE_STATE, SPEC, changed_parts
+from kueue_provreq.controllers.parts import parts as condition_parts
 from kueue_provreq.controllers.usage import FlavorResource, Usage, held_by
 from kueue_provreq.world import ALL_PARTS, Txn, World
 
@@ -119,7 +120,8 @@ class QueueIndex:
     too."""
 
     __slots__ = ("pending", "gated", "holding", "admitted", "used", "admitted_used", "_held", "moves",
-                 "lq_holding", "lq_admitted", "lq_used", "lq_admitted_used", "queued")
+                 "lq_holding", "lq_admitted", "lq_used", "lq_admitted_used", "queued", "version",
+                 "holding_version", "idle", "expected")
 
     def __init__(self, world: World) -> None:
         self.pending: dict[QueueRef, dict[Key, Workload]] = {}
@@ -145,12 +147,34 @@ class QueueIndex:
         reconciler (:meth:`recounted`) and clears the list."""
         self.queued = _QueuedBook()
         """What :func:`scan` read of each admissible workload, kept while the object is the same."""
+        self.version = 0
+        """Counts the changes to what a scheduling cycle reads of the queues: a waiting workload
+        written, the quota held in a ClusterQueue, an object of the :data:`QUEUE_KINDS`."""
+        self.holding_version = 0
+        """Counts the writes of workloads holding quota that change no quota held (what only a
+        cycle that reads those workloads reads: preemption, KEP-993, blockAdmission)."""
+        self.idle: Idle | None = None
+        """What the last scheduling cycle over every queue read, when the next would change
+        nothing (:func:`idle`)."""
+        self.expected: dict[Key, Workload] = {}
+        """The writes of that cycle, not yet applied: the next cycle finds them as the cycle
+        left them, so they are no news to it."""
         for wl in world.objects(c.WORKLOAD):
             self.changed(key_of(wl), None, wl)
 
     def changed(self, key: Key, before: KubeObject | None, after: KubeObject | None, parts: int = ALL_PARTS
                 ) -> None:
         """A Workload changed (``World.observe``: it is told of Workloads only), in ``parts``."""
+        expected = self.expected
+        if expected and after is not None and expected.get(key) is after:
+            del expected[key]
+            version = self.version
+            self._changed(key, before, after, parts)
+            self.version = version  # the last cycle's own write
+            return
+        self._changed(key, before, after, parts)
+
+    def _changed(self, key: Key, before: KubeObject | None, after: KubeObject | None, parts: int) -> None:
         assert (before is None or type(before) is Workload) and (after is None or type(after) is Workload)
         if not parts & _PLACE_PARTS:  # an update that moves neither its place nor its admission
             assert before is not None and after is not None
@@ -161,7 +185,9 @@ class QueueIndex:
                     return
                 if not place[0]:
                     (self.gated if place[2] else self.pending)[place[1]][key] = after
+                    self._waiting_rewritten(before, after, parts)
                     return
+                self.holding_version += 1
                 self.holding[place[1]][key] = after
                 if c.WORKLOAD_ADMITTED in after.status.true_types:
                     self.admitted[place[1]][key] = after
@@ -172,26 +198,33 @@ class QueueIndex:
             assert before is not None and after is not None
             if not was[0]:
                 (self.gated if was[2] else self.pending)[was[1]][key] = after
+                self._waiting_rewritten(before, after, parts)
                 return
             admitted = _admitted(after)
             if after.status.admission is not before.status.admission \
                     or after.spec.pod_sets is not before.spec.pod_sets:
                 self._release(key, was[1], was[2])
                 self._hold(key, after, was[1], was[2])
+                self.version += 1
             elif admitted != _admitted(before):  # the same quota held, not computed again
                 self.holding[was[1]][key] = after
+                self.holding_version += 1
                 if admitted:
                     self._admit(key, after, was[1], was[2], self._held[key])
                 else:
                     self._unadmit(key, was[1], was[2], self._held[key])
             else:
                 self.holding[was[1]][key] = after
+                self.holding_version += 1
                 if admitted:
                     self.admitted[was[1]][key] = after
                 return
             if self.moves is not None:
                 self.moves.append((was, now))
             return
+        if was is None and now is None:
+            return  # in no queue before or after: nothing a cycle reads
+        self.version += 1
         if self.moves is not None and was != now:
             self.moves.append((was, now))
         if was is not None:
@@ -199,12 +232,36 @@ class QueueIndex:
                 self._release(key, was[1], was[2])
             else:
                 _remove(self.gated if was[2] else self.pending, was[1], key)
+                if now is None or now[0]:
+                    # no longer waiting: what a scan read of it would keep this version alive
+                    self.queued.entries.pop(key, None)
         if now is not None:
             assert after is not None
             if now[0]:
                 self._hold(key, after, now[1], now[2])
             else:
                 (self.gated if now[2] else self.pending).setdefault(now[1], {})[key] = after
+
+    def _waiting_rewritten(self, before: Workload, after: Workload, parts: int) -> None:
+        """A waiting workload rewritten where it waits is news to a scheduling cycle when the
+        write changes what a cycle reads of it (:data:`WAITING_READS`; ``parts`` as the write
+        path found them, or all of them for a write it did not see), unless it is held back
+        before and after (a cycle reads nothing else of such a workload)."""
+        if parts == ALL_PARTS:
+            parts = changed_parts(before, after)
+        if parts & WAITING_READS and not (backoff_of(before)[0] and backoff_of(after)[0]):
+            self.version += 1
+
+    def touched(self, key: Key, before: KubeObject | None, after: KubeObject | None, parts: int = ALL_PARTS
+                ) -> None:
+        """An object of the :data:`QUEUE_KINDS` changed (``World.observe``).  A scheduling cycle
+        reads no ClusterQueue's or LocalQueue's status (which their reconcilers rewrite as the
+        usage moves), only their spec and metadata."""
+        if isinstance(before, (ClusterQueue, LocalQueue)) and isinstance(after, (ClusterQueue, LocalQueue)) \
+                and (before.spec is after.spec or before.spec == after.spec) \
+                and (before.metadata is after.metadata or before.metadata == after.metadata):
+            return
+        self.version += 1
 
     def _hold(self, key: Key, wl: Workload, cq: str, ref: QueueRef) -> None:
         assert wl.status.admission is not None
@@ -380,7 +437,53 @@ def index(world: World) -> QueueIndex:
     if not isinstance(found, QueueIndex):
         found = world.hooks.queue_index = QueueIndex(world)
         world.observe(c.WORKLOAD, found.changed)
+        for kind in QUEUE_KINDS:
+            world.observe(kind, found.touched)
     return found
+
+
+WAITING_READS = METADATA | SPEC | ADMISSION | CHECKS | REQUEUE_STATE | condition_parts(
+    c.WORKLOAD_FINISHED, c.WORKLOAD_QUOTA_RESERVED, c.WORKLOAD_ADMITTED, c.WORKLOAD_EVICTED, c.WORKLOAD_REQUEUED)
+"""What a scheduling cycle reads of a waiting workload: its place, order, shape and backoff, its
+checks' states, and the conditions it sets aside or admits it by (not, say, ``PodsReady``,
+which the job controller writes when a workload's quota is released)."""
+
+QUEUE_KINDS = (c.LOCAL_QUEUE, c.CLUSTER_QUEUE, c.COHORT, c.RESOURCE_FLAVOR, c.ADMISSION_CHECK)
+"""The kinds besides Workloads a scheduling cycle reads: the queues, the cohorts, what makes a
+queue active (its flavors and checks)."""
+
+
+@attrs.frozen
+class Idle:
+    """A scheduling cycle over every queue after which the next would change nothing (it changed
+    nothing, or only set aside or admitted some of the workloads it found waiting), and what it
+    read: the configuration, the index's versions (``holding_version`` None when the cycle read no
+    workload holding quota), and from when until when the time it read stays the same for it
+    (``until`` None: no later time changes it).  A cycle that read the workloads holding quota
+    (to preempt some, for KEP-993, for blockAdmission) holds only at its own instant: who may be
+    preempted is ordered by times it reads against the cycle's."""
+
+    config: Configuration
+    version: int
+    holding_version: int | None
+    since: Time
+    until: Time | None
+
+
+def idle(world: World, ctx: Context) -> bool:
+    """Whether a scheduling cycle over every queue would change nothing, as the last one
+    found (:class:`Idle`): nothing it reads has changed since but that cycle's own writes.  Upstream's scheduler waits in the queue
+    manager's ``Heads`` until a queue has a head to try (a workload added, updated or
+    requeued, by an event such as quota released or a queue changed: ``QueueInadmissibleWorkloads``)
+    or a backoff ends; this is that wait, read off the index."""
+    ix = world.hooks.queue_index
+    if not isinstance(ix, QueueIndex):
+        return False
+    last = ix.idle
+    return last is not None and last.version == ix.version and last.config is ctx.config \
+        and last.since <= ctx.now and (last.until is None or ctx.now < last.until) \
+        and (last.holding_version is None or (last.holding_version == ix.holding_version
+                                              and ctx.now == last.since))
 
 
 def check_index(world: World) -> str | None:
@@ -405,6 +508,8 @@ class Scan:
     shapes: dict[str, list[ShapeId]] = attrs.Factory(dict)
     """ClusterQueue name -> the :func:`scheduling_shape` of each of its ready workloads, as a
     number (equal shapes, equal numbers)."""
+    wakes: Time | None = None
+    """When the first of the workloads in backoff (``requeueAt`` only) ends its backoff, if any."""
 
     def last_trying(self, cq: str, skipped: AbstractSet[ShapeId]) -> int:
         """The index of the last of ``cq``'s ready workloads whose shape is not in ``skipped``
@@ -482,8 +587,11 @@ def scan(world: World, ctx: Context, only: str | None = None) -> Scan:
         for key, wl in ix.waiting_items(ref, config):
             entry = book.entry(key, wl)
             seen.append(entry)
-            if entry.held or (entry.until is not None and now < entry.until):  # in_backoff, inlined
+            until = entry.until
+            if entry.held or (until is not None and now < until):  # in_backoff, inlined
                 out.backoff.setdefault(cq, []).append(wl)
+                if not entry.held and until is not None and (out.wakes is None or until < out.wakes):
+                    out.wakes = until
             else:
                 ready.append(entry)
     hashing = config.gate(c.GATE_SCHEDULING_EQUIVALENCE_HASHING)
@@ -560,7 +668,7 @@ class _QueuedBook:
 
     def forget_all_but(self, kept: list[_Queued]) -> None:
         """Drop the entries of workloads no longer admissible (a scan of every queue saw the rest)."""
-        if len(self.entries) > len(kept):
+        if len(self.entries) > len(kept) or not kept:  # an emptied dict keeps its size: a new one
             self.entries = {e.key: e for e in kept}
 
 

@@ -95,7 +95,7 @@ from kueue_provreq.api.memo import memo
 from kueue_provreq.api.meta import find_condition
 from kueue_provreq.api.objects import Key, key_of
 from kueue_provreq.api.quantity import Quantity
-from kueue_provreq.api.queues import ClusterQueue
+from kueue_provreq.api.queues import ClusterQueue, ClusterQueueSpec
 from kueue_provreq.api.workload import Admission, PodSet, PodSetAssignment, Workload
 from kueue_provreq.controllers import cohorts, kep993, preemption, queues, workload_status
 from kueue_provreq.controllers.activity import inactive_reason
@@ -103,7 +103,7 @@ from kueue_provreq.controllers.context import Context
 from kueue_provreq.controllers.usage import FlavorResource, Usage, podset_requests
 from kueue_provreq.machines import Guard, Transition, WorkloadTrigger, write_workload
 from kueue_provreq.machines.phases import held_back
-from kueue_provreq.world import NOTHING, Result, Txn, World, truncate
+from kueue_provreq.world import NOTHING, Event, MetricInc, Result, Txn, Update, World, truncate
 
 # Flavor assignment modes, ordered from worst to best as upstream's preemption modes: no fit,
 # short of quota with no preemption candidates, short with candidates in the queue (preemption
@@ -180,19 +180,26 @@ class QuotaTable:
     group_of: FrozenMap[str, int]
     nominal: FrozenMap[FlavorResource, Decimal]
 
-    @classmethod
-    def of(cls, cq: ClusterQueue) -> QuotaTable:
-        groups = []
-        group_of: dict[str, int] = {}
-        nominal: dict[FlavorResource, Decimal] = {}
-        for i, rg in enumerate(cq.spec.resource_groups):
-            groups.append((frozenset(rg.covered_resources), tuple(f.name for f in rg.flavors)))
-            for name in rg.covered_resources:
-                group_of.setdefault(name, i)
-            for fq in rg.flavors:
-                for rq in fq.resources:
-                    nominal[(fq.name, rq.name)] = rq.nominal_quota.value
-        return cls(tuple(groups), FrozenMap(group_of), FrozenMap(nominal))
+    @staticmethod
+    def of(cq: ClusterQueue) -> QuotaTable:
+        """The table of ``cq``'s spec (memoised on it: every walk of the queue asks it)."""
+        return _quota_table(cq.spec)
+
+
+@memo(256)
+def _quota_table(spec: ClusterQueueSpec) -> QuotaTable:
+    """:meth:`QuotaTable.of`, built afresh."""
+    groups = []
+    group_of: dict[str, int] = {}
+    nominal: dict[FlavorResource, Decimal] = {}
+    for i, rg in enumerate(spec.resource_groups):
+        groups.append((frozenset(rg.covered_resources), tuple(f.name for f in rg.flavors)))
+        for name in rg.covered_resources:
+            group_of.setdefault(name, i)
+        for fq in rg.flavors:
+            for rq in fq.resources:
+                nominal[(fq.name, rq.name)] = rq.nominal_quota.value
+    return QuotaTable(tuple(groups), FrozenMap(group_of), FrozenMap(nominal))
 
 
 @attrs.frozen
@@ -327,7 +334,7 @@ def _try_next(mode: int, borrow: int, stop_at_preempt: bool, stop_at_borrow: boo
     return borrow > 0 and not stop_at_borrow
 
 
-def assign_flavors(wl: Workload, table: QuotaTable, used: Usage, counts: Sequence[int] | None = None,
+def assign_flavors(pod_sets: Sequence[PodSet], table: QuotaTable, used: Usage, counts: Sequence[int] | None = None,
                    oracle: Oracle | None = None, stop_at_preempt: bool = False,
                    cohort: Cohort | None = None, stop_at_borrow: bool = True) -> Assignment:
     """``FlavorAssigner.Assign``: podset by podset, each resource group tries its flavors in
@@ -346,7 +353,7 @@ def assign_flavors(wl: Workload, table: QuotaTable, used: Usage, counts: Sequenc
     needs: set[FlavorResource] = set()
     borrows = 0
     counts_pods = "pods" in table.group_of
-    for i, ps in enumerate(wl.spec.pod_sets):
+    for i, ps in enumerate(pod_sets):
         count = ps.count if counts is None else counts[i]
         requests = podset_requests(ps, count, counts_pods)
         names = sorted(requests)
@@ -410,6 +417,15 @@ def assign_flavors(wl: Workload, table: QuotaTable, used: Usage, counts: Sequenc
     return Assignment(pod_sets=tuple(assigned), attempts=tuple(attempts), borrows=borrows)
 
 
+@memo(4096)
+def _plain_assignment(pod_sets: tuple[PodSet, ...], table: QuotaTable, used: tuple[tuple[FlavorResource, Decimal], ...],
+                      stop_at_preempt: bool, stop_at_borrow: bool) -> Assignment:
+    """:func:`assign_flavors` of a queue outside a cohort that does not preempt, memoised on the
+    podsets and the usage's items: every cycle tries its queue's head again, mostly on a usage
+    it was tried on already."""
+    return assign_flavors(pod_sets, table, dict(used), stop_at_preempt=stop_at_preempt, stop_at_borrow=stop_at_borrow)
+
+
 def _merge_attempt(into: dict[str, Attempt], attempt: Attempt) -> None:
     """``mergeFlavorAttempts``: a flavor tried for several resource groups of a podset shows
     its worst mode, its largest borrowing level and all its reasons."""
@@ -442,7 +458,7 @@ def reduced_assignment(wl: Workload, table: QuotaTable, used: Usage, cohort: Coh
     while low < high:
         step = (low + high) // 2
         counts = [ps.count - d * step // total for ps, d in zip(wl.spec.pod_sets, deltas, strict=True)]
-        found = assign_flavors(wl, table, used, counts, cohort=cohort, stop_at_borrow=stop_at_borrow)
+        found = assign_flavors(wl.spec.pod_sets, table, used, counts, cohort=cohort, stop_at_borrow=stop_at_borrow)
         if found.reason is None:
             best = (step, found)
             high = step
@@ -469,8 +485,15 @@ class _Cycle:
     """Workloads holding quota without PodsReady=True (blockAdmission only)."""
     held: dict[str, list[tuple[Workload, preemption.Amounts]]] = attrs.Factory(dict)
     """Per queue, who holds what (read once per cycle, then kept as the cycle admits)."""
+    read_holding: bool = False
+    """Whether the cycle read the workloads holding quota, not only the quota they hold."""
+    set_aside: bool = False
+    """Whether the cycle has set aside a workload (whether that wrote or not)."""
+    admitted_after: bool = False
+    """Whether the cycle admitted a workload after it set one aside."""
 
     def holding_of(self, world: World, scan: queues.Scan, name: str) -> list[tuple[Workload, preemption.Amounts]]:
+        self.read_holding = True
         found = self.held.get(name)
         if found is None:
             found = self.held[name] = [(wl, scan.index.held(key_of(wl))) for wl in scan.holding(world, name)]
@@ -501,6 +524,7 @@ class _Cycle:
         the same message already (by the workload controller's queue blocker, which with
         UnadmittedWorkloadsObservability off names it ``Inadmissible``) keeps its reason: the two
         writers would otherwise take turns (docs/differences.rst, "Who says a queue blocks")."""
+        self.set_aside = True
         message = truncate(message, c.CONDITION_MESSAGE_LIMIT)
         held = wl.condition(c.WORKLOAD_QUOTA_RESERVED)
         if wl.status.admission is None and held is not None and \
@@ -538,6 +562,7 @@ class _Cycle:
             preemptions_pending=preemptions_pending)
         if not self.write(new, (reserve,)):
             return None
+        self.admitted_after = self.set_aside
         requeued = find_condition(wl.status.conditions, c.WORKLOAD_REQUEUED)
         queued_at = requeued.last_transition_time if requeued is not None else wl.metadata.creation_timestamp
         waited = now - (queued_at if queued_at is not None else now)
@@ -556,9 +581,11 @@ class _Cycle:
         preempting (with the targets, ``view`` being what the preemptor sees of the queue);
         else (partial admission) the largest counts that fit; else the whole workload's reason.
         Partial admission that needs preemption is not modelled."""
-        oracle = view.oracle(wl) if view is not None else None
-        whole = assign_flavors(wl, table, used, oracle=oracle, stop_at_preempt=stop_at_preempt, cohort=cohort,
-                               stop_at_borrow=stop_at_borrow)
+        if view is None and cohort is None:
+            whole = _plain_assignment(wl.spec.pod_sets, table, tuple(used.items()), stop_at_preempt, stop_at_borrow)
+        else:
+            whole = assign_flavors(wl.spec.pod_sets, table, used, oracle=view.oracle(wl) if view is not None else None,
+                                   stop_at_preempt=stop_at_preempt, cohort=cohort, stop_at_borrow=stop_at_borrow)
         if whole.reason is None:
             return whole, []
         if view is not None and whole.needs:
@@ -815,8 +842,50 @@ def schedule(world: World, ctx: Context, key: Key | None = None) -> Result:
         if only is None:  # no LocalQueue: the queue manager never holds it
             return NOTHING
     found = queues.scan(world, ctx, only)
+    result = _run(cycle, world, found, only)
+    if only is None:
+        _after_cycle(found, cycle, result)
+    return result
+
+
+def _after_cycle(found: queues.Scan, cycle: _Cycle, result: Result) -> None:
+    """What the next cycle over every queue may skip (:func:`queues.idle`).  A cycle that changed
+    nothing leaves the next with nothing to do until something it reads changes.  So does one
+    whose only writes admitted or set aside workloads it found waiting, none set aside before
+    the last admission: it admitted, in queue order, all that fit, and the next cycle tries
+    those it set aside on the usage they were tried on, reaching the same verdicts in the same
+    words.  Not so when a workload was set aside before an admission: the next cycle tells it,
+    in its message, how much more it needs of the usage the admission grew; nor for a cycle
+    that preempts or reserves for KEP-993, which moves other workloads."""
+    ix = found.index
+    ix.idle = None
+    ix.expected = {}
+    if result.error is not None:
+        return
+    expected: dict[Key, Workload] = {}
+    if result.effects:
+        if cycle.ctx.config.kep_993_preemption or cycle.admitted_after:
+            return
+        waiting = {key_of(wl) for ready in found.ready.values() for wl in ready}
+        for effect in result.effects:
+            if isinstance(effect, Update):
+                obj = effect.obj
+                if not isinstance(obj, Workload) or key_of(obj) not in waiting:
+                    return
+                expected[key_of(obj)] = obj
+            elif not isinstance(effect, (Event, MetricInc)):
+                return
+    ix.idle = queues.Idle(cycle.ctx.config, ix.version, ix.holding_version if cycle.read_holding else None,
+                          cycle.ctx.now, found.wakes)
+    ix.expected = expected
+
+
+def _run(cycle: _Cycle, world: World, found: queues.Scan, only: str | None) -> Result:
+    """The cycle over the queues ``found`` holds (``only``: that ClusterQueue's)."""
+    ctx = cycle.ctx
     wfpr = ctx.config.wait_for_pods_ready
     if wfpr is not None and wfpr.block_admission:
+        cycle.read_holding = True
         cycle.not_ready = sum(1 for held in found.index.holding.values() for wl in held.values()
                               if not queues.pods_ready(wl))
     names = set(found.ready)

@@ -34,6 +34,12 @@ class Due:
             self.queued.add(item)
             self.queue.append(item)
 
+    def drained(self) -> None:
+        """The queue is drained (a settle ends): an emptied set keeps the room it grew to, for
+        every object when all are due (the first settle), so a new one takes its place."""
+        if not self.queued:
+            self.queued = set()
+
     def wake_up(self, at: float, name: str, key: Key) -> None:
         """Ask for a reconcile at ``at``.  A wake-up already asked for no later is enough: the
         reconcile it brings asks again for what it still needs."""

@@ -18,7 +18,7 @@ import attrs
 from kueue_provreq.api.evolve import same
 from kueue_provreq.api.objects import Key, KubeObject
 from kueue_provreq.api.workload import Workload
-from kueue_provreq.controllers import registry, scheduler
+from kueue_provreq.controllers import queues, registry, scheduler
 from kueue_provreq.controllers.context import Context
 from kueue_provreq.engine.due import Due, Item
 from kueue_provreq.engine.quiet import QuietBook
@@ -26,7 +26,7 @@ from kueue_provreq.engine.routing import Change, Router, Witness, change
 from kueue_provreq.engine.write import Check, apply_effects
 from kueue_provreq.errors import KueueProvreqError
 from kueue_provreq.machines import Actor
-from kueue_provreq.world import Create, Delete, Effect, Result, Update, World
+from kueue_provreq.world import NOTHING, Create, Delete, Effect, Result, Update, World
 
 SCHEDULER = Actor.SCHEDULER
 ALL_CONTROLLERS: tuple[str, ...] = (SCHEDULER.value, *(ctl.name.value for ctl in registry.CONTROLLERS))
@@ -108,6 +108,8 @@ class Manager:
         settled = False
         quiet = None
         if controller == SCHEDULER:
+            if key[0] == SCHEDULER and self._idle(ctx):
+                return NOTHING, []  # no cycle: nothing it reads changed since one changed nothing
             result = scheduler.schedule(world, ctx, None if key[0] == SCHEDULER else key)
         else:
             result = self.controllers[controller].reconcile(world, key, ctx)
@@ -139,6 +141,11 @@ class Manager:
             if quiet is not None and isinstance(wl, Workload) and (controller, key) not in self.due.queued:
                 quiet[key] = wl
         return result, list(changes)
+
+    def _idle(self, ctx: Context) -> bool:
+        """Whether the scheduler waits (:func:`queues.idle`): a cycle over every queue would
+        change nothing, as the last one did, since nothing it reads has changed."""
+        return queues.idle(self.world, ctx)
 
     def _apply(self, controller: str, key: Key, effects: tuple[Effect, ...]) -> dict[Key, Change]:
         """Apply effects in order (:func:`.write.apply_effects`); returns a change per object
@@ -182,7 +189,7 @@ class Manager:
         budget = self.max_reconciles or 10_000 + 200 * len(self.world)
         retried = False
         world, reconcile = self.world, self.reconcile
-        stored = world.stored
+        stored = world.lookup()
         try:
             while True:
                 changed_any = False
@@ -218,7 +225,9 @@ class Manager:
                     if not others and not errors:
                         break  # what they wrote is news to nobody
                 if run_scheduler:
-                    _, changed = reconcile(SCHEDULER, (SCHEDULER, "", ""), ctx)
+                    # its Result not kept: it holds every Workload the cycle wrote, as the cycle
+                    # wrote them, which later writes replace
+                    changed = reconcile(SCHEDULER, (SCHEDULER, "", ""), ctx)[1]
                     if changed:
                         retried = False
                         continue
@@ -238,6 +247,7 @@ class Manager:
                 break
         finally:
             queue.extendleft(reversed(later + held))
+            self.due.drained()
 
     def _collect_due(self, ctx: Context) -> None:
         """Make due what became due since the last settle: outside writes, ended wake-ups."""
@@ -255,7 +265,7 @@ class Manager:
             quiet.clear()
             self.router.enqueue_all(config)
         elif self._journal:
-            stored = world.stored
+            stored = world.lookup()
             changed = [change(k, before, stored(k)) for k, before in self._journal.items()]
             self._journal.clear()
             self.router.on_change("", changed, config)

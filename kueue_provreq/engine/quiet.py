@@ -19,9 +19,10 @@ from kueue_provreq.api.workload import Workload
 from kueue_provreq.controllers import registry
 from kueue_provreq.controllers.parts import Parts
 
-Read = tuple[Workload, Parts, Hashable]
-"""What a quiet pass read of the Workload it saw: that Workload, the parts, and the
-controller's view of them (None without a view)."""
+Read = tuple[Parts, Hashable]
+"""What a quiet pass read of the Workload it saw: the parts, and the controller's view of them
+(None without a view).  Not that Workload: a write that leaves the pass quiet replaces it in
+the world, and kept here it would hold a whole superseded status per controller and Workload."""
 
 Quiet = dict[Key, Workload | Read | None]
 """One controller's quiet passes: Workload key -> the Workload its last pass left with nothing to

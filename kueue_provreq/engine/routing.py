@@ -191,9 +191,8 @@ class Router:
                         if isinstance(last, Workload):
                             assert ctl.reads is not None
                             view = ctl.view
-                            last = quiet[key] = (last, ctl.reads(world, last, config),
-                                                 None if view is None else view(last))
-                        if not diff & last[1] or (ctl.view is not None and ctl.view(wl) == last[2]):
+                            last = quiet[key] = (ctl.reads(world, last, config), None if view is None else view(last))
+                        if not diff & last[0] or (ctl.view is not None and ctl.view(wl) == last[1]):
                             if witness is not None:
                                 witness.skipped(name, key, f"its watch ignored a change by {writer or 'a client'}")
                             continue

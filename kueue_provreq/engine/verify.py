@@ -16,7 +16,7 @@ from kueue_provreq.api.config import Configuration
 from kueue_provreq.api.evolve import same
 from kueue_provreq.api.objects import Key, KubeObject
 from kueue_provreq.api.workload import Workload
-from kueue_provreq.controllers import queues
+from kueue_provreq.controllers import queues, scheduler
 from kueue_provreq.controllers.context import Context
 from kueue_provreq.controllers.parts import Parts
 from kueue_provreq.engine.due import Item
@@ -149,6 +149,17 @@ class VerifyingManager(Manager):
             hooks.reads = None
         self._keep(controller, key, result, reads, ctx)
         return result, changed
+
+    def _idle(self, ctx: Context) -> bool:
+        """A scheduling cycle left out runs all the same, and must change nothing."""
+        if not super()._idle(ctx):
+            return False
+        self.proofs += 1
+        result = scheduler.schedule(self.world, ctx)
+        if changes_world(self.world, result) or result.effects or result.error is not None:
+            raise SettleError(f"a scheduling cycle would still {describe(result) or result.error} but the "
+                              "scheduler waited: nothing it reads had changed since a cycle that changed nothing")
+        return True
 
     def _keep(self, name: str, key: Key, result: Result, reads: list[Read], ctx: Context) -> None:
         """A reconcile that changed nothing is kept with what it read, as evidence."""

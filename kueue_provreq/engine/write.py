@@ -33,7 +33,7 @@ def apply_effects(world: World, controller: str, key: Key, effects: tuple[Effect
     changed (its object before the first of these effects, after the last).  Updates that
     change nothing are dropped.  Nothing is journaled: the caller routes what it applied."""
     changed: dict[Key, Change] = {}
-    stored = world.stored
+    stored = world.lookup()
     for effect in effects:
         kind = type(effect)
         if kind is Update:
@@ -41,6 +41,8 @@ def apply_effects(world: World, controller: str, key: Key, effects: tuple[Effect
             obj = effect.obj
             meta = obj.metadata
             k = (obj.KIND, meta.namespace, meta.name)
+            if k == key:
+                k = key  # as below: what the world's indexes keep then shares one tuple
             old = stored(k)
             if old is obj:
                 continue
@@ -57,8 +59,6 @@ def apply_effects(world: World, controller: str, key: Key, effects: tuple[Effect
                     continue
                 gone = world.replace(k, old, obj, diff)
                 if gone is None:  # the common case: ``obj`` stored
-                    if k == key:
-                        k = key
                     if k not in changed:
                         changed[k] = (k, old, obj, diff)
                     else:  # written twice: one change from the first object to the last

@@ -40,7 +40,8 @@ class Loop:
         self.now = start
         self.watch = Watch(world)
         self.manager = Manager(world, Recorder(self._record), verify=verify)
-        self._events: list[Event] = []
+        self._events: list[tuple[int, int, Event]] = []
+        """The heap of events to come, as (time, sequence, event): compared as tuples, in C."""
         self._seq = count()
         self._after_settle: list[Callback] = []
 
@@ -60,7 +61,7 @@ class Loop:
     def at(self, time: int, action: Callback) -> Event:
         """Run ``action`` at ``time`` (now at the earliest), before that instant's settle."""
         event = Event(max(time, self.now), next(self._seq), action)
-        heapq.heappush(self._events, event)
+        heapq.heappush(self._events, (event.time, event.seq, event))
         return event
 
     def after_settle(self, action: Callback) -> None:
@@ -100,15 +101,15 @@ class Loop:
         """When the next event not cancelled is due (cancelled ones are dropped on the way:
         an instant with nothing to do would still cost a settle)."""
         events = self._events
-        while events and events[0].action is None:
+        while events and events[0][2].action is None:
             heapq.heappop(events)
-        return events[0].time if events else None
+        return events[0][0] if events else None
 
     def _instant(self) -> None:
         events, after = self._events, self._after_settle
         while True:
-            while events and events[0].time <= self.now:
-                action = heapq.heappop(events).action
+            while events and events[0][0] <= self.now:
+                action = heapq.heappop(events)[2].action
                 if action is not None:
                     action()
             self.manager.settle(self.context)
@@ -127,9 +128,6 @@ class Event:
     def __init__(self, time: int, seq: int, action: Callback) -> None:
         self.time, self.seq = time, seq
         self.action: Callback | None = action
-
-    def __lt__(self, other: Event) -> bool:
-        return (self.time, self.seq) < (other.time, other.seq)
 
     def cancel(self) -> None:
         self.action = None
