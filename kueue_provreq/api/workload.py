@@ -10,6 +10,7 @@ import attrs
 
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.frozen import EMPTY, FrozenMap
+from kueue_provreq.api.memo import memo
 from kueue_provreq.api.meta import Condition, Conditions, Json, ObjectMeta, Time
 from kueue_provreq.api.quantity import Quantity
 
@@ -77,7 +78,14 @@ _FLAVOR_NAMES = Admission.__dict__["flavor_names"]
 
 
 def _flavor_names(assignments: tuple[PodSetAssignment, ...]) -> frozenset[str]:
-    return frozenset([f for psa in assignments for f in psa.flavors.values()])
+    return _shared(frozenset([f for psa in assignments for f in psa.flavors.values()]))
+
+
+@memo(256)
+def _shared(flavors: frozenset[str]) -> frozenset[str]:
+    """One set for each set of flavors (a queue has a few): a set per admitted workload would
+    cost it about 200 bytes."""
+    return flavors
 
 
 @attrs.define(unsafe_hash=True, weakref_slot=False)
