@@ -27,11 +27,13 @@ def load(name: str) -> ModuleType:
 
 @pytest.mark.parametrize("name, argv", [
     ("bench_core", ["--sizes", "20", "--seconds", "0.01", "--repeat", "1"]),
+    ("bench_core", ["--sizes", "20", "--seconds", "0.01", "--repeat", "1", "--verify-up-to", "0", "--cpu"]),
     ("bench_inputs", ["--sizes", "10", "--repeat", "1"]),
     ("bench_sim", ["--workloads", "20", "--settle-size", "20", "--repeat", "1"]),
     ("bench_backlog", ["--workloads", "20"]),
     ("bench_verify", ["--size", "20", "--repeat", "1"]),
     ("bench_breakdown", ["--size", "20"]),
+    ("bench_memory", ["--size", "20", "--top", "3"]),
     ("bench_model_classes", ["--objects", "100", "--repeat", "1", "--no-compile"]),
     # this checkout against itself: the ratio of two runs of the same code
     ("bench_ab", [str(BENCHMARKS.parent), "--size", "20", "--pairs", "1"]),

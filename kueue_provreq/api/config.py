@@ -12,7 +12,6 @@ own default.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterable
 
 import attrs
@@ -88,9 +87,14 @@ SEMANTICS_CURRENT = "current"
 """Accepted where a switch list is read, for no switch at all: the default semantics."""
 
 
+_DEFAULT_PODS_READY = WaitForPodsReady()
+
+
 @attrs.define(unsafe_hash=True, cache_hash=True, weakref_slot=False)
-class Configuration:
-    wait_for_pods_ready: WaitForPodsReady | None = WaitForPodsReady()
+class _ConfigurationFields:
+    """The fields of :class:`Configuration`."""
+
+    wait_for_pods_ready: WaitForPodsReady | None = _DEFAULT_PODS_READY
     feature_gates: FrozenMap[str, bool] = DEFAULT_FEATURE_GATES
     extra: FrozenMap[str, Json] = EMPTY
     semantics: frozenset[str] = frozenset()
@@ -100,22 +104,33 @@ class Configuration:
     frameworks: tuple[str, ...] = MODELLED_FRAMEWORKS
     """``integrations.frameworks``: the job integrations enabled."""
 
-    @functools.cached_property
-    def pre_kep_3258(self) -> bool:
-        return SEMANTICS_PRE_KEP_3258 in self.semantics
 
-    @functools.cached_property
-    def pre_14309(self) -> bool:
-        return SEMANTICS_PRE_14309 in self.semantics
+class Configuration(_ConfigurationFields):
+    """Kueue's configuration, with the switches and gates every reconcile asks derived when it is
+    built: slots of this subclass, not attrs cached properties, whose ``__getattr__`` would make
+    every attribute read of a configuration the interpreter's slow one (see
+    :class:`~kueue_provreq.api.workload.WorkloadStatus`)."""
 
-    @functools.cached_property
-    def kep_993_preemption(self) -> bool:
-        return SEMANTICS_KEP_993_PREEMPTION in self.semantics
+    __slots__ = ("pre_kep_3258", "pre_14309", "kep_993_preemption", "_gates")
 
-    @functools.cached_property
-    def _gates(self) -> dict[str, bool]:
-        """Every modelled gate's value, defaults filled in: every reconcile asks some."""
-        return {**DEFAULT_FEATURE_GATES, **self.feature_gates}
+    pre_kep_3258: bool
+    pre_14309: bool
+    kep_993_preemption: bool
+    _gates: dict[str, bool]
+    """Every modelled gate's value, defaults filled in: every reconcile asks some."""
+
+    def __init__(self, wait_for_pods_ready: WaitForPodsReady | None = _DEFAULT_PODS_READY,
+                 feature_gates: FrozenMap[str, bool] = DEFAULT_FEATURE_GATES, extra: FrozenMap[str, Json] = EMPTY,
+                 semantics: frozenset[str] = frozenset(), manage_jobs_without_queue_name: bool = False,
+                 frameworks: tuple[str, ...] = MODELLED_FRAMEWORKS) -> None:
+        _init_configuration(self, wait_for_pods_ready, feature_gates, extra, semantics,
+                            manage_jobs_without_queue_name, frameworks)
+        _derive(self)
+
+    def __setstate__(self, state: object) -> None:
+        """Unpickled or deep-copied: the fields restored (attrs), then what is derived."""
+        super().__setstate__(state)  # type: ignore[misc]
+        _derive(self)
 
     def gate(self, name: str) -> bool:
         return self._gates.get(name, False)
@@ -124,6 +139,19 @@ class Configuration:
     def requeuing_timestamp(self) -> str:
         w = self.wait_for_pods_ready
         return w.requeuing_strategy.timestamp if w else c.TIMESTAMP_EVICTION
+
+
+_init_configuration = _ConfigurationFields.__init__
+_DERIVED = {name: Configuration.__dict__[name] for name in Configuration.__slots__}
+
+
+def _derive(config: Configuration) -> None:
+    semantics = config.semantics
+    derived = {"pre_kep_3258": SEMANTICS_PRE_KEP_3258 in semantics, "pre_14309": SEMANTICS_PRE_14309 in semantics,
+               "kep_993_preemption": SEMANTICS_KEP_993_PREEMPTION in semantics,
+               "_gates": {**DEFAULT_FEATURE_GATES, **config.feature_gates}}
+    for name, value in derived.items():
+        _DERIVED[name].__set__(config, value)
 
 
 class UnknownSemantics(KueueProvreqError, ValueError):

@@ -124,9 +124,13 @@ def job_view(wl: Workload) -> Hashable:
     if c.WORKLOAD_FINISHED in true:
         return True
     refs = wl.metadata.owner_references
+    releasing = c.WORKLOAD_EVICTED in true and c.WORKLOAD_QUOTA_RESERVED in true
     if refs and any(ref.kind in INTEGRATIONS for ref in refs):
         stopping: Hashable = (refs, status.conditions_by_type.get(c.WORKLOAD_EVICTED), wl.spec.pod_sets)
-    else:
-        stopping = None
-    releasing = c.WORKLOAD_EVICTED in true and c.WORKLOAD_QUOTA_RESERVED in true
-    return (releasing, stopping, job.pods_ready_current(wl))
+        return (releasing, stopping, job.pods_ready_current(wl))
+    return _UNOWNED_VIEWS[releasing, job.pods_ready_current(wl)]
+
+
+_UNOWNED_VIEWS = {(releasing, ready): (releasing, None, ready) for releasing in (False, True) for ready in (False, True)}
+""":func:`job_view` of a Workload no job owns: one of four, shared (the engine keeps a view per
+quiet Workload)."""

@@ -10,7 +10,7 @@ subclass (:mod:`.verify`), which checks every state change and every reconcile l
 from __future__ import annotations
 
 import gc
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from typing import ClassVar
 
 import attrs
@@ -102,8 +102,9 @@ class Manager:
         return None
 
     # --- one reconcile (the conformance `reconcile` step) ----------------------------
-    def reconcile(self, controller: str, key: Key, ctx: Context) -> tuple[Result, list[Key]]:
-        """One reconcile, its effects applied; returns its Result and the keys it changed."""
+    def reconcile(self, controller: str, key: Key, ctx: Context) -> tuple[Result, Collection[Key]]:
+        """One reconcile, its effects applied; returns its Result and the keys it changed (the
+        write path's own map of them, not a copy)."""
         world = self.world
         settled = False
         quiet = None
@@ -130,17 +131,17 @@ class Manager:
                 settled = result.settled and result.error is None
         self.reconciles += 1
         if not result.effects:  # most reconciles change nothing
-            return result, []
+            return result, ()
         changes = self._apply(controller, key, result.effects)
         if not changes:
-            return result, []
+            return result, ()
         self.changing_reconciles += 1
         self.router.on_change(controller, changes.values(), ctx.config, (controller, key) if settled else None)
         if settled:
             wl = world.get(*key)
             if quiet is not None and isinstance(wl, Workload) and (controller, key) not in self.due.queued:
                 quiet[key] = wl
-        return result, list(changes)
+        return result, changes
 
     def _idle(self, ctx: Context) -> bool:
         """Whether the scheduler waits (:func:`queues.idle`): a cycle over every queue would

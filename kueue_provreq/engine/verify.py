@@ -9,7 +9,7 @@ real fixed point, with the queue index equal to one built afresh.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from collections.abc import Set as AbstractSet
 
 from kueue_provreq.api.config import Configuration
@@ -133,7 +133,7 @@ class VerifyingManager(Manager):
         return self._witnessed
 
     # --- the engine's steps, checked --------------------------------------------------
-    def reconcile(self, controller: str, key: Key, ctx: Context) -> tuple[Result, list[Key]]:
+    def reconcile(self, controller: str, key: Key, ctx: Context) -> tuple[Result, Collection[Key]]:
         """The engine's reconcile, after the proofs of what was left out, keeping what it read
         when it changed nothing."""
         if self._witnessed.skips:
