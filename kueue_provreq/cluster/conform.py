@@ -91,6 +91,11 @@ SETTLE_LIMIT = 60.0
 #: The longest a bare Workload's create waits for the watch's news of it before its Job is
 #: labelled for Kueue (the news comes within milliseconds; the limit only bounds a lost event).
 WATCH_WAIT = 5.0
+#: The longest an autoscaler step waits for the request it names to appear.  Kueue creates it
+#: after the quota reservation; on a loaded machine that once came later than the settle's
+#: quiet after the previous write (CI, 2026-12-07), and the step found no request.  A request
+#: the real Kueue never creates still fails the step, after this wait.
+REQUEST_WAIT = 10.0
 #: Scenarios whose advances add up to more than this are skipped: a real cluster waits them out.
 MAX_ADVANCE = 120.0
 
@@ -803,13 +808,22 @@ class ClusterDriver:
                                 if (n := naming.attempt_of(name, wl["metadata"]["name"], ch)) is not None), 0)
                 return parse_time(o["metadata"]["creationTimestamp"]), attempt, name
             return max(owned, key=order)
-        found = [o for o in mine if self._back(o["metadata"]["name"]) == request
-                 and (namespace is None or o["metadata"]["namespace"] == namespace + self.suffix)]
+        found = self._requests_named(mine, namespace, request)
+        deadline = time.monotonic() + REQUEST_WAIT
+        while not found and time.monotonic() < deadline:
+            time.sleep(0.1)
+            found = self._requests_named([o for o in self._list(res) if o["metadata"]["namespace"] in self.namespaces],
+                                namespace, request)
         if not found:
             raise StepFailed(f'provisioningrequests.autoscaling.x-k8s.io "{request}" not found')
         if len(found) > 1:
             raise StepFailed(f"ProvisioningRequest {request!r} exists in several namespaces: give a namespace")
         return found[0]
+
+    def _requests_named(self, requests: list[dict[str, Any]], namespace: str | None, request: str) -> list[dict[str, Any]]:
+        """The requests of ``requests`` that the scenario calls ``request`` (in ``namespace``)."""
+        return [o for o in requests if self._back(o["metadata"]["name"]) == request
+                and (namespace is None or o["metadata"]["namespace"] == namespace + self.suffix)]
 
     def set_quota_reservation(self, namespace: str, name: str, admission: Admission | None) -> None:
         self._conflicts(lambda: self._set_quota_reservation(namespace, name, admission))
