@@ -790,9 +790,9 @@ class ClusterDriver:
 
     def _request(self, namespace: str | None, request: str) -> dict[str, Any]:
         res = RESOURCES[c.PROVISIONING_REQUEST]
-        mine = [o for o in self._list(res) if o["metadata"]["namespace"] in self.namespaces]
+        mine = self._list(res)  # a namespaced resource is listed in the scenario's namespaces only
         if request == "$latest":
-            workloads = [o for o in self._list(RESOURCES[c.WORKLOAD]) if o["metadata"]["namespace"] in self.namespaces]
+            workloads = self._list(RESOURCES[c.WORKLOAD])
             if len(workloads) != 1:
                 raise StepFailed(f"$latest needs exactly one Workload, the world has {len(workloads)}")
             wl = workloads[0]
@@ -812,8 +812,7 @@ class ClusterDriver:
         deadline = time.monotonic() + REQUEST_WAIT
         while not found and time.monotonic() < deadline:
             time.sleep(0.1)
-            found = self._requests_named([o for o in self._list(res) if o["metadata"]["namespace"] in self.namespaces],
-                                namespace, request)
+            found = self._requests_named(self._list(res), namespace, request)
         if not found:
             raise StepFailed(f'provisioningrequests.autoscaling.x-k8s.io "{request}" not found')
         if len(found) > 1:
