@@ -198,6 +198,12 @@ def story(admin: client.Client) -> Iterator[str]:
         # one PodTemplate per pod set: a Job has one, a JobSet two, a PyTorchJob two
         wait("the requests' PodTemplates",
              lambda: len(listed(admin, c.POD_TEMPLATE, ns)) == JOBS - 1 + 2 * JOBSETS + 2 * PYTORCHJOBS)
+        # the LocalQueue controller writes the queue's status on its own schedule: on a loaded CI
+        # machine it still said what it wrote before the ClusterQueue became active (Active False,
+        # ClusterQueueIsInactive) after the reservations (CI, 2026-12-07); the audit reads that status
+        wait("the LocalQueue's status to say Active with the reservations",
+             lambda: [lq for lq in listed(admin, c.LOCAL_QUEUE, ns) if conditions(lq).get(c.LQ_ACTIVE) == c.TRUE
+                      and (lq.get("status") or {}).get("reservingWorkloads") == reserved])
         yield ns
     finally:
         made.clean()
