@@ -24,7 +24,7 @@ from decimal import Decimal
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.evolve import evolve
 from kueue_provreq.api.memo import memo
-from kueue_provreq.api.meta import Condition, set_condition
+from kueue_provreq.api.meta import put_condition
 from kueue_provreq.api.objects import Key
 from kueue_provreq.api.quantity import Quantity
 from kueue_provreq.api.queues import ClusterQueue, ClusterQueueSpec, FlavorUsage, ResourceUsage
@@ -84,19 +84,25 @@ def reconcile(world: World, key: Key, ctx: Context) -> Result:
         released = tuple(f for f in meta.finalizers if f != c.FINALIZER_RESOURCE_IN_USE)
         return txn.result(error=txn.update(evolve(cq, metadata=evolve(meta, finalizers=released))))
     problem = inactive_reason(world, cq)
-    gen = cq.metadata.generation
+    gen, now, old = cq.metadata.generation, ctx.now, cq.status
     if problem is None:
-        cond = Condition(c.CQ_ACTIVE, c.TRUE, c.REASON_CQ_READY, c.MSG_CQ_READY, None, gen)
+        conditions = put_condition(old.conditions, c.CQ_ACTIVE, c.TRUE, c.REASON_CQ_READY, c.MSG_CQ_READY, gen, now)
     else:
-        cond = Condition(c.CQ_ACTIVE, c.FALSE, problem[0], problem[1], None, gen)
-    conditions, _ = set_condition(cq.status.conditions, cond, ctx.now)
+        conditions = put_condition(old.conditions, c.CQ_ACTIVE, c.FALSE, problem[0], problem[1], gen, now)
     empty: Usage = {}
-    status = evolve(cq.status, conditions=conditions, pending_workloads=index.pending_total(world, name, ctx.config),
-                    reserving_workloads=len(index.holding.get(name, ())),
-                    admitted_workloads=len(index.admitted.get(name, ())),
-                    flavors_reservation=flavor_usage(cq, index.used.get(name, empty), cq.status.flavors_reservation),
-                    flavors_usage=flavor_usage(cq, index.admitted_used.get(name, empty), cq.status.flavors_usage))
-    if status == cq.status:
+    pending = index.pending_total(world, name, ctx.config)
+    reserving = len(index.holding.get(name, ()))
+    admitted = len(index.admitted.get(name, ()))
+    reservation = flavor_usage(cq, index.used.get(name, empty), old.flavors_reservation)
+    usage = flavor_usage(cq, index.admitted_used.get(name, empty), old.flavors_usage)
+    # ``updateCqStatusIfChanged``: the condition and the usage come back as the very objects the
+    # status holds when they are unchanged, so finding the status unchanged (most reconciles)
+    # builds nothing
+    if conditions is old.conditions and reservation is old.flavors_reservation and usage is old.flavors_usage \
+            and (pending, reserving, admitted) == (old.pending_workloads, old.reserving_workloads,
+                                                   old.admitted_workloads):
         return NOTHING
+    status = evolve(old, conditions=conditions, pending_workloads=pending, reserving_workloads=reserving,
+                    admitted_workloads=admitted, flavors_reservation=reservation, flavors_usage=usage)
     error = txn.update(evolve(cq, status=status))
     return txn.result(error=error)

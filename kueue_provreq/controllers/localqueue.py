@@ -26,9 +26,9 @@ from __future__ import annotations
 
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.evolve import evolve
-from kueue_provreq.api.meta import Condition, set_condition
+from kueue_provreq.api.meta import put_condition
 from kueue_provreq.api.objects import Key
-from kueue_provreq.api.queues import ClusterQueue, LocalQueue, LocalQueueStatus
+from kueue_provreq.api.queues import ClusterQueue, FlavorUsage, LocalQueue
 from kueue_provreq.controllers import queues
 from kueue_provreq.controllers.activity import inactive_reason
 from kueue_provreq.controllers.clusterqueue import flavor_usage
@@ -54,28 +54,32 @@ def reconcile(world: World, key: Key, ctx: Context) -> Result:
         state = (c.TRUE, c.REASON_LQ_READY, c.MSG_LQ_READY)
     else:
         state = (c.FALSE, c.REASON_LQ_CQ_INACTIVE, c.MSG_LQ_CQ_INACTIVE)
-    cond = Condition(c.LQ_ACTIVE, *state, None, lq.metadata.generation)
-    conditions, _ = set_condition(lq.status.conditions, cond, ctx.now)
-    status = _counted(world, lq, cq, ctx, evolve(lq.status, conditions=conditions))
-    if status == lq.status:
+    old = lq.status
+    conditions = put_condition(old.conditions, c.LQ_ACTIVE, *state, lq.metadata.generation, ctx.now)
+    counts = _counted(world, lq, cq, ctx)
+    # the condition and the usage come back as the very objects the status holds when they are
+    # unchanged (but the empty usage of a missing ClusterQueue), so finding the status unchanged
+    # (most reconciles) builds nothing
+    if conditions is old.conditions and counts == (old.pending_workloads, old.reserving_workloads,
+                                                   old.admitted_workloads, old.flavors_reservation, old.flavors_usage):
         return NOTHING
+    pending, reserving, admitted, reservation, usage = counts
+    status = evolve(old, conditions=conditions, pending_workloads=pending, reserving_workloads=reserving,
+                    admitted_workloads=admitted, flavors_reservation=reservation, flavors_usage=usage)
     return txn.result(error=txn.update(evolve(lq, status=status)))
 
 
-def _counted(world: World, lq: LocalQueue, cq: ClusterQueue | None, ctx: Context,
-             status: LocalQueueStatus) -> LocalQueueStatus:
-    """``status`` with the counts and the usage, as the queue manager and the cache give them (a
-    missing ClusterQueue: no usage at all)."""
+def _counted(world: World, lq: LocalQueue, cq: ClusterQueue | None, ctx: Context
+             ) -> tuple[int, int, int, tuple[FlavorUsage, ...], tuple[FlavorUsage, ...]]:
+    """The counts (pending, reserving, admitted) and the usage (reserved, admitted), as the
+    queue manager and the cache give them (a missing ClusterQueue: no usage at all); a usage
+    equal to the status's is the status's own."""
     index = queues.index(world)
     ref = (lq.metadata.namespace, lq.metadata.name)
     pending = 0 if lq.spec.stopped else index.local_pending(ref, ctx.config)
     if cq is None:
-        return evolve(status, pending_workloads=pending, reserving_workloads=0, admitted_workloads=0,
-                      flavors_reservation=(), flavors_usage=())
-    return evolve(status, pending_workloads=pending,
-                  reserving_workloads=index.lq_holding.get(ref, 0),
-                  admitted_workloads=index.lq_admitted.get(ref, 0),
-                  flavors_reservation=flavor_usage(cq, index.lq_used.get(ref, _EMPTY), status.flavors_reservation,
-                                                   False),
-                  flavors_usage=flavor_usage(cq, index.lq_admitted_used.get(ref, _EMPTY), status.flavors_usage,
-                                             False))
+        return pending, 0, 0, (), ()
+    status = lq.status
+    return (pending, index.lq_holding.get(ref, 0), index.lq_admitted.get(ref, 0),
+            flavor_usage(cq, index.lq_used.get(ref, _EMPTY), status.flavors_reservation, False),
+            flavor_usage(cq, index.lq_admitted_used.get(ref, _EMPTY), status.flavors_usage, False))

@@ -38,7 +38,7 @@ class Loop:
         self.world = world
         self.config = config
         self.now = start
-        self.watch = Watch(world)
+        self.watch = Watch(world, start)
         self.manager = Manager(world, Recorder(self._record), verify=verify)
         self._events: list[tuple[int, int, Event]] = []
         """The heap of events to come, as (time, sequence, event): compared as tuples, in C."""
@@ -95,7 +95,7 @@ class Loop:
                 return False
             if min(candidates) > until:
                 return True
-            self.now = Time(int(min(candidates)))
+            self.now = self.watch.now = Time(int(min(candidates)))
 
     def _next_event(self) -> int | None:
         """When the next event not cancelled is due (cancelled ones are dropped on the way:

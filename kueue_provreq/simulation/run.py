@@ -45,7 +45,7 @@ from kueue_provreq.simulation.loop import Loop
 from kueue_provreq.simulation.outcomes import Outcome, outcome_of
 from kueue_provreq.simulation.spec import POISSON, Simulation, repeat_period
 from kueue_provreq.simulation.watch import Subscriber
-from kueue_provreq.world import Create, Effect, World
+from kueue_provreq.world import Create, World
 from kueue_provreq.world_builder import build_world
 
 GANTT_LIMIT = 50
@@ -319,9 +319,8 @@ class _Metrics(Subscriber):
         self.histories: dict[Key, list[tuple[int, str]]] | None = {} if sim.count <= GANTT_LIMIT else None
         loop.subscribe(self)
 
-    def on_effect(self, actor: str, effect: Effect) -> None:
-        if self.loop.now != self.t:
-            self._advance(self.loop.now)
+    def on_instant(self, now: int) -> None:
+        self._advance(now)
 
     # --- time -------------------------------------------------------------------------
     def _advance(self, now: int, last: bool = False) -> None:

@@ -15,6 +15,7 @@ is instrumented: the engine reports its effects, and the loop reports outside wr
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from typing import Any
 
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.objects import Key, KubeObject
@@ -28,9 +29,9 @@ class Subscriber:
     """The hooks a run calls; every one does nothing here, a subscriber overrides those it needs
     (and only those are called)."""
 
-    def on_effect(self, actor: str, effect: Effect) -> None:
-        """Any applied effect, before the hooks it gives rise to.  ``actor`` is the controller,
-        or for an outside write who made it (``autoscaler``, ``job``, ``arrival``...)."""
+    def on_instant(self, now: int) -> None:
+        """Time moved on to ``now``: called before the first effect of that instant is reported
+        (an instant that applies no effect is not told)."""
 
     def on_workload_created(self, actor: str, wl: Workload) -> None:
         """A workload appeared (an arrival, or the job integration created it)."""
@@ -66,16 +67,25 @@ _HOOKS = tuple(name for name in vars(Subscriber) if name.startswith("on_"))
 
 
 class Watch:
-    """Reads each effect once and calls the subscribers' hooks."""
+    """Reads each effect once and calls the subscribers' hooks.  ``actor`` is the controller,
+    or for an outside write who made it (``autoscaler``, ``job``, ``arrival``...)."""
 
-    def __init__(self, initial: Iterable[KubeObject] = ()) -> None:
+    def __init__(self, initial: Iterable[KubeObject] = (), now: int = 0) -> None:
         self.states = WorkloadStates(initial)
+        self.now = now
+        """The instant the effects reported happen at (the loop moves it)."""
+        self._told = now
+        """The instant the ``on_instant`` hooks were last told of."""
         #: Per hook, the subscribers' bound methods that override it (a run reports millions
         #: of effects: a hook nobody overrides costs nothing).
         self._hooks: dict[str, list[Callable[..., None]]] = {name: [] for name in _HOOKS}
         hooks = self._hooks
-        self._effect, self._created, self._phase = hooks["on_effect"], hooks["on_workload_created"], hooks["on_phase"]
+        self._instant, self._created, self._phase = hooks["on_instant"], hooks["on_workload_created"], hooks["on_phase"]
         self._check, self._updated = hooks["on_check"], hooks["on_workload_updated"]
+        # By the effect's type: a run reports Events and metric increments by the million,
+        # and nobody but ``on_instant`` hears of the Events.
+        self._by_type: dict[type, Callable[[str, Any], None]] = {
+            Create: self._written, Update: self._written, Delete: self._deleted, MetricInc: self._metric}
 
     @property
     def phases(self) -> dict[Key, str]:
@@ -88,28 +98,36 @@ class Watch:
                 hooks.append(getattr(subscriber, name))
 
     def __call__(self, actor: str, effect: Effect) -> None:
-        for fn in self._effect:
+        if self.now != self._told:
+            self._told = self.now
+            for hook in self._instant:
+                hook(self.now)
+        fn = self._by_type.get(type(effect))
+        if fn is not None:
             fn(actor, effect)
-        if isinstance(effect, (Create, Update)):
-            obj = effect.obj
-            if isinstance(obj, Workload):
-                self._workload(actor, obj, effect)
-            elif isinstance(obj, ProvisioningRequest):
-                for fn in self._hooks["on_request_created" if isinstance(effect, Create) else "on_request_updated"]:
-                    fn(actor, obj)
-        elif isinstance(effect, Delete):
-            key = (effect.kind, effect.namespace, effect.name)
-            if effect.kind == c.PROVISIONING_REQUEST:
-                for fn in self._hooks["on_request_deleted"]:
-                    fn(actor, key)
-            elif effect.kind == c.WORKLOAD:
-                change = self.states.deleted(key)
-                if change is not None:
-                    for fn in self._hooks["on_workload_deleted"]:
-                        fn(actor, key, change.before)
-        elif isinstance(effect, MetricInc):
-            for fn in self._hooks["on_metric"]:
-                fn(effect)
+
+    def _written(self, actor: str, effect: Create | Update) -> None:
+        obj = effect.obj
+        if isinstance(obj, Workload):
+            self._workload(actor, obj, effect)
+        elif isinstance(obj, ProvisioningRequest):
+            for fn in self._hooks["on_request_created" if isinstance(effect, Create) else "on_request_updated"]:
+                fn(actor, obj)
+
+    def _deleted(self, actor: str, effect: Delete) -> None:
+        key = (effect.kind, effect.namespace, effect.name)
+        if effect.kind == c.PROVISIONING_REQUEST:
+            for fn in self._hooks["on_request_deleted"]:
+                fn(actor, key)
+        elif effect.kind == c.WORKLOAD:
+            change = self.states.deleted(key)
+            if change is not None:
+                for fn in self._hooks["on_workload_deleted"]:
+                    fn(actor, key, change.before)
+
+    def _metric(self, actor: str, effect: MetricInc) -> None:
+        for fn in self._hooks["on_metric"]:
+            fn(effect)
 
     def _workload(self, actor: str, wl: Workload, effect: Create | Update) -> None:
         change = self.states.written(wl, effect.transitions if isinstance(effect, Update) else ())
