@@ -44,6 +44,7 @@ class Loop:
         """The heap of events to come, as (time, sequence, event): compared as tuples, in C."""
         self._seq = count()
         self._after_settle: list[Callback] = []
+        self._context = Context(now=start, config=config)
 
     def _record(self, controller: str, key: Key, effect: Effect) -> None:
         self.watch(controller, effect)
@@ -77,7 +78,11 @@ class Loop:
 
     @property
     def context(self) -> Context:
-        return Context(now=self.now, config=self.config)
+        """The controllers' context now (one per instant, not one per settle)."""
+        ctx = self._context
+        if ctx.now != self.now or ctx.config is not self.config:
+            ctx = self._context = Context(now=self.now, config=self.config)
+        return ctx
 
     def run(self, until: int, done: Callable[[], bool] = lambda: False) -> bool:
         """Advance instant by instant until nothing is left to happen, the next instant lies

@@ -29,6 +29,7 @@ from typing import Any
 import attrs
 
 from kueue_provreq.api import constants as c
+from kueue_provreq.api.evolve import evolve
 from kueue_provreq.api.frozen import FrozenMap
 from kueue_provreq.api.meta import Time
 from kueue_provreq.api.objects import JobObject, Key, key_of
@@ -56,6 +57,7 @@ SERIES_POINTS = 4000
 half are left (:meth:`_Metrics._thin`), so memory stays flat however long the run."""
 
 WAITING, ADMITTED = "waiting", "admitted"
+_ZERO = Decimal(0)
 
 
 # --- results -------------------------------------------------------------------------------
@@ -328,14 +330,14 @@ class _Metrics(Subscriber):
         if dt > 0:
             for resource, amount in self.totals[WAITING].items():
                 if amount:
-                    self.waiting_seconds[resource] = self.waiting_seconds.get(resource, Decimal(0)) + amount * dt
+                    self.waiting_seconds[resource] = self.waiting_seconds.get(resource, _ZERO) + amount * dt
             for held_now, integral in ((self.queue_waiting, self.queue_waiting_seconds),
                                        (self.local_waiting, self.local_waiting_seconds)):
                 for queue, held in held_now.items():
                     seconds = integral.setdefault(queue, {})
                     for resource, amount in held.items():
                         if amount:
-                            seconds[resource] = seconds.get(resource, Decimal(0)) + amount * dt
+                            seconds[resource] = seconds.get(resource, _ZERO) + amount * dt
         self._sample(now, last)
         self.t = Time(now)
 
@@ -447,11 +449,13 @@ class _Metrics(Subscriber):
         key = key_of(wl)
         status = wl.status
         category: str | None = None
-        if status.admission is not None and wl.has_quota_reservation() and not wl.is_finished():
-            if wl.is_admitted():
-                category = ADMITTED
-            elif any(s.state != c.CHECK_READY for s in status.admission_checks):
-                category = WAITING
+        if status.admission is not None:
+            true = status.true_types
+            if c.WORKLOAD_QUOTA_RESERVED in true and c.WORKLOAD_FINISHED not in true:
+                if c.WORKLOAD_ADMITTED in true:
+                    category = ADMITTED
+                elif any(s.state != c.CHECK_READY for s in status.admission_checks):
+                    category = WAITING
         held = self.quota.get(key)
         if held is not None and held[0] == category:
             return
@@ -463,7 +467,7 @@ class _Metrics(Subscriber):
             usage: dict[str, Decimal] = {}
             for psa in status.admission.pod_set_assignments:
                 for resource, q in psa.resource_usage.items():
-                    usage[resource] = usage.get(resource, Decimal(0)) + q.value
+                    usage[resource] = usage.get(resource, _ZERO) + q.value
             lq = f"{wl.metadata.namespace}/{wl.spec.queue_name}"
             self.quota[key] = (category, usage, status.admission.cluster_queue, lq)
             self._hold(self.quota[key], 1)
@@ -474,9 +478,9 @@ class _Metrics(Subscriber):
         queues = (self.queue_waiting.setdefault(cq, {}), self.local_waiting.setdefault(lq, {})) \
             if category == WAITING else ()
         for resource, amount in usage.items():
-            totals[resource] = totals.get(resource, Decimal(0)) + sign * amount
+            totals[resource] = totals.get(resource, _ZERO) + sign * amount
             for queue in queues:
-                queue[resource] = queue.get(resource, Decimal(0)) + sign * amount
+                queue[resource] = queue.get(resource, _ZERO) + sign * amount
         self.category_counts[category] = self.category_counts.get(category, 0) + sign
 
     def on_workload_deleted(self, actor: str, key: Key, phase: str) -> None:
@@ -629,14 +633,13 @@ class _Arrivals:
             else:
                 assert arrival.workload is not None
                 meta = arrival.workload.metadata
-                wl = attrs.evolve(arrival.workload, metadata=attrs.evolve(
+                wl = evolve(arrival.workload, metadata=evolve(
                     meta, name=meta.name if copy == 0 else f"{meta.name}-{copy + 1}"))
                 name = ""
         world = self.loop.world
         meta = wl.metadata
-        wl = attrs.evolve(wl, metadata=attrs.evolve(meta, namespace=meta.namespace or c.DEFAULT_NAMESPACE,
-                                                    uid=world.next_uid(), generation=1,
-                                                    creation_timestamp=self.loop.now))
+        wl = evolve(wl, metadata=evolve(meta, namespace=meta.namespace or c.DEFAULT_NAMESPACE,
+                                        uid=world.next_uid(), generation=1, creation_timestamp=self.loop.now))
         self.templates[key_of(wl)] = name
         if running is not None:
             self.running[key_of(wl)] = running
@@ -649,10 +652,10 @@ class _Arrivals:
         name = f"{prefix}{i:0{self.width}d}"
         extra = FrozenMap({k: v for k, v in meta.extra.items() if k != "generateName"})
         if isinstance(obj, Workload):
-            return attrs.evolve(obj, metadata=attrs.evolve(meta, name=name, extra=extra))
+            return evolve(obj, metadata=evolve(meta, name=name, extra=extra))
         # a job the world does not hold (the job reconciler's implicit job): its uid lives
         # outside the world's own sequence
-        job: JobObject = attrs.evolve(obj, metadata=attrs.evolve(
+        job: JobObject = evolve(obj, metadata=evolve(
             meta, name=name, extra=extra, uid=f"00000000-0000-4000-9000-{i:012x}",
             namespace=meta.namespace or c.DEFAULT_NAMESPACE))
         return jobs.workload_for(job, self.sim.config)
