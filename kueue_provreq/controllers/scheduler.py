@@ -482,8 +482,6 @@ class _Cycle:
     txn: Txn
     ctx: Context
     error: str | None = None
-    required: dict[tuple[str, frozenset[str]], list[str]] = attrs.Factory(dict)
-    """``checks_for_workload`` depends only on the queue and the assigned flavors."""
     not_ready: int = 0
     """Workloads holding quota without PodsReady=True (blockAdmission only)."""
     held: dict[str, list[tuple[Workload, preemption.Amounts]]] = attrs.Factory(dict)
@@ -549,11 +547,9 @@ class _Cycle:
         preempted, so the reservation is not admitted in the same write."""
         now, name = self.ctx.now, cq.metadata.name
         admission = Admission(name, pod_sets)
-        used = frozenset(f for psa in pod_sets for f in psa.flavors.values())
-        required = self.required.get((name, used))
-        if required is None:
-            required = self.required[(name, used)] = workload_status.checks_for_workload(
-                wl.with_status(admission=admission), cq)
+        # ``AdmissionChecksForWorkload`` of the workload with this admission (memoised on the
+        # queue's spec and the assigned flavors: no copy of the workload built to ask it)
+        required = workload_status.checks_for_flavors(cq.spec, admission.flavor_names)
         present = {s.name for s in wl.status.admission_checks}
         complete = all(check in present for check in required)
         # Admitted synced in the same patch once every check is listed: True when the machine
