@@ -72,8 +72,10 @@ class Router:
         #: of those, the ones each writer's changes take (those whose ``unless_written_by`` is
         #: not the writer), made on a writer's first change
         self._workload_routes_by: dict[str, list[_WorkloadRoute]] = {}
-        #: who recounts a ClusterQueue when the queue index says a Workload change moved its counts
-        self._recounters = [ctl.name for ctl, w in workload_watches if w.route is Route.QUEUES]
+        #: who recounts a ClusterQueue or LocalQueue when the queue index says a Workload change
+        #: moved its counts, each with whether it reconciles LocalQueues
+        self._recounters = [(ctl.name, ctl.kinds == (c.LOCAL_QUEUE,))
+                            for ctl, w in workload_watches if w.route is Route.QUEUES]
         self.index = queues.index(world)
         self.index.moves = []
         self._cq_keys: list[Key] | None = None
@@ -143,13 +145,14 @@ class Router:
         """The ClusterQueues and LocalQueues whose counts the changes moved (``Route.QUEUES``, as
         the queue index saw them) are due."""
         names, refs = self.index.recounted(self.world)
-        for name in self._recounters:
-            if self.controllers[name].kinds == (c.LOCAL_QUEUE,):
+        enqueue = self.due.enqueue
+        for name, local in self._recounters:
+            if local:
                 for ref in refs:
-                    self.due.enqueue(name, (c.LOCAL_QUEUE, *ref))
+                    enqueue(name, (c.LOCAL_QUEUE, *ref))
             else:
                 for cq in names:
-                    self.due.enqueue(name, (c.CLUSTER_QUEUE, "", cq))
+                    enqueue(name, (c.CLUSTER_QUEUE, "", cq))
 
     def _workload_changed(self, writer: str, key: Key, was: KubeObject | None, wl: KubeObject | None,
                           diff: Parts, origin: Item | None, config: Configuration) -> None:
@@ -220,8 +223,8 @@ class Router:
             self._skip(ctl.name, key, "its own write settled it")
             return
         quiet = self.quiet.of.get(ctl.name)
-        if quiet is not None:
-            unquiet(quiet, key)
+        if quiet is not None and quiet.get(key) is not None:  # (``unquiet``, inlined)
+            quiet[key] = None
         self.due.enqueue(ctl.name, key)
 
     def _cluster_queues(self) -> list[Key]:

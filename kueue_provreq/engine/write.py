@@ -27,13 +27,13 @@ Check = Callable[[KubeObject, Update, Parts], None]
 changes (0: none, and the write is dropped)."""
 
 
-def apply_effects(world: World, controller: str, key: Key, effects: tuple[Effect, ...],
-                  on_effect: OnEffect | None, check: Check | None) -> dict[Key, Change]:
+def apply_effects(world: World, stored: Callable[[Key], KubeObject | None], controller: str, key: Key,
+                  effects: tuple[Effect, ...], on_effect: OnEffect | None, check: Check | None) -> dict[Key, Change]:
     """Apply effects in order; returns a :data:`~.routing.Change` per object that really
     changed (its object before the first of these effects, after the last).  Updates that
-    change nothing are dropped.  Nothing is journaled: the caller routes what it applied."""
+    change nothing are dropped.  Nothing is journaled: the caller routes what it applied.
+    ``stored`` is the world's :meth:`~kueue_provreq.world.World.lookup`, which the caller holds."""
     changed: dict[Key, Change] = {}
-    stored = world.lookup()
     for effect in effects:
         kind = type(effect)
         if kind is Update:
