@@ -35,9 +35,7 @@ def apply_effects(world: World, stored: Callable[[Key], KubeObject | None], cont
     ``stored`` is the world's :meth:`~kueue_provreq.world.World.lookup`, which the caller holds."""
     changed: dict[Key, Change] = {}
     for effect in effects:
-        kind = type(effect)
-        if kind is Update:
-            assert isinstance(effect, Update)
+        if isinstance(effect, Update):
             obj = effect.obj
             meta = obj.metadata
             k = (obj.KIND, meta.namespace, meta.name)
@@ -67,7 +65,7 @@ def apply_effects(world: World, stored: Callable[[Key], KubeObject | None], cont
                         on_effect(controller, key, effect)
                     continue
                 done = gone
-        elif kind is Create or kind is Delete:
+        elif isinstance(effect, (Create, Delete)):
             done = world.apply_unjournaled(effect)
         else:  # an event or a metric
             if on_effect is not None:
