@@ -328,7 +328,7 @@ class World:
             key = key_of(effect.obj)
             if key in self._objects:
                 raise ValueError(already_exists(key[0], key[2]))
-            self._put(effect.obj)
+            self._put(effect.obj, key)
             self._bump_uid(effect.obj)
             if self._observers:
                 self._notify(key, None, effect.obj)
@@ -403,8 +403,10 @@ class World:
                 return
             self.uid_counter = max(self.uid_counter, n)
 
-    def _put(self, obj: KubeObject) -> None:
-        key = key_of(obj)
+    def _put(self, obj: KubeObject, key: Key | None = None) -> None:
+        """Store ``obj`` and index it (under ``key``, when the caller has built it already)."""
+        if key is None:
+            key = key_of(obj)
         if not key[2]:
             raise ValueError(f"{key[0]} {key[1] + '/' if key[1] else ''}(no name): the API server stores no object "
                              "without metadata.name (World.created completes a generateName)")
@@ -563,14 +565,16 @@ class Txn:
                           creation_timestamp=self.now, labels=labels, owner_references=owner_references)
 
     def create(self, obj: KubeObject) -> tuple[KubeObject | None, str | None]:
-        kind, ns, name = key = key_of(obj)
-        if self.world.faults:
+        meta = obj.metadata  # (``key_of``, inlined, as in ``update``)
+        kind, ns, name = key = (obj.KIND, meta.namespace, meta.name)
+        world = self.world
+        if world.faults:
             fault = self._fault("create", kind, name)
             if fault is not None:
                 return None, fault.message(kind, name)
         if self._visible(key) is not None:
             return None, already_exists(kind, name)
-        stored = self.world.created(obj, self.now, self._uids)
+        stored = world.created(obj, self.now, self._uids)
         self._uids += 1
         self._overlay[key] = stored
         self.effects.append(Create(stored))
