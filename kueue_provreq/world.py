@@ -226,8 +226,9 @@ class World:
     def owned_by_name(self, kind: str, namespace: str, owner_name: str) -> list[KubeObject]:
         """Objects of ``kind`` with any ownerReference named ``owner_name`` (Kueue's
         ``metadata.ownedByWorkload`` index, which ignores the owner's kind)."""
-        keys = self._owned_keys(kind, namespace, owner_name)
-        found = [self._objects[k] for k in keys] if keys else []
+        by_owner = self._owned_by_name.get((kind, namespace))  # (``_owned_keys``, inlined)
+        keys = None if by_owner is None else by_owner.get(owner_name)
+        found = list(map(self._objects.__getitem__, keys)) if keys else []  # (no comprehension's call)
         if self.hooks.reads is not None:
             self.hooks.reads.append(((OWNED, kind, namespace, owner_name), tuple(found)))
         return found
