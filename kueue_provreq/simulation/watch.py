@@ -70,7 +70,7 @@ class Watch:
     """Reads each effect once and calls the subscribers' hooks.  ``actor`` is the controller,
     or for an outside write who made it (``autoscaler``, ``job``, ``arrival``...)."""
 
-    def __init__(self, initial: Iterable[KubeObject] = (), now: int = 0) -> None:
+    def __init__(self, initial: Iterable[KubeObject], now: int) -> None:
         self.states = WorkloadStates(initial)
         self.now = now
         """The instant the effects reported happen at (the loop moves it)."""
