@@ -514,6 +514,15 @@ def test_the_autoscaler_command_gets_real_workloads_admitted(testbed: controlpla
 # --- recording a trace of the real Kueue ---------------------------------------------------------------
 
 
+def _said(process: subprocess.Popen[str]) -> str:
+    """What a stopped (or, after 20 s, killed) command wrote on stderr."""
+    try:
+        return process.communicate(timeout=20)[1]
+    except subprocess.TimeoutExpired:
+        process.kill()
+        return process.communicate()[1] + "\n(did not stop in 20 s: killed)"
+
+
 def test_record_follows_the_real_kueue_and_stops_on_ctrl_c_with_nothing_lost(
         testbed: controlplane.Testbed, admin: client.Client, namespace: Namespaces, tmp_path: Path) -> None:
     """``kueue-provreq record --kubeconfig`` watches a Job go through a provisioning check the
@@ -527,9 +536,12 @@ def test_record_follows_the_real_kueue_and_stops_on_ctrl_c_with_nothing_lost(
     ns = namespace("real-record")
     create(admin, *queues(ns, "4", retry={"backoffLimitCount": 2, "backoffBaseSeconds": 1, "backoffMaxSeconds": 2}))
     path = tmp_path / "trace.jsonl"
+    # Ctrl-C is what stops it: a shell that ran the tests in the background (``make test &``)
+    # passes SIGINT on ignored, and Python then never raises KeyboardInterrupt
     recording = subprocess.Popen(
         [sys.executable, "-m", "kueue_provreq", "record", "--kubeconfig", testbed.kubeconfig, "-n", ns,
-         "--trace", str(path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+         "--trace", str(path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     answering = subprocess.Popen(
         [sys.executable, "-m", "kueue_provreq", "autoscaler", "--kubeconfig", testbed.kubeconfig, "-n", ns,
          "--autoscaler", "fail@2s,provision@3s", "--for", "240s"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -545,15 +557,19 @@ def test_record_follows_the_real_kueue_and_stops_on_ctrl_c_with_nothing_lost(
 
         try:
             wait("both attempts answered in the trace", answered, timeout=180)
-        except AssertionError:
+        except AssertionError as missing:
             recording.send_signal(signal.SIGINT)
-            raise AssertionError(f"{recording.communicate(timeout=20)[1]}\n{path.read_text()}") from None
+            answering.terminate()
+            said = [_said(p) for p in (recording, answering)]
+            trail = path.read_text() if path.exists() else "(no trace written)"
+            raise AssertionError(f"{missing}\nrecord said:\n{said[0]}\nautoscaler said:\n{said[1]}\n"
+                                 f"the trace:\n{trail}") from None
     finally:
         answering.terminate()
         answering.communicate(timeout=10)
         if recording.poll() is None:
             recording.send_signal(signal.SIGINT)
-        _, err = recording.communicate(timeout=20)
+        err = _said(recording)
     assert recording.returncode == 0, err
     assert "recording" in err and "stopped:" in err and "Traceback" not in err
     recorded = trace.read(path)
