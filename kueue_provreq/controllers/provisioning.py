@@ -57,6 +57,7 @@ from kueue_provreq.api.queues import (
     AdmissionCheck,
     ParametersReference,
     ResourceFlavor,
+    ResourceFlavorSpec,
 )
 from kueue_provreq.api.workload import (
     AdmissionCheckState,
@@ -266,27 +267,26 @@ def _use_limits_as_missing_requests(resources: dict[str, Any]) -> None:
 def pod_template_spec(txn: Txn, ps: PodSet, psa: PodSetAssignment) -> FrozenMap[str, Any]:
     """The podset's template with its flavors' node labels and tolerations applied
     (``podset.FromAssignment`` + ``podset.Merge``) and limits copied to missing requests."""
-    flavors: list[ResourceFlavor] = []
+    specs: list[ResourceFlavorSpec] = []
     for flavor in sorted(set(psa.flavors.values())):
         rf = txn.get(c.RESOURCE_FLAVOR, "", flavor)
         if not isinstance(rf, ResourceFlavor):
             raise ReconcileError(not_in_cache(c.RESOURCE_FLAVOR, flavor))
-        flavors.append(rf)
-    return _merged_template(ps.template, tuple(flavors))  # raises on a conflict: nothing is kept
+        specs.append(rf.spec)
+    return _merged_template(ps.template, tuple(specs))  # raises on a conflict: nothing is kept
 
 
 @memo(4096)
-def _merged_template(pod_template: FrozenMap[str, Any], flavors: tuple[ResourceFlavor, ...]) -> FrozenMap[str, Any]:
-    """Memoised: a pure function of the podset template and the flavors' specs, and workloads
-    of one job kind share their template, so most requests re-derive the same one (a thaw and a
-    freeze of the whole template).  Keyed by the flavors themselves, whose hash is kept (their
-    specs' is computed again on every call)."""
+def _merged_template(pod_template: FrozenMap[str, Any], flavors: tuple[ResourceFlavorSpec, ...]) -> FrozenMap[str, Any]:
+    """Memoised: a pure function of the podset template and the flavor specs, and workloads of
+    one job kind share their template, so most requests re-derive the same one (a thaw and a
+    freeze of the whole template)."""
     node_labels: dict[str, str] = {}
     tolerations: list[Any] = []
-    for rf in flavors:
-        for k, v in rf.spec.node_labels.items():
+    for spec in flavors:
+        for k, v in spec.node_labels.items():
             node_labels.setdefault(k, v)  # the first flavor wins between flavors
-        tolerations.extend(rf.spec.tolerations)
+        tolerations.extend(spec.tolerations)
     template = thaw(pod_template)
     spec = template.setdefault("spec", {})
     if node_labels:
@@ -324,7 +324,7 @@ def _transfer_templates(txn: Txn, wl: Workload, req: ProvisioningRequest) -> Non
         if ctrl is not None and ctrl.uid == req_uid:
             continue  # handed over already (every pass after the one that creates the request)
         if ctrl is not None and ctrl.uid == wl_uid:
-            refs = tuple([r for r in refs if not _refers_to(r, c.KUEUE_GROUP, c.WORKLOAD, wl.metadata.name)])
+            refs = tuple(r for r in refs if not _refers_to(r, c.KUEUE_GROUP, c.WORKLOAD, wl.metadata.name))
             ctrl = None
         if ctrl is None or ctrl.uid != req_uid:
             if ctrl is not None:
