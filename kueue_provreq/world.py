@@ -130,7 +130,8 @@ def _index_remove(index: dict[str, tuple[Key, ...]], at: str, key: Key) -> None:
     keeps changing must not keep an entry per owner ever seen)."""
     found = index.get(at)
     if found is not None and key in found:
-        rest = tuple(k for k in found if k != key)
+        i = found.index(key)  # (added once: no other entry equals it)
+        rest = found[:i] + found[i + 1:]
         if rest:
             index[at] = rest
         else:
@@ -225,8 +226,9 @@ class World:
     def owned_by_name(self, kind: str, namespace: str, owner_name: str) -> list[KubeObject]:
         """Objects of ``kind`` with any ownerReference named ``owner_name`` (Kueue's
         ``metadata.ownedByWorkload`` index, which ignores the owner's kind)."""
-        keys = self._owned_keys(kind, namespace, owner_name)
-        found = [self._objects[k] for k in keys] if keys else []
+        by_owner = self._owned_by_name.get((kind, namespace))  # (``_owned_keys``, inlined)
+        keys = None if by_owner is None else by_owner.get(owner_name)
+        found = list(map(self._objects.__getitem__, keys)) if keys else []  # (no comprehension's call)
         if self.hooks.reads is not None:
             self.hooks.reads.append(((OWNED, kind, namespace, owner_name), tuple(found)))
         return found
@@ -327,7 +329,7 @@ class World:
             key = key_of(effect.obj)
             if key in self._objects:
                 raise ValueError(already_exists(key[0], key[2]))
-            self._put(effect.obj)
+            self._put(effect.obj, key)
             self._bump_uid(effect.obj)
             if self._observers:
                 self._notify(key, None, effect.obj)
@@ -402,8 +404,10 @@ class World:
                 return
             self.uid_counter = max(self.uid_counter, n)
 
-    def _put(self, obj: KubeObject) -> None:
-        key = key_of(obj)
+    def _put(self, obj: KubeObject, key: Key | None = None) -> None:
+        """Store ``obj`` and index it (under ``key``, when the caller has built it already)."""
+        if key is None:
+            key = key_of(obj)
         if not key[2]:
             raise ValueError(f"{key[0]} {key[1] + '/' if key[1] else ''}(no name): the API server stores no object "
                              "without metadata.name (World.created completes a generateName)")
@@ -485,10 +489,12 @@ class Txn:
         self.now = now
         self.effects: list[Effect] = []
         self._overlay: dict[Key, KubeObject | None] = {}
-        self._deleted_uids: set[str] = set()
+        self._deleted_uids: set[str] | None = None
+        """The uids this reconcile deleted (None until it deletes: most reconciles do not)."""
         self._uids = 0
 
     def _fault(self, verb: str, kind: str, name: str) -> Fault | None:
+        """The fault injected for this call, if any (callers ask only when some are)."""
         for f in self.world.faults:
             if f.matches(verb, kind, name):
                 return f
@@ -508,13 +514,15 @@ class Txn:
     def _cascade(self, obj: KubeObject) -> None:
         """Hide what the garbage collector removes with ``obj``: dependents left with no owner."""
         uid = obj.metadata.uid
-        if not uid or uid in self._deleted_uids:
+        deleted = self._deleted_uids
+        if deleted is None:
+            deleted = self._deleted_uids = set()
+        if not uid or uid in deleted:
             return
-        self._deleted_uids.add(uid)
+        deleted.add(uid)
         for key in self.world.dependents(uid):
             dep = self._visible(key)
-            if dep is not None and all(r.uid in self._deleted_uids
-                                       for r in dep.metadata.owner_references if r.uid):
+            if dep is not None and all(r.uid in deleted for r in dep.metadata.owner_references if r.uid):
                 self._overlay[key] = None
                 self._cascade(dep)
 
@@ -558,13 +566,16 @@ class Txn:
                           creation_timestamp=self.now, labels=labels, owner_references=owner_references)
 
     def create(self, obj: KubeObject) -> tuple[KubeObject | None, str | None]:
-        kind, ns, name = key = key_of(obj)
-        fault = self._fault("create", kind, name)
-        if fault is not None:
-            return None, fault.message(kind, name)
+        meta = obj.metadata  # (``key_of``, inlined, as in ``update``)
+        kind, ns, name = key = (obj.KIND, meta.namespace, meta.name)
+        world = self.world
+        if world.faults:
+            fault = self._fault("create", kind, name)
+            if fault is not None:
+                return None, fault.message(kind, name)
         if self._visible(key) is not None:
             return None, already_exists(kind, name)
-        stored = self.world.created(obj, self.now, self._uids)
+        stored = world.created(obj, self.now, self._uids)
         self._uids += 1
         self._overlay[key] = stored
         self.effects.append(Create(stored))
@@ -573,22 +584,33 @@ class Txn:
     def update(self, obj: KubeObject, transitions: tuple[Transition, ...] = ()) -> str | None:
         """Write ``obj``; ``transitions`` are the fires that decided the write, if it moves
         the object along a declared lifecycle."""
-        kind, ns, name = key = key_of(obj)
-        if self.world.faults:
-            fault = self._fault("update", kind, name)
+        meta = obj.metadata  # (``key_of`` and ``_visible``, inlined: every write comes here)
+        key = (obj.KIND, meta.namespace, meta.name)
+        world = self.world
+        if world.faults:
+            fault = self._fault("update", key[0], key[2])
             if fault is not None:
-                return fault.message(kind, name)
-        if self._visible(key) is None:
-            return not_found(kind, name)
-        self._overlay[key] = obj
+                return fault.message(key[0], key[2])
+        overlay = self._overlay
+        if key in overlay:
+            seen = overlay[key]
+        else:
+            seen = world._objects.get(key)
+            reads = world.hooks.reads
+            if reads is not None:
+                reads.append((key, seen))
+        if seen is None:
+            return not_found(key[0], key[2])
+        overlay[key] = obj
         self.effects.append(Update(obj, transitions))
         return None
 
     def delete(self, kind: str, namespace: str, name: str) -> str | None:
         key = (kind, namespace, name)
-        fault = self._fault("delete", kind, name)
-        if fault is not None:
-            return fault.message(kind, name)
+        if self.world.faults:
+            fault = self._fault("delete", kind, name)
+            if fault is not None:
+                return fault.message(kind, name)
         obj = self._visible(key)
         if obj is None:
             return not_found(kind, name)
@@ -605,8 +627,9 @@ class Txn:
 
     def event(self, type_: str, reason: str, message: str, obj: KubeObject) -> None:
         m = obj.metadata
-        self.effects.append(Event(type_, reason, truncate(message, c.EVENT_MESSAGE_LIMIT),
-                                  obj.KIND, m.namespace, m.name))
+        if len(message) * 4 > c.EVENT_MESSAGE_LIMIT:  # (no UTF-8 character takes more than 4 bytes)
+            message = truncate(message, c.EVENT_MESSAGE_LIMIT)
+        self.effects.append(Event(type_, reason, message, obj.KIND, m.namespace, m.name))
 
     def metric(self, name: str, labels: dict[str, str], value: float = 1.0) -> None:
         self.effects.append(MetricInc(name, FrozenMap(labels), value))

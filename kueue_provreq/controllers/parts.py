@@ -77,12 +77,13 @@ def changed_parts(old: Workload, new: Workload) -> Parts:
     condition differs (or appears, or goes), and the names above; 0 when they are equal."""
     if old is new:
         return 0
+    # (``x is y or x == y`` rather than ``x != y``: attrs' ``__ne__`` is one more Python call)
     out = 0
-    if old.metadata is not new.metadata and old.metadata != new.metadata:
+    if not (old.metadata is new.metadata or old.metadata == new.metadata):
         out = METADATA
-    if old.spec is not new.spec and old.spec != new.spec:
+    if not (old.spec is new.spec or old.spec == new.spec):
         out |= SPEC
-    if old.extra is not new.extra and old.extra != new.extra:
+    if not (old.extra is new.extra or old.extra == new.extra):
         out |= EXTRA
     a, b = old.status, new.status
     if a is not b:
@@ -90,16 +91,16 @@ def changed_parts(old: Workload, new: Workload) -> Parts:
             out |= _conditions_changed(a.conditions, b.conditions, a.conditions_by_type, b.conditions_by_type)
             if not out & (CONDITIONS | UNREAD) and a.conditions != b.conditions:
                 out |= UNREAD  # the same first condition of each type, in another order or company
-        if a.admission is not b.admission and a.admission != b.admission:
+        if not (a.admission is b.admission or a.admission == b.admission):
             out |= ADMISSION
         if a.admission_checks is not b.admission_checks:
             if _checks_moved(a.admission_checks, b.admission_checks):
                 out |= CHECKS | CHECK_DETAILS
             elif a.admission_checks != b.admission_checks:
                 out |= CHECK_DETAILS
-        if a.requeue_state is not b.requeue_state and a.requeue_state != b.requeue_state:
+        if not (a.requeue_state is b.requeue_state or a.requeue_state == b.requeue_state):
             out |= REQUEUE_STATE
-        if a.extra is not b.extra and a.extra != b.extra:
+        if not (a.extra is b.extra or a.extra == b.extra):
             out |= EXTRA
     return out
 
@@ -115,14 +116,15 @@ def _conditions_changed(old: Conditions, new: Conditions, before: Mapping[str, C
             if a is not b:
                 if a.type != b.type:
                     break
-                if a != b:
-                    out |= CONDITION.get(a.type, UNREAD)
+                if a == b:
+                    continue
+                out |= CONDITION.get(a.type, UNREAD)
         else:
             return out
     out = 0
     for type_, cond in after.items():
         prev = before.get(type_)
-        if prev is not cond and prev != cond:
+        if not (prev is cond or prev == cond):
             out |= CONDITION.get(type_, UNREAD)
     for type_ in before:
         if type_ not in after:

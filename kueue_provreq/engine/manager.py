@@ -78,6 +78,8 @@ class Manager:
     def __init__(self, world: World, record: Recorder | None = None, verify: bool = True,
                  max_reconciles: int | None = None) -> None:
         self.world = world
+        #: the world's own lookup by key (:meth:`World.lookup`), held once
+        self._stored = world.lookup()
         self.record = record or Recorder()
         #: reconciles one settle may take before it is declared non-terminating; by default
         #: proportional to the world, since every object may legitimately need many passes
@@ -120,7 +122,7 @@ class Manager:
             if quiet is None:
                 settled = result.settled and result.error is None
             elif result.error is None and not result.effects:
-                wl = world.get(*key)
+                wl = self._stored(key)  # (not ``world.get``: no read of the reconcile's)
                 if isinstance(wl, Workload):
                     quiet[key] = wl  # a quiet pass
                 elif quiet.get(key) is not None:
@@ -137,9 +139,9 @@ class Manager:
             return result, ()
         self.changing_reconciles += 1
         self.router.on_change(controller, changes.values(), ctx.config, (controller, key) if settled else None)
-        if settled:
-            wl = world.get(*key)
-            if quiet is not None and isinstance(wl, Workload) and (controller, key) not in self.due.queued:
+        if settled and quiet is not None:
+            wl = self._stored(key)
+            if isinstance(wl, Workload) and (controller, key) not in self.due.queued:
                 quiet[key] = wl
         return result, changes
 
@@ -151,7 +153,8 @@ class Manager:
     def _apply(self, controller: str, key: Key, effects: tuple[Effect, ...]) -> dict[Key, Change]:
         """Apply effects in order (:func:`.write.apply_effects`); returns a change per object
         that really changed."""
-        return apply_effects(self.world, controller, key, effects, self.record.on_effect, self._check_change)
+        return apply_effects(self.world, self._stored, controller, key, effects, self.record.on_effect,
+                             self._check_change)
 
     # --- settle -------------------------------------------------------------------
     def settle(self, ctx: Context | float, controllers: Iterable[str] = ALL_CONTROLLERS) -> None:

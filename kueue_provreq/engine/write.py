@@ -27,17 +27,15 @@ Check = Callable[[KubeObject, Update, Parts], None]
 changes (0: none, and the write is dropped)."""
 
 
-def apply_effects(world: World, controller: str, key: Key, effects: tuple[Effect, ...],
-                  on_effect: OnEffect | None, check: Check | None) -> dict[Key, Change]:
+def apply_effects(world: World, stored: Callable[[Key], KubeObject | None], controller: str, key: Key,
+                  effects: tuple[Effect, ...], on_effect: OnEffect | None, check: Check | None) -> dict[Key, Change]:
     """Apply effects in order; returns a :data:`~.routing.Change` per object that really
     changed (its object before the first of these effects, after the last).  Updates that
-    change nothing are dropped.  Nothing is journaled: the caller routes what it applied."""
+    change nothing are dropped.  Nothing is journaled: the caller routes what it applied.
+    ``stored`` is the world's :meth:`~kueue_provreq.world.World.lookup`, which the caller holds."""
     changed: dict[Key, Change] = {}
-    stored = world.lookup()
     for effect in effects:
-        kind = type(effect)
-        if kind is Update:
-            assert isinstance(effect, Update)
+        if isinstance(effect, Update):
             obj = effect.obj
             meta = obj.metadata
             k = (obj.KIND, meta.namespace, meta.name)
@@ -67,7 +65,7 @@ def apply_effects(world: World, controller: str, key: Key, effects: tuple[Effect
                         on_effect(controller, key, effect)
                     continue
                 done = gone
-        elif kind is Create or kind is Delete:
+        elif isinstance(effect, (Create, Delete)):
             done = world.apply_unjournaled(effect)
         else:  # an event or a metric
             if on_effect is not None:
@@ -81,7 +79,10 @@ def apply_effects(world: World, controller: str, key: Key, effects: tuple[Effect
             first = changed.get(k)
             if first is not None:
                 before = first[1]
-            changed[k] = change(k, before, stored(k))
+            after = stored(k)
+            # a create or a delete changes everything (``change``, without its call)
+            changed[k] = (k, None, after, EVERYTHING) if before is None else \
+                (k, before, None, EVERYTHING) if after is None else change(k, before, after)
         if on_effect is not None:
             on_effect(controller, key, effect)
     return changed
