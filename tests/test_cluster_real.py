@@ -523,6 +523,22 @@ def _said(process: subprocess.Popen[str]) -> str:
         return process.communicate()[1] + "\n(did not stop in 20 s: killed)"
 
 
+def _until_said(process: subprocess.Popen[str], words: str, timeout: float = 60.0) -> str:
+    """What a command writes on stderr up to the line with ``words`` (read line by line: the
+    command writes nothing more until the caller acts on it, so :func:`_said` reads the rest)."""
+    import select
+
+    assert process.stderr is not None
+    deadline, told = time.monotonic() + timeout, ""
+    while words not in told:
+        ready, _, _ = select.select([process.stderr], [], [], max(0.0, deadline - time.monotonic()))
+        line = process.stderr.readline() if ready else ""
+        if not line:
+            raise AssertionError(f"not said in {timeout:.0f} s: {words!r}; said:\n{told}")
+        told += line
+    return told
+
+
 def test_record_follows_the_real_kueue_and_stops_on_ctrl_c_with_nothing_lost(
         testbed: controlplane.Testbed, admin: client.Client, namespace: Namespaces, tmp_path: Path) -> None:
     """``kueue-provreq record --kubeconfig`` watches a Job go through a provisioning check the
@@ -546,7 +562,11 @@ def test_record_follows_the_real_kueue_and_stops_on_ctrl_c_with_nothing_lost(
         [sys.executable, "-m", "kueue_provreq", "autoscaler", "--kubeconfig", testbed.kubeconfig, "-n", ns,
          "--autoscaler", "fail@2s,provision@3s", "--for", "240s"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         text=True)
+    told = ""
     try:
+        # the Job only once the recorder lists and watches: a recorder still starting would
+        # miss the first attempt, created, failed and deleted within seconds (CI, 2026-12-07)
+        told = _until_said(recording, "watching their changes")
         create(admin, job(ns, "train", "queue"))
 
         def answered() -> bool:
@@ -560,7 +580,7 @@ def test_record_follows_the_real_kueue_and_stops_on_ctrl_c_with_nothing_lost(
         except AssertionError as missing:
             recording.send_signal(signal.SIGINT)
             answering.terminate()
-            said = [_said(p) for p in (recording, answering)]
+            said = [told + _said(recording), _said(answering)]
             trail = path.read_text() if path.exists() else "(no trace written)"
             raise AssertionError(f"{missing}\nrecord said:\n{said[0]}\nautoscaler said:\n{said[1]}\n"
                                  f"the trace:\n{trail}") from None
@@ -569,7 +589,7 @@ def test_record_follows_the_real_kueue_and_stops_on_ctrl_c_with_nothing_lost(
         answering.communicate(timeout=10)
         if recording.poll() is None:
             recording.send_signal(signal.SIGINT)
-        err = _said(recording)
+        err = told + _said(recording)
     assert recording.returncode == 0, err
     assert "recording" in err and "stopped:" in err and "Traceback" not in err
     recorded = trace.read(path)

@@ -361,6 +361,8 @@ def test_a_live_recording_outlives_a_failed_watch(tmp_path: Path) -> None:
     recorder = TraceRecorder(Flaky(), t.Writer(stream), clock=lambda: float(next(clock)), log=lines.append)  # type: ignore[arg-type]
     recorder.run(until=110)
     recorder.close()
+    assert lines[0] == ("listed workloads.kueue.x-k8s.io and provisioningrequests.autoscaling.x-k8s.io; "
+                        "watching their changes")
     assert any("failed (cannot reach the API server); listing again" in line for line in lines)
     records = [t.parse_line(line, "x") for line in stream.getvalue().splitlines()]
     assert [type(r).__name__ for r in records] == ["Arrival", "Window"]

@@ -76,6 +76,8 @@ class TraceRecorder:
     def run(self, until: float | None = None) -> None:
         for res in KINDS:
             self._list(res)
+        # from here on nothing is missed: what a caller (or a test) does after this line is seen
+        self.log(f"listed {' and '.join(res.resource_name for res in KINDS)}; watching their changes")
         marked = self.clock()
         while until is None or self.clock() < until:
             for res in KINDS:
