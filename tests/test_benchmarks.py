@@ -34,6 +34,7 @@ def load(name: str) -> ModuleType:
     ("bench_verify", ["--size", "20", "--repeat", "1"]),
     ("bench_breakdown", ["--size", "20"]),
     ("bench_sim_breakdown", ["--workloads", "20"]),
+    ("bench_passes", ["--size", "10", "--runs", "2"]),
     ("bench_bytecodes", ["--size", "5", "--top", "3"]),
     ("bench_memory", ["--size", "20", "--top", "3"]),
     ("bench_model_classes", ["--objects", "100", "--repeat", "1", "--no-compile"]),
@@ -115,3 +116,12 @@ def test_floor_makes_the_writes_the_model_makes(n: int, monkeypatch: pytest.Monk
     floor = load("floor").count(n)
     assert floor[("Update", "Workload")] == 13 * n  # the story's writes, as the issue counts them
     assert floor == model_writes(n, monkeypatch)
+
+
+def test_bench_passes_names_what_it_cannot_measure(capsys: pytest.CaptureFixture[str]) -> None:
+    bench = load("bench_passes")
+    assert bench.main(["--size", "10", "--controllers", "workload,sheduler"]) == 2
+    assert capsys.readouterr().err.strip() == "ERROR: --controllers: no controller named sheduler"
+    assert bench.main(["--size", "10", "--workload", "wl-10", "--runs", "1"]) == 2
+    assert capsys.readouterr().err.strip() == \
+        "ERROR: --workload: no pass over wl-10 (the story names wl-0 .. wl-9)"

@@ -32,8 +32,8 @@ def inactive_reason(world: World, cq: ClusterQueue) -> tuple[str, str] | None:
     upstream's order: flavors, then checks by name) and the answer is memoised on them.
     """
     flavor_names, check_names = _referenced(cq.spec)
-    flavors = tuple(world.get(c.RESOURCE_FLAVOR, "", f) for f in flavor_names)
-    checks = tuple(world.get(c.ADMISSION_CHECK, "", n) for n in check_names)
+    flavors = tuple([world.get(c.RESOURCE_FLAVOR, "", f) for f in flavor_names])
+    checks = tuple([world.get(c.ADMISSION_CHECK, "", n) for n in check_names])
     return _inactive_reason(cq.metadata.terminating, cq.spec, flavors, checks)
 
 

@@ -314,17 +314,19 @@ def _merged_template(pod_template: FrozenMap[str, Any], flavors: tuple[ResourceF
 def _transfer_templates(txn: Txn, wl: Workload, req: ProvisioningRequest) -> None:
     """``syncProvisionRequestsPodTemplates``: templates start owned by the Workload (so a failed
     request creation leaves no orphans) and move to the request once both exist in the cache."""
-    wl_uid = wl.metadata.uid
+    wl_uid, req_uid = wl.metadata.uid, req.metadata.uid
     for ps in req.spec.pod_sets:
         pt = txn.get(c.POD_TEMPLATE, req.metadata.namespace, ps.pod_template_ref.name)
         if not isinstance(pt, PodTemplate):
             continue
         refs = pt.metadata.owner_references
         ctrl = pt.metadata.controller_ref()
+        if ctrl is not None and ctrl.uid == req_uid:
+            continue  # handed over already (every pass after the one that creates the request)
         if ctrl is not None and ctrl.uid == wl_uid:
             refs = tuple(r for r in refs if not _refers_to(r, c.KUEUE_GROUP, c.WORKLOAD, wl.metadata.name))
             ctrl = None
-        if ctrl is None or ctrl.uid != req.metadata.uid:
+        if ctrl is None or ctrl.uid != req_uid:
             if ctrl is not None:
                 raise ReconcileError(c.ERR_ALREADY_OWNED.format(
                     namespace=pt.metadata.namespace, name=pt.metadata.name, kind=ctrl.kind, owner=ctrl.name))
@@ -484,7 +486,7 @@ def _sync_check_states(txn: Txn, wl: Workload, configs: Mapping[str, Provisionin
     wl = wl.with_status(admission_checks=states)
     if ctx.config.pre_kep_3258:
         wl = _pre_kep_3258_requeue_state(wl, changed, configs, ctx)
-    err = txn.update(wl, tuple(t for _, (_new, t) in changed))
+    err = txn.update(wl, tuple([t for _, (_new, t) in changed]))
     if err is not None:
         raise ReconcileError(err)
     for old, (new, _t) in changed:
@@ -580,11 +582,11 @@ def _sync_owned_requests(txn: Txn, wl: Workload, configs: Mapping[str, Provision
     and the checks it created a request for."""
     wake: int | None = None
     created: list[str] = []
-    states = {s.name: s for s in wl.status.admission_checks}
     for check, prc in configs.items():
         if prc is None or not needed[check]:
             continue
-        ac = states[check]
+        ac = wl.check_state(check)
+        assert ac is not None  # ``configs`` holds the workload's own checks
         if ac.state == c.CHECK_READY:
             continue
         found = active.get(check)
@@ -684,10 +686,7 @@ def _reconcile(txn: Txn, key: Key, ctx: Context) -> tuple[int | None, bool]:
         if isinstance(ac, AdmissionCheck) and ac.spec.controller_name == c.PROVISIONING_REQUEST_CONTROLLER_NAME:
             configs[st.name] = config_from_ref(txn, ac.spec.parameters)
     admission = wl.status.admission
-    assignments: dict[str, PodSetAssignment] = {}
-    if admission is not None:
-        for psa in admission.pod_set_assignments:
-            assignments[psa.name] = psa
+    assignments = {} if admission is None else {psa.name: psa for psa in admission.pod_set_assignments}
     needed: dict[str, bool] = {}
     for check, prc in configs.items():
         if prc is not None:

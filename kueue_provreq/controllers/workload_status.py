@@ -182,8 +182,9 @@ def evict(txn: Txn, wl: Workload, reason: str, message: str, cause: str = "") ->
     now = txn.now
     full_reason = reason_with_cause(reason, cause)
     extra = wl.status.extra
-    for k in _CLEARED_ON_EVICTION:
-        extra = extra.without(k)
+    if extra:  # (most statuses keep no unmodelled field)
+        for k in _CLEARED_ON_EVICTION:
+            extra = extra.without(k)
     if extra:
         extra, seen_before = _count_eviction(extra, reason, cause)
     else:
