@@ -226,8 +226,7 @@ class World:
     def owned_by_name(self, kind: str, namespace: str, owner_name: str) -> list[KubeObject]:
         """Objects of ``kind`` with any ownerReference named ``owner_name`` (Kueue's
         ``metadata.ownedByWorkload`` index, which ignores the owner's kind)."""
-        by_owner = self._owned_by_name.get((kind, namespace))  # (``_owned_keys``, inlined)
-        keys = None if by_owner is None else by_owner.get(owner_name)
+        keys = self._owned_keys(kind, namespace, owner_name)
         found = list(map(self._objects.__getitem__, keys)) if keys else []  # (no comprehension's call)
         if self.hooks.reads is not None:
             self.hooks.reads.append(((OWNED, kind, namespace, owner_name), tuple(found)))
@@ -584,24 +583,15 @@ class Txn:
     def update(self, obj: KubeObject, transitions: tuple[Transition, ...] = ()) -> str | None:
         """Write ``obj``; ``transitions`` are the fires that decided the write, if it moves
         the object along a declared lifecycle."""
-        meta = obj.metadata  # (``key_of`` and ``_visible``, inlined: every write comes here)
+        meta = obj.metadata  # (``key_of``, inlined: every write comes here)
         key = (obj.KIND, meta.namespace, meta.name)
-        world = self.world
-        if world.faults:
+        if self.world.faults:
             fault = self._fault("update", key[0], key[2])
             if fault is not None:
                 return fault.message(key[0], key[2])
-        overlay = self._overlay
-        if key in overlay:
-            seen = overlay[key]
-        else:
-            seen = world._objects.get(key)
-            reads = world.hooks.reads
-            if reads is not None:
-                reads.append((key, seen))
-        if seen is None:
+        if self._visible(key) is None:
             return not_found(key[0], key[2])
-        overlay[key] = obj
+        self._overlay[key] = obj
         self.effects.append(Update(obj, transitions))
         return None
 

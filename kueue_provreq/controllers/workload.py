@@ -122,7 +122,7 @@ def reconcile(world: World, key: Key, ctx: Context) -> Result:
         if not _checks_synced(st.admission_checks, wanted):
             synced = ws.sync_check_states(wl, wanted, now)
             if synced is not wl:
-                return _write(txn, synced, settled=_pending_as_it_is(txn, synced, wanted, lq, cq, ctx))
+                return _write(txn, synced)
 
     new = wl
     events: list[Effect] = []
@@ -295,25 +295,6 @@ def _checks_synced(states: tuple[AdmissionCheckState, ...], wanted: tuple[str, .
 
 
 # --- step 5 ---------------------------------------------------------------------------
-
-
-def _pending_as_it_is(txn: Txn, synced: Workload, wanted: tuple[str, ...], lq: LocalQueue | None,
-                      cq: ClusterQueue | None, ctx: Context) -> bool:
-    """Whether the check-sync write ``synced`` of a workload without quota settles its pass: the
-    pass it wakes would write nothing.  Its steps 1 to 4 decide as this one did (of the checks
-    they read only step 2's Retry ones, and the sync adds none: it adds Pending checks and drops
-    some, which can only take a Retry delay away), with this pass's queues; step 6 is for a
-    workload holding quota; so step 5 says it, by the test :func:`_sync_unadmitted` starts
-    with (asked here without building what it would write: the sync of a new workload, made
-    before the AdmissionCheck controller has found its checks Active, is followed by a write).
-    A workload with quota (a sync after a queue's checks changed) is left to its next pass."""
-    st = synced.status
-    if c.WORKLOAD_QUOTA_RESERVED in st.true_types or c.WORKLOAD_ADMITTED in st.true_types or \
-            not _checks_synced(st.admission_checks, wanted):
-        return False
-    observability = ctx.config.gate(c.GATE_UNADMITTED_OBSERVABILITY)
-    return _pending_reason(synced, st, observability, lambda: _queue_blocker(txn, synced, lq, cq), cq) is None \
-        and _admitted_false_is_current(synced, st, observability)
 
 
 def _sync_unadmitted(wl: Workload, st: WorkloadStatus, ctx: Context, events: list[Effect],

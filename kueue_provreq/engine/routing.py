@@ -222,15 +222,10 @@ class Router:
         if origin is not None and origin == (ctl.name, key):
             self._skip(ctl.name, key, "its own write settled it")
             return
-        name = ctl.name
-        quiet = self.quiet.of.get(name)
-        if quiet is not None and quiet.get(key) is not None:  # (``unquiet``, inlined)
-            quiet[key] = None
-        item = (name, key)  # (``Due.enqueue``, inlined)
-        queued = self.due.queued
-        if item not in queued:
-            queued.add(item)
-            self.due.queue.append(item)
+        quiet = self.quiet.of.get(ctl.name)
+        if quiet is not None:
+            unquiet(quiet, key)
+        self.due.enqueue(ctl.name, key)
 
     def _cluster_queues(self) -> list[Key]:
         """The ClusterQueues' keys, kept between calls (every Workload change asks for them)."""

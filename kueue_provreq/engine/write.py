@@ -79,10 +79,7 @@ def apply_effects(world: World, stored: Callable[[Key], KubeObject | None], cont
             first = changed.get(k)
             if first is not None:
                 before = first[1]
-            after = stored(k)
-            # a create or a delete changes everything (``change``, without its call)
-            changed[k] = (k, None, after, EVERYTHING) if before is None else \
-                (k, before, None, EVERYTHING) if after is None else change(k, before, after)
+            changed[k] = change(k, before, stored(k))
         if on_effect is not None:
             on_effect(controller, key, effect)
     return changed
