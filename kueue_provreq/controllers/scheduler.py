@@ -85,6 +85,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from decimal import ROUND_CEILING, Decimal
+from functools import partial
 
 import attrs
 
@@ -508,7 +509,7 @@ class _Cycle:
         if cohort is None:
             return preemption.QueueView(tuple(holding), table.nominal, spec.within_cluster_queue,
                                         self.ctx.config, self.ctx.now, name)
-        return preemption.CohortView(cohort.tree, name, lambda other: self.holding_of(world, scan, other),
+        return preemption.CohortView(cohort.tree, name, partial(self.holding_of, world, scan),
                                      spec.within_cluster_queue, spec.reclaim_within_cohort, spec.borrow_within_cohort,
                                      self.ctx.config, self.ctx.now)
 
@@ -605,41 +606,6 @@ class _Cycle:
         except StopIteration as done:
             result: tuple[bool, int | None] = done.value
             return result
-
-    def interleave(self, world: World, walks: list[tuple[ClusterQueue, list[Workload], int]], scan: queues.Scan,
-                   tree: cohorts.Tree) -> bool:
-        """The second pass over a cohort's queues: one workload at a time, always the head (of
-        the queues' next workloads) with the highest priority, then the earliest in queue order,
-        as upstream orders the heads it tries in a cycle; False when blockAdmission stops the
-        whole scheduling loop."""
-        heads: dict[str, tuple[int, Iterator[int], list[Workload]]] = {}
-
-        def advance(name: str, steps: Iterator[int], pending: list[Workload]) -> bool:
-            try:
-                heads[name] = (next(steps), steps, pending)
-            except StopIteration as done:
-                heads.pop(name, None)
-                go_on: bool = done.value[0]
-                return go_on
-            return True
-
-        for cq, pending, start in walks:
-            name = cq.metadata.name
-            if not advance(name, self.walker(world, cq, pending, scan, tree, start), pending):
-                return False
-        config = self.ctx.config
-
-        def order(name: str) -> tuple[int, int, str]:
-            index, _, pending = heads[name]
-            wl = pending[index]
-            return -preemption.priority(wl), workload_status.queue_order_timestamp(wl, config), name
-
-        while heads:
-            name = min(heads, key=order)
-            _, steps, pending = heads[name]
-            if not advance(name, steps, pending):
-                return False
-        return True
 
     def walker(self, world: World, cq: ClusterQueue, pending: list[Workload], scan: queues.Scan,
                tree: cohorts.Tree | None = None, start: int = 0,
@@ -882,6 +848,42 @@ def _after_cycle(found: queues.Scan, cycle: _Cycle, result: Result) -> None:
     ix.expected = expected
 
 
+def _interleave(cycle: _Cycle, world: World, walks: list[tuple[ClusterQueue, list[Workload], int]], scan: queues.Scan,
+                tree: cohorts.Tree) -> bool:
+    """The second pass over a cohort's queues: one workload at a time, always the head (of
+    the queues' next workloads) with the highest priority, then the earliest in queue order,
+    as upstream orders the heads it tries in a cycle; False when blockAdmission stops the
+    whole scheduling loop."""
+    heads: dict[str, tuple[int, Iterator[int], list[Workload]]] = {}
+
+    def advance(name: str, steps: Iterator[int], pending: list[Workload]) -> bool:
+        try:
+            heads[name] = (next(steps), steps, pending)
+        except StopIteration as done:
+            heads.pop(name, None)
+            go_on: bool = done.value[0]
+            return go_on
+        return True
+
+    for cq, pending, start in walks:
+        name = cq.metadata.name
+        if not advance(name, cycle.walker(world, cq, pending, scan, tree, start), pending):
+            return False
+    config = cycle.ctx.config
+
+    def order(name: str) -> tuple[int, int, str]:
+        index, _, pending = heads[name]
+        wl = pending[index]
+        return -preemption.priority(wl), workload_status.queue_order_timestamp(wl, config), name
+
+    while heads:
+        name = min(heads, key=order)
+        _, steps, pending = heads[name]
+        if not advance(name, steps, pending):
+            return False
+    return True
+
+
 def _run(cycle: _Cycle, world: World, found: queues.Scan, only: str | None) -> Result:
     """The cycle over the queues ``found`` holds (``only``: that ClusterQueue's)."""
     ctx = cycle.ctx
@@ -927,5 +929,5 @@ def _run(cycle: _Cycle, world: World, found: queues.Scan, only: str | None) -> R
         if not go_on:
             return cycle.txn.result(error=cycle.error)
     if second and tree is not None:
-        cycle.interleave(world, second, found, tree)
+        _interleave(cycle, world, second, found, tree)
     return cycle.txn.result(error=cycle.error)

@@ -73,7 +73,9 @@ class Manager:
 
     def __new__(cls, world: World, record: Recorder | None = None, verify: bool = True,
                 max_reconciles: int | None = None) -> Manager:
-        return super().__new__(cls.verifying if verify and cls is Manager else cls)
+        if verify and cls is Manager:  # (its own ``__new__``, not ``super()``'s: mypyc builds only ``cls``)
+            return cls.verifying.__new__(cls.verifying, world, record, verify, max_reconciles)
+        return super().__new__(cls)
 
     def __init__(self, world: World, record: Recorder | None = None, verify: bool = True,
                  max_reconciles: int | None = None) -> None:
