@@ -133,14 +133,15 @@ bench: $(STAMP)
 bench-sim: $(STAMP)
 	$(BIN)/python benchmarks/bench_sim.py
 
-# The mypyc build measured for issue 10 and not adopted (README, "Design choices": why not):
-# mypyc (shipped with the pinned mypy of the dev extra) over the engine, the world, the controllers,
-# the machines and api/evolve.py, in a copy of the package in build/compiled/; the frozen attrs
-# models stay interpreted. Nothing else uses it. preemption.py is left out: mypyc 2.4.1 fails on a
-# lambda in a method of an attrs class ("internal mypyc error").
+# The mypyc build (issue 10, measured again for issue 25; docs/performance.rst, "mypyc"): mypyc
+# (shipped with the pinned mypy of the dev extra) over every core module but the models, in a copy
+# of the package in build/compiled/; the attrs models (api/ model modules) and errors.py (which
+# interpreted edges subclass) stay interpreted. Nothing else uses it; `make test-compiled` runs
+# conformance, the engine and the property tests against it.
 COMPILED_DIR := build/compiled
-COMPILED_MODULES := kueue_provreq/world.py kueue_provreq/api/evolve.py \
-	$(filter-out %/__init__.py %/preemption.py,$(sort $(wildcard kueue_provreq/engine/*.py kueue_provreq/controllers/*.py kueue_provreq/machines/*.py)))
+COMPILED_MODULES := kueue_provreq/world.py kueue_provreq/world_builder.py \
+	$(addprefix kueue_provreq/api/,constants.py evolve.py memo.py naming.py objects.py) \
+	$(filter-out %/__init__.py,$(sort $(wildcard kueue_provreq/engine/*.py kueue_provreq/controllers/*.py kueue_provreq/machines/*.py)))
 COMPILED_STAMP := $(COMPILED_DIR)/.built
 
 $(COMPILED_STAMP): $(STAMP) pyproject.toml $(shell find kueue_provreq -name '*.py')

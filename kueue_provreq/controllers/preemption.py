@@ -34,6 +34,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from decimal import Decimal
+from functools import partial
 
 import attrs
 
@@ -153,8 +154,11 @@ class QueueView:
 
     def oracle(self, preemptor: Workload) -> Callable[[FlavorResource, Decimal], int]:
         """The flavor assigner's question for ``preemptor``: could preemption free this much?"""
-        return lambda fr, amount: PREEMPT if can_make_room(preemptor, self.holding, fr, amount, self.nominal,
-                                                           self.policy, self.config, self.now) else NO_CANDIDATES
+        return partial(self._ask, preemptor)
+
+    def _ask(self, preemptor: Workload, fr: FlavorResource, amount: Decimal) -> int:
+        return PREEMPT if can_make_room(preemptor, self.holding, fr, amount, self.nominal,
+                                        self.policy, self.config, self.now) else NO_CANDIDATES
 
     def targets(self, preemptor: Workload, needs: frozenset[FlavorResource], wants: Amounts) -> list[Target]:
         """``GetTargets`` for the whole assignment."""
@@ -266,12 +270,13 @@ class CohortView:
 
     def oracle(self, preemptor: Workload) -> Callable[[FlavorResource, Decimal], int]:
         """``SimulatePreemption``: ``RECLAIM`` when every target is in another queue."""
-        def ask(fr: FlavorResource, amount: Decimal) -> int:
-            found = self.targets(preemptor, frozenset({fr}), {fr: amount})
-            if not found:
-                return NO_CANDIDATES
-            return PREEMPT if any(t.cq == self.cq for t in found) else RECLAIM
-        return ask
+        return partial(self._ask, preemptor)
+
+    def _ask(self, preemptor: Workload, fr: FlavorResource, amount: Decimal) -> int:
+        found = self.targets(preemptor, frozenset({fr}), {fr: amount})
+        if not found:
+            return NO_CANDIDATES
+        return PREEMPT if any(t.cq == self.cq for t in found) else RECLAIM
 
     def _candidate(self, preemptor: Workload, wl: Workload, amounts: Amounts, cq: str, needs: frozenset[FlavorResource],
                    lca: cohorts.Node | None, advantage: bool) -> _Candidate | None:
@@ -307,32 +312,38 @@ class CohortView:
         t, node = self.tree, self.node
         if node not in t.parent or self.reclaim == c.PREEMPTION_POLICY_NEVER:
             return hierarchy, by_priority
-
-        def fit_in(at: cohorts.Node, requests: Mapping[FlavorResource, Decimal]) -> tuple[bool, dict[FlavorResource, Decimal]]:
-            fits = all(t.subtree[at].get(fr, _ZERO) >= t.usage[at].get(fr, _ZERO) + v for fr, v in requests.items())
-            return fits, {fr: max(_ZERO, v - t.local_available(at, fr)) for fr, v in requests.items()}
-
-        def visit(current: cohorts.Node, root: cohorts.Node, skip: cohorts.Node | None, advantage: bool,
-                  into: list[_Candidate]) -> None:
-            for child in t.children.get(current, ()):
-                if child in (skip, node) or self._within_nominal(child, needs):
-                    continue
-                if child[0] == c.COHORT:
-                    visit(child, root, skip, advantage, into)
-                    continue
-                for wl, amounts in self.holding(child[1]):
-                    found = self._candidate(preemptor, wl, amounts, child[1], needs, root, advantage)
-                    if found is not None:
-                        into.append(found)
-
-        advantage, remaining = fit_in(node, wants)
+        advantage, remaining = self._fit_in(node, wants)
         previous: cohorts.Node | None = None
         for root in t.ancestors(node):
-            visit(root, root, previous, advantage, hierarchy if advantage else by_priority)
-            fits, remaining = fit_in(root, remaining)
+            self._visit(preemptor, needs, root, root, previous, advantage, hierarchy if advantage else by_priority)
+            fits, remaining = self._fit_in(root, remaining)
             advantage = advantage or fits
             previous = root
         return hierarchy, by_priority
+
+    def _fit_in(self, at: cohorts.Node,
+                requests: Mapping[FlavorResource, Decimal]) -> tuple[bool, dict[FlavorResource, Decimal]]:
+        """Whether ``requests`` fit in ``at``'s subtree, and what of them is left beyond what
+        ``at`` has locally."""
+        t = self.tree
+        fits = all(t.subtree[at].get(fr, _ZERO) >= t.usage[at].get(fr, _ZERO) + v for fr, v in requests.items())
+        return fits, {fr: max(_ZERO, v - t.local_available(at, fr)) for fr, v in requests.items()}
+
+    def _visit(self, preemptor: Workload, needs: frozenset[FlavorResource], current: cohorts.Node,
+               root: cohorts.Node, skip: cohorts.Node | None, advantage: bool, into: list[_Candidate]) -> None:
+        """The candidates under ``current`` (but not under ``skip`` nor the preemptor's queue)
+        in queues over their quota, into ``into``."""
+        node = self.node
+        for child in self.tree.children.get(current, ()):
+            if child in (skip, node) or self._within_nominal(child, needs):
+                continue
+            if child[0] == c.COHORT:
+                self._visit(preemptor, needs, child, root, skip, advantage, into)
+                continue
+            for wl, amounts in self.holding(child[1]):
+                found = self._candidate(preemptor, wl, amounts, child[1], needs, root, advantage)
+                if found is not None:
+                    into.append(found)
 
     def _valid(self, candidate: _Candidate, borrowing: bool, needs: frozenset[FlavorResource]) -> bool:
         """``candidateIsValid``: another queue's workload only while that queue (and every
@@ -357,6 +368,12 @@ class CohortView:
         return all((borrowing or not t.borrowing_with(node, fr, v)) and v <= t.available(node, fr)
                    for fr, v in wants.items())
 
+    def _order(self, cand: _Candidate) -> tuple[bool, bool, int, int, str]:
+        """``CandidatesOrdering`` across the cohort: evicted first, the other queues' before
+        the preemptor's own, then lower priority, the most recently reserved, by UID."""
+        return (not cand.workload.is_evicted(), cand.cq == self.cq, priority(cand.workload),
+                -_reserved_at(cand.workload, self.now), cand.workload.metadata.uid)
+
     def targets(self, preemptor: Workload, needs: frozenset[FlavorResource], wants: Amounts) -> list[Target]:
         """``classicalPreemptions``: the candidates in order, removed until the preemptor fits,
         then given back in reverse while it still fits; with borrowing allowed and without, in
@@ -365,12 +382,7 @@ class CohortView:
             found for wl, amounts in self.holding(self.cq)
             if (found := self._candidate(preemptor, wl, amounts, self.cq, needs, None, False)) is not None]
         hierarchy, by_priority = self._collect(preemptor, needs, wants)
-
-        def order(cand: _Candidate) -> tuple[bool, bool, int, int, str]:
-            return (not cand.workload.is_evicted(), cand.cq == self.cq, priority(cand.workload),
-                    -_reserved_at(cand.workload, self.now), cand.workload.metadata.uid)
-
-        lists = [sorted(group, key=order) for group in (hierarchy, by_priority, same)]
+        lists = [sorted(group, key=self._order) for group in (hierarchy, by_priority, same)]
         ordered = [cand for group in lists for cand in group if cand.workload.is_evicted()] + \
             [cand for group in lists for cand in group if not cand.workload.is_evicted()]
         forbidden = self.borrow.policy == c.PREEMPTION_POLICY_NEVER
