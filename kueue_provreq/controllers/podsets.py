@@ -14,6 +14,7 @@ import attrs
 
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.config import Configuration
+from kueue_provreq.api.evolve import same
 from kueue_provreq.api.frozen import EMPTY, FrozenMap, freeze
 from kueue_provreq.api.meta import Json
 from kueue_provreq.api.objects import not_in_cache
@@ -125,7 +126,9 @@ def merge_into(template: FrozenMap[str, Json], info: PodSetInfo) -> FrozenMap[st
     tolerations (raises :class:`BadPodSetsInfo`)."""
     current = from_pod_set(PodSet(info.name, info.count, template))
     have = current.merged(info)
-    if have == current:
+    # ``same``, not ``==``: compiled by mypyc, ``==`` between two values of one attrs class
+    # defined in a compiled module is an identity test (docs/performance.rst, "mypyc")
+    if same(have, current):
         return template
     return _with(template, have.labels, have.annotations, have.node_selector, have.tolerations)
 
@@ -133,6 +136,6 @@ def merge_into(template: FrozenMap[str, Json], info: PodSetInfo) -> FrozenMap[st
 def restore_into(template: FrozenMap[str, Json], info: PodSetInfo) -> FrozenMap[str, Json]:
     """``podset.RestorePodSpec``: the template's labels, annotations, node selector and
     tolerations set back to ``info``'s."""
-    if from_pod_set(PodSet(info.name, info.count, template)) == info:
+    if same(from_pod_set(PodSet(info.name, info.count, template)), info):  # (``same``: see merge_into)
         return template
     return _with(template, info.labels, info.annotations, info.node_selector, info.tolerations)
