@@ -191,4 +191,5 @@ CONTROLLERS: tuple[Controller, ...] = (
 )
 
 BY_NAME: dict[str, Controller] = {ctl.name: ctl for ctl in CONTROLLERS}
-"""The controllers by name; the engine looks them up here (tests may stand one in)."""
+"""The controllers by name; the engine runs these unless it is given others (``Manager(world,
+controllers=...)``: a test stands one in there)."""

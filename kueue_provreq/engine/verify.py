@@ -9,14 +9,14 @@ real fixed point, with the queue index equal to one built afresh.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Mapping
 from collections.abc import Set as AbstractSet
 
 from kueue_provreq.api.config import Configuration
 from kueue_provreq.api.evolve import same
 from kueue_provreq.api.objects import Key, KubeObject
 from kueue_provreq.api.workload import Workload
-from kueue_provreq.controllers import queues, scheduler
+from kueue_provreq.controllers import queues, registry, scheduler
 from kueue_provreq.controllers.context import Context
 from kueue_provreq.controllers.parts import Parts
 from kueue_provreq.engine.due import Item
@@ -120,13 +120,14 @@ class VerifyingManager(Manager):
     verify = True
 
     def __init__(self, world: World, record: Recorder | None = None, verify: bool = True,
-                 max_reconciles: int | None = None) -> None:
+                 max_reconciles: int | None = None,
+                 controllers: Mapping[str, registry.Controller] | None = None) -> None:
         #: reconciles rerun to prove that one left out would change nothing
         self.proofs = 0
         #: what was left out, and what quiet reconciles read (:meth:`_check_quiet` takes it as
         #: proof while every read still answers the same)
         self._witnessed = Witnessed()
-        super().__init__(world, record, verify, max_reconciles)
+        super().__init__(world, record, verify, max_reconciles, controllers)
         self._check_change = checked_change  # a function, not a bound method: no reference cycle
 
     def _witness(self) -> Witness:
