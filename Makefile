@@ -9,7 +9,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q --disable-pip-version-check -e '.[dev,docs,cluster,sim]'
 	touch $@
 
-.PHONY: setup demo test test-oracle bench bench-sim docs docs-check docs-screenshots compiled bench-compiled oracle stories
+.PHONY: setup demo test test-oracle bench bench-sim docs docs-check docs-screenshots compiled test-compiled bench-compiled oracle stories
 setup: $(STAMP)
 
 # `make demo`: the package with its runtime dependencies only (no dev, docs, test or `sim`
@@ -151,6 +151,20 @@ $(COMPILED_STAMP): $(STAMP) pyproject.toml $(shell find kueue_provreq -name '*.p
 	touch $@
 
 compiled: $(COMPILED_STAMP)
+
+# The compiled build checked (not in CI, which keeps its time): the bundled scenarios, the engine,
+# fast against verify mode and the property tests, run against build/compiled/ (first on
+# PYTHONPATH; `python -P`: not the checkout's own package); tests/test_compiled.py checks that it
+# compares by value wherever the package does.
+COMPILED_TESTS := tests/test_compiled.py tests/test_engine.py tests/test_fast_verify.py tests/test_stateful.py \
+	tests/test_parts.py tests/test_cohorts.py tests/test_partial_admission.py tests/test_scheduler_queue.py \
+	tests/test_workload_controller.py tests/test_write_workload.py tests/test_job_kinds.py \
+	tests/test_invariants_upstream.py tests/test_stories.py
+test-compiled: $(COMPILED_STAMP)
+	PYTHONPATH=$(abspath $(COMPILED_DIR)) $(BIN)/python -P -c 'import kueue_provreq.engine.manager as m; \
+		assert m.__file__.endswith(".so"), f"not the compiled engine: {m.__file__}"'
+	PYTHONPATH=$(abspath $(COMPILED_DIR)) $(BIN)/kueue-provreq conform specs/
+	PYTHONPATH=$(abspath $(COMPILED_DIR)) $(BIN)/python -P -m pytest -p no:cacheprovider $(COMPILED_TESTS)
 
 # pure against compiled, alternated in one run (benchmarks/bench_compiled.py)
 bench-compiled: $(COMPILED_STAMP)

@@ -285,6 +285,9 @@ def _recording(calls: list[tuple[str, str, str, str]]) -> Callable[..., tuple[Wo
     return recorded
 
 
+@pytest.mark.skipif(not str(phases_module.__file__).endswith(".py"),
+                    reason="the machines are compiled (make test-compiled): their callers call write_workload directly, "
+                           "not through a module attribute a test can replace")
 def test_on_the_examples_every_phase_change_is_a_write_workload_call(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[tuple[str, str, str, str]] = []
     recorded = _recording(calls)
