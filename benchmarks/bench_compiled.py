@@ -45,8 +45,9 @@ def env_for(compiled: Path | None) -> dict[str, str]:
 
 
 def engine_file(compiled: Path) -> str:
-    """Where ``kueue_provreq.engine`` comes from with the compiled tree on the path."""
-    out = subprocess.run([sys.executable, "-P", "-c", "import kueue_provreq.engine as e; print(e.__file__)"],
+    """Where the engine's manager (``kueue_provreq.engine.manager``) comes from with the compiled
+    tree on the path (the packages' ``__init__`` modules are not compiled)."""
+    out = subprocess.run([sys.executable, "-P", "-c", "import kueue_provreq.engine.manager as m; print(m.__file__)"],
                          env=env_for(compiled), capture_output=True, text=True, check=True)
     return out.stdout.strip()
 
@@ -65,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     compiled = args.compiled.resolve()
     where = engine_file(compiled)
     if not where.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES)):
-        print(f"bench_compiled: no compiled build in {compiled} (kueue_provreq.engine comes from {where}); "
+        print(f"bench_compiled: no compiled build in {compiled} (kueue_provreq.engine.manager comes from {where}); "
               "run `make compiled` first", file=sys.stderr)
         return 2
     core_args = core_args or DEFAULT_CORE_ARGS
