@@ -17,10 +17,13 @@ Every ``--every``-th reconcile of each controller is timed as it runs, then repe
 count its bytecodes and a repeat's.  The simulation (``bench_sim``'s example) and the settle
 story (``bench_core``) run in the same process, one after the other.  ``--thrash`` evicts the
 caches before each pass of the settle story, as the simulation's instants do: ``data`` reads
-an 8 MiB buffer, ``code`` runs a little of the standard library's Python (other code, other
-data); if the settle story's passes then cost what the simulation's do, being cold is the cause.
+every cache line of a ``--data-kib`` buffer (8 MiB; the size at which the penalty appears
+says which cache level the passes miss), ``code`` runs a little of the standard library's
+Python (other code, other data); if the settle story's passes then cost what the
+simulation's do, being cold is the cause.
 
-Usage: python benchmarks/bench_sim_cold.py [--workloads 3000] [--every 7] [--repeat 5] [--thrash none|data|code]
+Usage: python benchmarks/bench_sim_cold.py [--workloads 3000] [--every 7] [--repeat 5]
+       [--thrash none|data|code] [--data-kib 8192]
 """
 
 from __future__ import annotations
@@ -53,8 +56,6 @@ from bench_sim import DEFAULT_EXAMPLE  # noqa: E402
 Reconcile = Callable[[World, Key, Context], Result]
 Tracer = Callable[[FrameType, str, Any], Any]
 
-BUFFER = bytes(8 << 20)
-
 
 def other_code() -> None:
     """A little of the standard library's Python: code and data the passes do not use."""
@@ -64,8 +65,13 @@ def other_code() -> None:
     _ = Fraction(3, 7) + Fraction(5, 11)
 
 
-THRASH: dict[str, Callable[[], object] | None] = {
-    "none": None, "data": lambda: sum(BUFFER[::64]), "code": other_code}
+def thrash(kind: str, kib: int) -> Callable[[], object] | None:
+    """What runs before each pass of the settle story: nothing, a read of every cache line of
+    a ``kib`` KiB buffer, or other Python code."""
+    if kind == "data":
+        buffer = bytes(kib << 10)
+        return lambda: sum(buffer[::64])
+    return other_code if kind == "code" else None
 
 
 @attrs.define
@@ -155,8 +161,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--example", type=Path, default=DEFAULT_EXAMPLE)
     p.add_argument("--every", type=int, default=7, help="sample every n-th reconcile of each controller")
     p.add_argument("--repeat", type=int, default=5, help="repeats of a sampled call, timed together")
-    p.add_argument("--thrash", choices=sorted(THRASH), default="none",
+    p.add_argument("--thrash", choices=("none", "data", "code"), default="none",
                    help="evict the caches before each pass of the settle story")
+    p.add_argument("--data-kib", type=int, default=8192, help="the buffer --thrash data reads")
     args = p.parse_args(argv)
 
     sim = Sampler(args.every, args.repeat)
@@ -174,10 +181,11 @@ def main(argv: list[str] | None = None) -> int:
     print("\n".join(sim.lines(f"simulate {args.workloads} workloads of {args.example.name}, per sampled pass:")))
 
     settle_cycle(min(args.workloads, 50))  # the models' caches warm, as in the timed benchmarks
-    story = Sampler(args.every, args.repeat, THRASH[args.thrash])
+    story = Sampler(args.every, args.repeat, thrash(args.thrash, args.data_kib))
     settle_cycle(args.workloads, instrument=story.instrument)
-    thrash = "" if args.thrash == "none" else f", caches evicted before each pass ({args.thrash})"
-    print("\n".join(story.lines(f"settle story, {args.workloads} workloads{thrash}, per sampled pass:")))
+    evicted = {"none": "", "code": ", other code run before each pass",
+               "data": f", {args.data_kib} KiB read before each pass"}[args.thrash]
+    print("\n".join(story.lines(f"settle story, {args.workloads} workloads{evicted}, per sampled pass:")))
     return 0
 
 
