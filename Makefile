@@ -133,11 +133,11 @@ bench: $(STAMP)
 bench-sim: $(STAMP)
 	$(BIN)/python benchmarks/bench_sim.py
 
-# The mypyc build (issue 10, measured again for issue 25; docs/performance.rst, "mypyc"): mypyc
-# (shipped with the pinned mypy of the dev extra) over every core module but the models, in a copy
-# of the package in build/compiled/; the attrs models (api/ model modules) and errors.py (which
-# interpreted edges subclass) stay interpreted. Nothing else uses it; `make test-compiled` runs
-# conformance, the engine and the property tests against it.
+# The mypyc build (issue 10, measured again for issue 25; docs/performance.rst, "No compiled
+# build, measured"): mypyc (shipped with the pinned mypy of the dev extra) over every core module
+# but the models, in a copy of the package in build/compiled/; the attrs models (api/ model
+# modules) and errors.py (which interpreted edges subclass) stay interpreted. Nothing else uses
+# it; `make test-compiled` runs conformance, the engine and the property tests against it.
 COMPILED_DIR := build/compiled
 COMPILED_MODULES := kueue_provreq/world.py kueue_provreq/world_builder.py \
 	$(addprefix kueue_provreq/api/,constants.py evolve.py memo.py naming.py objects.py) \

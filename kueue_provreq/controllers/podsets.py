@@ -127,7 +127,8 @@ def merge_into(template: FrozenMap[str, Json], info: PodSetInfo) -> FrozenMap[st
     current = from_pod_set(PodSet(info.name, info.count, template))
     have = current.merged(info)
     # ``same``, not ``==``: compiled by mypyc, ``==`` between two values of one attrs class
-    # defined in a compiled module is an identity test (docs/performance.rst, "mypyc")
+    # defined in a compiled module is an identity test (docs/performance.rst,
+    # "No compiled build, measured")
     if same(have, current):
         return template
     return _with(template, have.labels, have.annotations, have.node_selector, have.tolerations)
