@@ -15,18 +15,19 @@ from typing import Any, TypeVar
 
 import attrs
 
+from kueue_provreq.api.model import fields
+
 T = TypeVar("T")
 
 _Copier = Callable[[Any, dict[str, Any]], Any]
 
 _COPIERS: dict[type, _Copier] = {}
-"""Per attrs class, ``copier(inst, changes)``: the new instance; pops what it used from ``changes``."""
+"""Per model class, ``copier(inst, changes)``: the new instance; pops what it used from ``changes``."""
 
 
 def _copier(cls: type) -> _Copier:
-    """Generate ``cls(field=changes.pop("field", inst.field), ...)`` for the init fields."""
-    args = ", ".join(f"{a.alias}=changes.pop({a.alias!r}, inst.{a.name})"
-                     for a in attrs.fields(cls) if a.init)
+    """Generate ``cls(field=changes.pop("field", inst.field), ...)`` for the fields."""
+    args = ", ".join(f"{f.name}=changes.pop({f.name!r}, inst.{f.name})" for f in fields(cls))
     namespace: dict[str, Any] = {"cls": cls}
     exec(f"def copier(inst, changes):\n    return cls({args})\n", namespace)
     copier: _Copier = namespace["copier"]

@@ -25,12 +25,15 @@ from collections.abc import Iterable
 
 import attrs
 
-_HASH_CACHE = "_attrs_cached_hash"
-"""Where ``cache_hash`` classes keep their hash: set to None on construction, then once."""
+from kueue_provreq.api.model import HASH_SLOT
+
+_HASH_CACHES = frozenset({"_attrs_cached_hash", HASH_SLOT})
+"""Where ``cache_hash`` attrs classes and hand-written models (:mod:`~kueue_provreq.api.model`)
+keep their hash: set on construction, then once more when first asked."""
 
 
 def _refuse_reassignment(self: object, name: str, value: object) -> None:
-    if name != _HASH_CACHE:
+    if name not in _HASH_CACHES:
         try:
             object.__getattribute__(self, name)
         except AttributeError:
