@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-import attrs
 import pytest
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.config import Configuration, RequeuingStrategy, WaitForPodsReady
@@ -79,7 +78,7 @@ def workload(name: str, cpu: str = "1", *, priority: int | None = None, created:
              count: int = 1, uid: str | None = None, status: WorkloadStatus = WorkloadStatus()) -> Workload:
     wl = builders.workload(name, uid=uid or f"uid-{name}", created=T0 + created, queue=queue, priority=priority,
                            pod_sets=(PodSet("main", count, template({"cpu": cpu})),))
-    return wl.with_status(**attrs.asdict(status, recurse=False))
+    return evolve(wl, status=status)
 
 
 def reserving(name: str, cpu: str, flavor_name: str = "default", cq: str = "cq") -> Workload:

@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 import attrs
 
-from kueue_provreq.api.model import fields
+from kueue_provreq.api.model import fields, is_model
 
 T = TypeVar("T")
 
@@ -48,10 +48,13 @@ def evolve(inst: T, **changes: Any) -> T:
 
 
 _EQ_FIELDS: dict[type, tuple[str, ...] | None] = {}
-"""Per class, the fields its attrs-generated ``__eq__`` compares; None for a class with its own."""
+"""Per class, the fields its ``__eq__`` compares (attrs-generated, or a hand-written model's,
+:mod:`~kueue_provreq.api.model`); None for any other class."""
 
 
 def _eq_fields(cls: type) -> tuple[str, ...] | None:
+    if is_model(cls) and not attrs.has(cls):
+        return tuple(f.name for f in fields(cls))
     eq = getattr(cls.__eq__, "__code__", None)
     if not attrs.has(cls) or eq is None or not eq.co_filename.startswith("<attrs generated"):
         return None
@@ -59,11 +62,11 @@ def _eq_fields(cls: type) -> tuple[str, ...] | None:
 
 
 def same(a: object, b: object) -> bool:
-    """``a == b``, field by field with an identity test first for attrs-compared instances.
+    """``a == b``, field by field with an identity test first for models.
 
-    attrs' generated ``__eq__`` compares every field with ``==`` even when both sides hold
-    the very same (frozen) object; an updated object shares most of its fields with the old
-    one, so this answers "did the update change anything" without walking the shared parts.
+    A model's ``__eq__`` (attrs' generated one, or a hand-written one written alike) compares
+    every field with ``==`` even when both sides hold the very same (frozen) object; an updated
+    object shares most of its fields with the old one, so this answers "did the update change anything" without walking the shared parts.
     """
     if a is b:
         return True
