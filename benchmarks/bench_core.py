@@ -30,8 +30,8 @@ import types
 from collections.abc import Callable
 from pathlib import Path
 
-import attrs
 from kueue_provreq.api import constants as c
+from kueue_provreq.api.evolve import evolve
 from kueue_provreq.api.frozen import FrozenMap, freeze
 from kueue_provreq.api.memo import clear_caches
 from kueue_provreq.api.meta import Condition, ObjectMeta, OwnerReference, Time
@@ -122,7 +122,7 @@ def workload(i: int) -> Workload:
 def decision_world() -> tuple[World, tuple[str, str, str]]:
     """A quota-reserved workload with check ``prov`` Pending and request attempt 1 Failed."""
     wl = workload(0)
-    wl = attrs.evolve(wl, status=WorkloadStatus(
+    wl = evolve(wl, status=WorkloadStatus(
         conditions=(Condition(c.WORKLOAD_QUOTA_RESERVED, c.TRUE, c.REASON_QUOTA_RESERVED, "", T0),),
         admission=Admission("cq", (PodSetAssignment("main", FrozenMap({"cpu": "default-flavor"}),
                                                     FrozenMap({"cpu": Quantity.parse("1")}), 1),)),
@@ -245,7 +245,7 @@ def set_condition_on_latest(world: World, attempt: int, type_: str, reason: str,
         assert isinstance(pr, ProvisioningRequest)
         if not pr.metadata.name.endswith(f"-{attempt}"):
             continue
-        world.apply(Update(attrs.evolve(pr, status=attrs.evolve(
+        world.apply(Update(evolve(pr, status=evolve(
             pr.status, conditions=pr.status.conditions + (cond,)))))
         n += 1
     return n

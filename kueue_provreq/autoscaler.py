@@ -44,6 +44,7 @@ from collections.abc import Iterable, Mapping
 import attrs
 
 from kueue_provreq.api import constants as c
+from kueue_provreq.api.evolve import evolve
 from kueue_provreq.api.meta import Condition, Conditions, Time
 from kueue_provreq.api.provisioning import ProvisioningRequest, ProvisioningRequestConfig
 from kueue_provreq.errors import KueueProvreqError
@@ -239,7 +240,7 @@ def resumed(pr: ProvisioningRequest, decision: Decision, now: Time) -> Decision:
     look = next_look(pr, now)
     if look is None or decision.at >= look:
         return decision
-    return attrs.evolve(decision, at=look)
+    return evolve(decision, at=look)
 
 
 def no_capacity_answer(pr: ProvisioningRequest) -> Answer:
@@ -328,7 +329,7 @@ def reconcile(pr: ProvisioningRequest, now: Time, decision: Decision, pods_sched
         else:
             next_at.append(since + decision.booking_time)
     if written:
-        pr = attrs.evolve(pr, status=attrs.evolve(pr.status, conditions=conditions))
+        pr = evolve(pr, status=evolve(pr.status, conditions=conditions))
     return Reconciled(pr, tuple(written), Time(min(next_at)) if next_at else None, tuple(fired))
 
 

@@ -131,12 +131,13 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
 
 def _models() -> list[type]:
     """The value classes of ``kueue_provreq.api`` and the effects of ``kueue_provreq.world``:
-    hashable attrs classes that are not frozen (``world.Hooks``, mutable by design, hashes not)."""
+    hashable model classes (attrs or hand-written) that are not frozen (``world.Hooks``, mutable by
+    design, hashes not)."""
     import importlib
     import pkgutil
 
-    import attrs
     import kueue_provreq.api
+    from kueue_provreq.api.model import is_model
 
     modules = [importlib.import_module(f"kueue_provreq.api.{m.name}")
                for m in pkgutil.iter_modules(kueue_provreq.api.__path__)]
@@ -144,7 +145,7 @@ def _models() -> list[type]:
     found = []
     for module in modules:
         for cls in vars(module).values():
-            if isinstance(cls, type) and attrs.has(cls) and cls.__module__ == module.__name__ \
+            if isinstance(cls, type) and is_model(cls) and cls.__module__ == module.__name__ \
                     and cls.__hash__ is not None and cls.__setattr__ is object.__setattr__:
                 found.append(cls)
     return found

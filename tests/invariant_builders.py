@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-import attrs
 from kueue_provreq import invariants as inv
 from kueue_provreq.api import constants as c
 from kueue_provreq.api import naming
 from kueue_provreq.api.config import Configuration, RequeuingStrategy, WaitForPodsReady
+from kueue_provreq.api.evolve import evolve
 from kueue_provreq.api.frozen import FrozenMap
 from kueue_provreq.api.meta import Condition, ObjectMeta, OwnerReference
 from kueue_provreq.api.objects import KubeObject
@@ -128,7 +128,7 @@ NOT_READY = (cond(c.WORKLOAD_QUOTA_RESERVED), cond(c.WORKLOAD_ADMITTED, seconds=
              cond(c.WORKLOAD_PODS_READY, c.FALSE, c.REASON_WAIT_FOR_START))
 READY = check_state("check", c.CHECK_READY, at=at(900))
 RETRY = check_state("check", c.CHECK_RETRY, at=at(900), requeue_after=60)
-REJECTED = attrs.evolve(RETRY, state=c.CHECK_REJECTED)
+REJECTED = evolve(RETRY, state=c.CHECK_REJECTED)
 PENDING = (check_state("check", c.CHECK_PENDING, at=at(900)),)
 PENDING_WL = (cond(c.WORKLOAD_QUOTA_RESERVED, c.FALSE),)
 FAILED_1 = request(1, cond(c.PR_FAILED, seconds=950))
@@ -201,7 +201,7 @@ def replaced(objs: Iterable[KubeObject], *new: KubeObject) -> frozenset[KubeObje
 
 def with_check_states(wl: Workload, check: str, **changes: object) -> Workload:
     return wl.with_status(admission_checks=tuple(
-        attrs.evolve(s, **changes) if s.name == check else s for s in wl.status.admission_checks))
+        evolve(s, **changes) if s.name == check else s for s in wl.status.admission_checks))
 
 
 #: The conditions of ``upstream.waits_for_another_request``, each broken on its own by :func:`stop_waiting`.
@@ -231,10 +231,10 @@ def stop_waiting(objs: Iterable[KubeObject], wl: Workload, check: str, how: str,
             ProvisioningRequestSpec(prc.spec.provisioning_class_name, prc.spec.parameters))
         return replaced(objs, pr)
     if how == "not a provisioning check":
-        return replaced(objs, attrs.evolve(ac, spec=attrs.evolve(ac.spec, controller_name="example.com/other")))
+        return replaced(objs, evolve(ac, spec=evolve(ac.spec, controller_name="example.com/other")))
     if prc is None or prc not in objs:
         return objs
     if how == "no request needed":
-        return replaced(objs, attrs.evolve(prc, spec=attrs.evolve(prc.spec, managed_resources=("memory",))))
+        return replaced(objs, evolve(prc, spec=evolve(prc.spec, managed_resources=("memory",))))
     assert how == "no config", how
     return frozenset(o for o in objs if o is not prc)

@@ -4,10 +4,10 @@ check its format on create; a Job's gate reaches its Workload."""
 
 from __future__ import annotations
 
-import attrs
 import pytest
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.config import DEFAULT_FEATURE_GATES, Configuration
+from kueue_provreq.api.evolve import evolve
 from kueue_provreq.api.meta import ObjectMeta, Time
 from kueue_provreq.api.quantity import Quantity
 from kueue_provreq.api.queues import (
@@ -125,7 +125,7 @@ def test_well_formed_gates_pass_and_reach_the_workload() -> None:
 
     checked = check_object(job({c.ANNOTATION_ADMISSION_GATED_BY: "example.com/a, b.io/x"}))
     assert checked.errors == () and checked.obj is not None
-    obj = attrs.evolve(checked.obj, metadata=attrs.evolve(checked.obj.metadata, uid="job-uid"))
+    obj = evolve(checked.obj, metadata=evolve(checked.obj.metadata, uid="job-uid"))
     wl = workload_for(obj, Configuration())  # type: ignore[arg-type]
     assert wl.metadata.annotations[c.ANNOTATION_ADMISSION_GATED_BY] == "example.com/a, b.io/x"
     assert c.ANNOTATION_ADMISSION_GATED_BY not in workload_for(obj, GATE_OFF).metadata.annotations  # type: ignore[arg-type]

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import attrs
 import pytest
 from kueue_provreq.api import constants as c
+from kueue_provreq.api.evolve import evolve
 from kueue_provreq.api.meta import Condition, ObjectMeta, Time
 from kueue_provreq.api.provisioning import ProvisioningRequestConfig
 from kueue_provreq.api.queues import (
@@ -68,13 +68,13 @@ def test_only_a_status_flip_updates_the_condition() -> None:
     first = reconcile(world)
     ac = world.get(*KEY)
     assert isinstance(ac, AdmissionCheck)
-    world.put(attrs.evolve(ac, spec=attrs.evolve(ac.spec, parameters=attrs.evolve(GOOD, kind="Other")),
-                           metadata=attrs.evolve(ac.metadata, generation=4)))
+    world.put(evolve(ac, spec=evolve(ac.spec, parameters=evolve(GOOD, kind="Other")),
+                           metadata=evolve(ac.metadata, generation=4)))
     assert admissioncheck.reconcile(world, KEY, Context(Time(T0 + 5))) is NOTHING
     assert reconcile(world, 5) == first
     ac = world.get(*KEY)
     assert isinstance(ac, AdmissionCheck)
-    world.put(attrs.evolve(ac, spec=attrs.evolve(ac.spec, parameters=GOOD)))
+    world.put(evolve(ac, spec=evolve(ac.spec, parameters=GOOD)))
     assert reconcile(world, 9) == Condition(c.ADMISSION_CHECK_ACTIVE, c.TRUE, "Active",
                                             "The admission check is active", Time(T0 + 9), 4)
 

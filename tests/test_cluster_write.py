@@ -9,8 +9,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-import attrs
 import pytest
+from kueue_provreq.api.evolve import evolve
 from kueue_provreq.api.meta import Time
 from kueue_provreq.cluster import client
 from kueue_provreq.cluster.apply import apply_effects
@@ -119,7 +119,7 @@ def test_a_conflict_requeues_and_stops_the_batch(world: World, tmp_path: Path) -
 
 def test_create_leaves_out_what_the_server_sets(world: World, tmp_path: Path) -> None:
     template = next(o for o in world.objects("PodTemplate"))
-    fresh = attrs.evolve(template, metadata=attrs.evolve(template.metadata, name="ppt-new-main"))
+    fresh = evolve(template, metadata=evolve(template.metadata, name="ppt-new-main"))
     with RecordedAPIServer(WRITES["create"]) as server, connect(server, tmp_path) as api:
         first = apply_effects(api, [Create(fresh)], world, "kueue", Time(0))
         again = apply_effects(api, [Create(fresh)], world, "kueue", Time(0))

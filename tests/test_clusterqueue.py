@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-import attrs
 from kueue_provreq.api import constants as c
+from kueue_provreq.api.evolve import evolve
 from kueue_provreq.api.meta import Condition, Time
 from kueue_provreq.api.queues import (
     AdmissionCheck,
@@ -67,7 +67,7 @@ def test_missing_flavors_keep_queue_order() -> None:
 def test_first_reason_wins_and_every_problem_is_listed() -> None:
     rules = tuple(AdmissionCheckStrategyRule(n) for n in ("c-missing", "b-inactive", "a-missing", "ok"))
     inactive = active_check("b-inactive")
-    inactive = attrs.evolve(inactive, status=attrs.evolve(inactive.status, conditions=(
+    inactive = evolve(inactive, status=evolve(inactive.status, conditions=(
         Condition(c.ADMISSION_CHECK_ACTIVE, c.FALSE, "BadParametersRef", "x", T0),)))
     world = World([flavor("default"), cluster_queue(checks=rules), inactive, active_check("ok")])
     assert active(reconcile(world)) == (
@@ -77,9 +77,9 @@ def test_first_reason_wins_and_every_problem_is_listed() -> None:
 
 
 def test_check_without_active_condition_is_inactive_and_stop_policy_comes_first() -> None:
-    ac = attrs.evolve(active_check("prov"), status=attrs.evolve(active_check("prov").status, conditions=()))
+    ac = evolve(active_check("prov"), status=evolve(active_check("prov").status, conditions=()))
     cq = cluster_queue(checks=(AdmissionCheckStrategyRule("prov"),))
-    cq = attrs.evolve(cq, spec=attrs.evolve(cq.spec, stop_policy="Hold"))
+    cq = evolve(cq, spec=evolve(cq.spec, stop_policy="Hold"))
     assert active(reconcile(World([flavor("default"), cq, ac]))) == (
         "False", "Stopped", "Can't admit new workloads: is stopped, references inactive AdmissionCheck(s): prov.")
 
@@ -111,7 +111,7 @@ def test_deleted_queue_is_ignored() -> None:
 
 
 def check(name: str, controller: str) -> AdmissionCheck:
-    return attrs.evolve(active_check(name), spec=AdmissionCheckSpec(controller))
+    return evolve(active_check(name), spec=AdmissionCheckSpec(controller))
 
 
 def test_multikueue_constraints_in_upstream_order() -> None:

@@ -13,9 +13,9 @@ import textwrap
 from collections.abc import Callable
 from pathlib import Path
 
-import attrs
 import pytest
 from kueue_provreq.api import constants as c
+from kueue_provreq.api.evolve import evolve
 from kueue_provreq.api.frozen import FrozenMap
 from kueue_provreq.api.meta import ObjectMeta
 from kueue_provreq.api.objects import Key
@@ -522,7 +522,7 @@ def job_controller(monkeypatch: pytest.MonkeyPatch) -> Callable[[Behaviour], Non
     def install(behaviour: Behaviour) -> None:
         def reconcile(world: World, key: Key, ctx: Context) -> Result:
             return behaviour(Txn(world, ctx.now), key)
-        monkeypatch.setitem(registry.BY_NAME, "job", attrs.evolve(registry.BY_NAME["job"], reconcile=reconcile))
+        monkeypatch.setitem(registry.BY_NAME, "job", evolve(registry.BY_NAME["job"], reconcile=reconcile))
     return install
 
 

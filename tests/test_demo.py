@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import attrs
 import yaml
+from kueue_provreq.api.evolve import evolve
 from kueue_provreq.engine import Manager
 from kueue_provreq.manifests import dump_object
 from kueue_provreq.manifests.inputs import load_inputs
@@ -34,7 +34,7 @@ def uid(kind: str, namespace: str, name: str) -> str:
 def dump() -> dict[str, Any]:
     now = to_time(CREATED)
     objects = load_inputs([str(DEMO / "provisioning-setup.yaml"), str(DEMO / "sample-job.yaml")]).objects
-    world = World([attrs.evolve(o, metadata=attrs.evolve(
+    world = World([evolve(o, metadata=evolve(
         o.metadata, uid=uid(o.KIND, o.metadata.namespace, o.metadata.name), creation_timestamp=now))
         for o in objects])
     Manager(world).settle(now)

@@ -15,10 +15,10 @@ from collections.abc import Callable
 from types import FrameType
 from typing import cast
 
-import attrs
 import kueue_provreq.engine.verify as verify_module
 import pytest
 from kueue_provreq.api import constants as c
+from kueue_provreq.api.evolve import evolve
 from kueue_provreq.api.frozen import FrozenMap
 from kueue_provreq.api.job import Job, JobSpec
 from kueue_provreq.api.meta import ObjectMeta, OwnerReference, Time
@@ -55,7 +55,7 @@ def spied(spy: Callable[[str], None]) -> dict[str, registry.Controller]:
         def reconcile(world: World, key: Key, context: Context) -> Result:
             spy(ctl.name)
             return ctl.reconcile(world, key, context)
-        return attrs.evolve(ctl, reconcile=reconcile)
+        return evolve(ctl, reconcile=reconcile)
     return {name: spying(ctl) for name, ctl in registry.BY_NAME.items()}
 
 
@@ -155,7 +155,7 @@ def test_a_watch_skips_changes_its_controller_does_not_read() -> None:
     world, manager, counts = fresh()
     wl = workload(world)
     state = wl.status.admission_checks[0]
-    manager.world.put(wl.with_status(admission_checks=(attrs.evolve(state, message="seen by provisioning"),)))
+    manager.world.put(wl.with_status(admission_checks=(evolve(state, message="seen by provisioning"),)))
     manager.settle(ctx())
     assert counts["provisioning"] >= 1 and counts["workload"] == 0 and counts["job"] == 0
     assert workload(world).status.admission_checks[0].message == ""
@@ -169,7 +169,7 @@ def test_verify_mode_counts_its_proofs_and_fast_mode_makes_none() -> None:
     wl = workload(world)
     state = wl.status.admission_checks[0]
     before = manager.proofs
-    manager.world.put(wl.with_status(admission_checks=(attrs.evolve(state, message="seen by provisioning"),)))
+    manager.world.put(wl.with_status(admission_checks=(evolve(state, message="seen by provisioning"),)))
     manager.settle(ctx())
     assert manager.proofs > before
     fast = Manager(World(build_objects(OPTS)), verify=False)
@@ -225,7 +225,7 @@ def test_a_watch_wakes_a_controller_when_what_it_reads_changes() -> None:
     wl = workload(world)
     state = wl.status.admission_checks[0]
     assert state.state == c.CHECK_RETRY
-    manager.world.put(wl.with_status(admission_checks=(attrs.evolve(state, requeue_after_seconds=120),)))
+    manager.world.put(wl.with_status(admission_checks=(evolve(state, requeue_after_seconds=120),)))
     manager.settle(ctx())
     assert counts["workload"] >= 1 and counts["job"] == 0
     assert workload(world).status.requeue_state.requeue_at == T0 + 120  # type: ignore[union-attr]
@@ -233,7 +233,7 @@ def test_a_watch_wakes_a_controller_when_what_it_reads_changes() -> None:
 
 def test_verify_catches_a_watch_that_ignores_what_its_controller_reads() -> None:
     # pretends to read nothing of its Workload
-    manager = Manager(World(build_objects(OPTS)), controllers={**registry.BY_NAME, "provisioning": attrs.evolve(
+    manager = Manager(World(build_objects(OPTS)), controllers={**registry.BY_NAME, "provisioning": evolve(
         registry.BY_NAME["provisioning"], reads=lambda world, wl, config: 0)})
     # the scheduler reserves quota, which the provisioning controller must answer with a request
     with pytest.raises(SettleError, match="provisioning reconcile of default/wla would still change the "
@@ -255,7 +255,7 @@ def test_verify_catches_a_left_out_reconcile_that_would_fail_or_ask_a_wake_up(
         wl = world.get(*key)
         return answer if isinstance(wl, Workload) and wl.has_quota_reservation() else real.reconcile(world, key, context)
 
-    manager = Manager(World(build_objects(OPTS)), controllers={**registry.BY_NAME, "provisioning": attrs.evolve(
+    manager = Manager(World(build_objects(OPTS)), controllers={**registry.BY_NAME, "provisioning": evolve(
         real, reconcile=reconcile, reads=lambda world, wl, config: 0)})
     with pytest.raises(SettleError, match=f"provisioning reconcile of default/wla {complaint}"):
         manager.settle(ctx())
@@ -301,7 +301,7 @@ def test_an_outside_change_to_a_template_wakes_its_workloads_provisioning() -> N
     assert isinstance(pt, PodTemplate)
     wl = workload(world).metadata
     owned_by_workload = OwnerReference(c.KUEUE_V1BETA2, c.WORKLOAD, wl.name, wl.uid, True, True)
-    world.put(attrs.evolve(pt, metadata=attrs.evolve(pt.metadata, owner_references=(owned_by_workload,))))
+    world.put(evolve(pt, metadata=evolve(pt.metadata, owner_references=(owned_by_workload,))))
     manager.settle(ctx())
     assert counts["provisioning"] >= 1
     pt = world.get(c.POD_TEMPLATE, pt.metadata.namespace, pt.metadata.name)  # type: ignore[assignment]
@@ -313,13 +313,13 @@ def test_an_outside_change_to_a_job_wakes_the_job_integration_of_its_workload() 
     objects = build_objects(OPTS)
     (wl,) = (o for o in objects if isinstance(o, Workload))
     job = Job(ObjectMeta(name="job1", namespace=NAMESPACE, uid="job1-uid"), JobSpec(suspend=False))
-    owned = attrs.evolve(wl, metadata=attrs.evolve(wl.metadata, owner_references=(
+    owned = evolve(wl, metadata=evolve(wl.metadata, owner_references=(
         OwnerReference("batch/v1", c.JOB, "job1", "job1-uid", True, True),)))
     world = World([*(o for o in objects if o is not wl), owned, job])
     manager = Manager(world)
     manager.settle(ctx())
     wl = workload(world)
-    world.put(attrs.evolve(wl, spec=attrs.evolve(wl.spec, active=False)))
+    world.put(evolve(wl, spec=evolve(wl.spec, active=False)))
     manager.settle(ctx())  # deactivated, evicted: the job is stopped
     assert world.get(c.JOB, NAMESPACE, "job1").spec.suspend is True  # type: ignore[union-attr]
     world.put(job)  # somebody resumes it while the workload is still evicted
@@ -379,13 +379,13 @@ def _standing_in(write: Callable[[Workload], Update]) -> dict[str, registry.Cont
         if wl.spec.extra.get("written"):
             return NOTHING
         update = write(wl)
-        return Result((Update(attrs.evolve(update.obj, spec=attrs.evolve(
+        return Result((Update(evolve(update.obj, spec=evolve(
             cast(Workload, update.obj).spec, extra=FrozenMap({"written": True}))), update.transitions),))
-    return {**registry.BY_NAME, "workload": attrs.evolve(registry.BY_NAME["workload"], reconcile=reconcile)}
+    return {**registry.BY_NAME, "workload": evolve(registry.BY_NAME["workload"], reconcile=reconcile)}
 
 
 def _deactivate(wl: Workload) -> Workload:
-    return attrs.evolve(wl, spec=attrs.evolve(wl.spec, active=False))
+    return evolve(wl, spec=evolve(wl.spec, active=False))
 
 
 @pytest.mark.parametrize("fired, error", [
@@ -418,7 +418,7 @@ def test_verify_accepts_the_write_its_fire_decided() -> None:
 def test_verify_refuses_a_check_state_changed_without_its_fire() -> None:
     def ready_behind_the_machines_back(wl: Workload) -> Update:
         (check,) = wl.status.admission_checks
-        return Update(wl.with_status(admission_checks=(attrs.evolve(check, state=c.CHECK_READY),)))
+        return Update(wl.with_status(admission_checks=(evolve(check, state=c.CHECK_READY),)))
     world = World(build_objects(OPTS))
     Manager(world).settle(ctx())  # quota reserved, the check Pending
     controllers = _standing_in(ready_behind_the_machines_back)

@@ -1,4 +1,5 @@
 from kueue_provreq.api.frozen import FrozenMap, freeze, thaw
+from kueue_provreq.api.model import is_model
 
 
 def test_freeze_roundtrip_and_hash() -> None:
@@ -46,11 +47,10 @@ def test_models_have_no_weak_reference_slot() -> None:
     import importlib
     import pkgutil
 
-    import attrs
     import kueue_provreq.api
 
     models = [cls for m in pkgutil.iter_modules(kueue_provreq.api.__path__)
               for cls in vars(importlib.import_module(f"kueue_provreq.api.{m.name}")).values()
-              if isinstance(cls, type) and attrs.has(cls) and cls.__module__ == f"kueue_provreq.api.{m.name}"]
+              if isinstance(cls, type) and is_model(cls) and cls.__module__ == f"kueue_provreq.api.{m.name}"]
     assert len(models) >= 60
     assert [cls.__name__ for cls in models if hasattr(cls, "__weakref__")] == []

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import attrs
 import pytest
 from kueue_provreq import invariants as inv
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.config import SEMANTICS_KEP_993_PREEMPTION, Configuration
+from kueue_provreq.api.evolve import evolve
 from kueue_provreq.api.objects import KubeObject
 from kueue_provreq.api.queues import AdmissionCheck, ClusterQueue, ClusterQueuePreemption
 from kueue_provreq.api.workload import Workload
@@ -32,23 +32,23 @@ def objects(policy: str = c.PREEMPTION_POLICY_LOWER_PRIORITY, waits: bool = Fals
     out = []
     for obj in base_objects():
         if isinstance(obj, ClusterQueue):
-            obj = attrs.evolve(obj, spec=attrs.evolve(obj.spec, preemption=ClusterQueuePreemption(policy)))
+            obj = evolve(obj, spec=evolve(obj.spec, preemption=ClusterQueuePreemption(policy)))
         if isinstance(obj, AdmissionCheck) and waits:
-            obj = attrs.evolve(obj, spec=attrs.evolve(
+            obj = evolve(obj, spec=evolve(
                 obj.spec, preemption_policy=c.PREEMPTION_POLICY_AFTER_CHECK_PASSED_OR_ON_DEMAND))
         out.append(obj)
     return out
 
 
 def with_priority(wl: Workload, priority: int) -> Workload:
-    return attrs.evolve(wl, spec=attrs.evolve(wl.spec, priority=priority))
+    return evolve(wl, spec=evolve(wl.spec, priority=priority))
 
 
 def victim(preempted: bool) -> Workload:
     conds = [cond(c.WORKLOAD_QUOTA_RESERVED), cond(c.WORKLOAD_ADMITTED)]
     if preempted:
         conds += [cond(c.WORKLOAD_EVICTED, reason=c.REASON_PREEMPTED),
-                  attrs.evolve(cond(c.WORKLOAD_PREEMPTED, reason=c.REASON_IN_CLUSTER_QUEUE), message=MESSAGE)]
+                  evolve(cond(c.WORKLOAD_PREEMPTED, reason=c.REASON_IN_CLUSTER_QUEUE), message=MESSAGE)]
     return with_priority(workload("low", *conds), 1)
 
 

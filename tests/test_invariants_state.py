@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import attrs
 import pytest
 from kueue_provreq import invariants as inv
 from kueue_provreq.api import constants as c
+from kueue_provreq.api.evolve import evolve
 from kueue_provreq.api.objects import KubeObject
 from kueue_provreq.api.provisioning import RetryStrategy
 from kueue_provreq.api.queues import ClusterQueue
@@ -56,7 +56,7 @@ CASES: dict[str, Callable[[], tuple[World, inv.CheckContext]]] = {
     "requests_and_templates_owned": lambda: (world_with(request(1)), CTX),
     "keep_quota_never_evicts_for_retry": lambda: (world_with(workload(checks=(RETRY,))), KEEP),
     "pods_ready_count_within_limit": lambda: (world_with(workload(requeue_state=RequeueState(2))), LIMITED),
-    "retry_delay_is_exponential": lambda: (world_with(workload(checks=(attrs.evolve(RETRY, retry_count=1),)),
+    "retry_delay_is_exponential": lambda: (world_with(workload(checks=(evolve(RETRY, retry_count=1),)),
                                                       request(2, cond(c.PR_FAILED))), CTX),
     "retry_not_overdue": lambda: (world_with(workload(checks=(RETRY,))), inv.CheckContext(now=at(960))),
     "single_request_per_check": lambda: (world_with(workload(), request(1, cond(c.PR_FAILED)), request(2)), CTX),
@@ -73,7 +73,7 @@ CASES: dict[str, Callable[[], tuple[World, inv.CheckContext]]] = {
 
 
 def in_cohort(objs: list[KubeObject]) -> list[KubeObject]:
-    return [attrs.evolve(o, spec=attrs.evolve(o.spec, cohort_name="eng")) if isinstance(o, ClusterQueue) else o
+    return [evolve(o, spec=evolve(o.spec, cohort_name="eng")) if isinstance(o, ClusterQueue) else o
             for o in objs]
 
 
@@ -273,6 +273,6 @@ def test_a_missed_timeout_is_reported_when_no_gate_holds_it_back(broken: str) ->
     elif broken == "requeueAt reached":
         world = World(replaced(world, wl.with_status(requeue_state=RequeueState(None, r.m.now))))
     else:  # the gate held back only workloads without quota
-        ctx = attrs.evolve(ctx, config=attrs.evolve(ctx.config, semantics=frozenset({inv.PRE_KEP_3258})))
+        ctx = evolve(ctx, config=evolve(ctx.config, semantics=frozenset({inv.PRE_KEP_3258})))
     assert inv.pods_ready_timeout_enforced(world, ctx) == [
         "default/wl1: pods not ready 45s after admission, timeout 45.0s"]

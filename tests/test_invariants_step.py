@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import attrs
 import pytest
 from kueue_provreq import invariants as inv
 from kueue_provreq.api import constants as c
+from kueue_provreq.api.evolve import evolve
 from kueue_provreq.api.meta import Condition, Time, set_condition
 from kueue_provreq.api.objects import KubeObject
 from kueue_provreq.api.provisioning import ProvisioningRequest, RetryStrategy
@@ -316,7 +316,7 @@ def test_a_further_attempt_for_a_rejected_check_is_reported() -> None:
     new = r.request("wl1-capacity-1")
     assert new is not None
     after = World([*(o for o in r.m.world if o is not new),
-                   attrs.evolve(new, metadata=attrs.evolve(new.metadata, name="wl1-capacity-2"))])
+                   evolve(new, metadata=evolve(new.metadata, name="wl1-capacity-2"))])
     assert inv.no_request_after_rejection(r.before, after, r.ctx()) == [
         "request wl1-capacity-2 created for Rejected check capacity"]
 
@@ -341,7 +341,7 @@ def test_a_request_for_a_workload_reactivated_in_the_step() -> None:
 def test_a_request_for_a_workload_still_deactivated_is_reported() -> None:
     r = reactivated()
     wl = r.workload()
-    after = World(replaced(r.m.world, attrs.evolve(wl, spec=attrs.evolve(wl.spec, active=False))))
+    after = World(replaced(r.m.world, evolve(wl, spec=evolve(wl.spec, active=False))))
     assert inv.no_request_after_rejection(r.before, after, r.ctx()) == [
         "request wl1-capacity-1 created for deactivated default/wl1"]
 
@@ -413,7 +413,7 @@ def test_a_decrease_within_one_class_is_reported() -> None:
     r = reconfigured_under_keep_quota()
     new = r.request("wl1-capacity-1")
     assert new is not None
-    after = World(replaced(r.m.world, attrs.evolve(new, spec=attrs.evolve(
+    after = World(replaced(r.m.world, evolve(new, spec=evolve(
         new.spec, provisioning_class_name=c.CLASS_CHECK_CAPACITY))))
     assert inv.attempts_never_decrease(r.before, after, r.ctx()) == [
         "default/wl1 check capacity: created attempt 1 after [2], retryCount None"]
@@ -452,7 +452,7 @@ def _renumbered(objs: frozenset[KubeObject], old: int, new: int) -> frozenset[Ku
     out: list[KubeObject] = []
     for o in objs:
         if isinstance(o, ProvisioningRequest) and o.metadata.name == f"wl1-{CAPACITY}-{old}":
-            o = attrs.evolve(o, metadata=attrs.evolve(o.metadata, name=f"wl1-{CAPACITY}-{new}"))
+            o = evolve(o, metadata=evolve(o.metadata, name=f"wl1-{CAPACITY}-{new}"))
         out.append(o)
     return frozenset(out)
 
@@ -553,6 +553,6 @@ def test_a_plain_deactivated_reason_is_still_reported_otherwise(before_the_step:
     elif before_the_step == "check still in Retry":
         prev = with_check_states(prev, CAPACITY, state=c.CHECK_RETRY)
     else:
-        prev = attrs.evolve(prev, spec=attrs.evolve(prev.spec, active=False))
+        prev = evolve(prev, spec=evolve(prev.spec, active=False))
     assert inv.rejection_deactivates(replaced(r.before, prev), r.m.world, r.ctx()) == [
         "default/wl1 rejected by ['capacity'] ended active=False, evicted=Deactivated, quota=False, requests=[]"]

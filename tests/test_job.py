@@ -3,10 +3,10 @@ quota on eviction, keep PodsReady written while no pod can be ready."""
 
 from __future__ import annotations
 
-import attrs
 import pytest
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.config import Configuration
+from kueue_provreq.api.evolve import evolve
 from kueue_provreq.api.frozen import FrozenMap
 from kueue_provreq.api.job import Job, JobSpec
 from kueue_provreq.api.meta import Condition, ObjectMeta, OwnerReference, Time
@@ -217,4 +217,4 @@ def test_released_workload_is_a_declared_transition_into_backoff_pending_or_inac
         assert isinstance(update, Update)
         verify_change(wl, update)
         assert update.transitions[0].trigger == "release_quota"
-        assert attrs.evolve(update.obj, status=wl.status) == wl
+        assert evolve(update.obj, status=wl.status) == wl

@@ -9,10 +9,10 @@ import hashlib
 import json
 from typing import Any
 
-import attrs
 import pytest
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.config import Configuration
+from kueue_provreq.api.evolve import evolve
 from kueue_provreq.api.frozen import FrozenMap, freeze
 from kueue_provreq.api.job import Job, JobSet, JobSetSpec, JobSpec, JobTemplate, PyTorchJob, ReplicatedJob
 from kueue_provreq.api.meta import ObjectMeta, OwnerReference
@@ -75,7 +75,7 @@ def test_a_world_and_a_settle_give_a_job_its_workload() -> None:
 
 
 def test_a_world_refuses_an_object_without_a_name_and_created_completes_generate_name() -> None:
-    nameless = attrs.evolve(job(), metadata=attrs.evolve(job().metadata, name="",
+    nameless = evolve(job(), metadata=evolve(job().metadata, name="",
                                                           extra=FrozenMap({"generateName": "sample-job-"})))
     with pytest.raises(ValueError, match=r"Job ns/\(no name\)"):
         World([nameless])
@@ -176,7 +176,7 @@ def test_the_webhook_gives_an_unlabeled_job_the_local_queue_named_default() -> N
     (job(), Configuration()),                                                      # stored already (a uid)
 ])
 def test_the_webhook_leaves_alone(obj: Job, config: Configuration) -> None:
-    unlabeled = attrs.evolve(obj, metadata=attrs.evolve(obj.metadata, labels=FrozenMap()))
+    unlabeled = evolve(obj, metadata=evolve(obj.metadata, labels=FrozenMap()))
     assert reconciler.defaulted(World([default_queue(), jobset()]), unlabeled, config) is unlabeled
 
 
@@ -185,7 +185,7 @@ def test_the_webhook_leaves_alone(obj: Job, config: Configuration) -> None:
 def admitted(pod_set_updates: tuple[PodSetUpdate, ...] = ()) -> tuple[Job, Workload, ResourceFlavor]:
     j = job(suspend=True, parallelism=4)
     wl = reconciler.workload_for(j, Configuration())
-    wl = attrs.evolve(wl, metadata=attrs.evolve(wl.metadata, uid="wl-uid")).with_status(
+    wl = evolve(wl, metadata=evolve(wl.metadata, uid="wl-uid")).with_status(
         conditions=(builders.reserved_in(), builders.ADMITTED),
         admission=Admission("cq", (PodSetAssignment("main", FrozenMap({"cpu": "on-demand"}), count=4),)),
         admission_checks=(AdmissionCheckState("prov", c.CHECK_READY, T0, pod_set_updates=pod_set_updates),))
@@ -271,7 +271,7 @@ def test_a_running_job_whose_workload_is_not_admitted_is_stopped() -> None:
 
 def test_a_suspended_jobs_new_queue_name_is_copied_to_its_workload() -> None:
     j = job(suspend=True)
-    wl = attrs.evolve(reconciler.workload_for(j, Configuration()), spec=attrs.evolve(
+    wl = evolve(reconciler.workload_for(j, Configuration()), spec=evolve(
         reconciler.workload_for(j, Configuration()).spec, queue_name="old"))
     (updated,), _, _ = reconcile_job(j, wl)
     assert isinstance(updated, Workload) and updated.spec.queue_name == "lq"
@@ -319,8 +319,8 @@ def test_explain_describes_the_workloads_of_every_job_of_upstreams_examples(upst
 def test_an_admission_for_another_number_of_podsets_finishes_the_workload() -> None:
     js = INTEGRATIONS[c.JOBSET].with_suspend(jobset(), True)
     wl = reconciler.workload_for(js, Configuration())
-    extra = attrs.evolve(wl.spec.pod_sets[0], name="extra")
-    wl = attrs.evolve(wl, spec=attrs.evolve(wl.spec, pod_sets=(*wl.spec.pod_sets, extra))).with_status(
+    extra = evolve(wl.spec.pod_sets[0], name="extra")
+    wl = evolve(wl, spec=evolve(wl.spec, pod_sets=(*wl.spec.pod_sets, extra))).with_status(
         conditions=(builders.reserved_in(), builders.ADMITTED),
         admission=Admission("cq", tuple(PodSetAssignment(ps, FrozenMap()) for ps in ("workers", "extra"))))
     result = reconciler.reconcile(World([js, wl]), (c.JOBSET, NS, "js"), Context(now=T0))

@@ -7,10 +7,10 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-import attrs
 import pytest
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.config import SEMANTICS_KEP_993_PREEMPTION, Configuration
+from kueue_provreq.api.evolve import evolve
 from kueue_provreq.api.meta import ObjectMeta, Time
 from kueue_provreq.api.queues import (
     EVERY_NAMESPACE,
@@ -150,7 +150,7 @@ def test_after_check_passed_or_on_demand(waits: str, anytime: str, allowed: bool
 
 def test_anytime_checks_never_hold_preemptions_back() -> None:
     assert kep993.policy_allows(World([CQ, ANYTIME]), reserved_with(c.CHECK_PENDING), CQ)  # "waits" missing
-    assert kep993.policy_allows(World([CQ, attrs.evolve(WAITS, spec=AdmissionCheckSpec("x.io/y")), ANYTIME]),
+    assert kep993.policy_allows(World([CQ, evolve(WAITS, spec=AdmissionCheckSpec("x.io/y")), ANYTIME]),
                                 reserved_with(c.CHECK_PENDING), CQ)
 
 
@@ -263,7 +263,7 @@ def test_a_check_that_asked_for_preemption_is_rejected_past_the_limit_or_kept_pe
     from kueue_provreq.api.provisioning import RetryStrategy
     assert provision(c.CHECK_PREEMPTION_REQUIRED, tp.cond(c.PR_FAILED),
                      prc=tp.config(retry_strategy=RetryStrategy(0, 60, 1800))) == c.CHECK_REJECTED
-    keep = attrs.evolve(KEP_CONFIG, feature_gates=KEP_CONFIG.feature_gates.set(c.GATE_KEEP_QUOTA_FOR_PROVREQ_RETRY, True))
+    keep = evolve(KEP_CONFIG, feature_gates=KEP_CONFIG.feature_gates.set(c.GATE_KEEP_QUOTA_FOR_PROVREQ_RETRY, True))
     assert provision(c.CHECK_PREEMPTION_REQUIRED, tp.cond(c.PR_FAILED), config=keep) == c.CHECK_PENDING
 
 

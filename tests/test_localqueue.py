@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-import attrs
 from kueue_provreq.api import constants as c
+from kueue_provreq.api.evolve import evolve
 from kueue_provreq.api.meta import Time
 from kueue_provreq.api.queues import LocalQueue
 from kueue_provreq.api.workload import WorkloadStatus
@@ -54,7 +54,7 @@ def test_a_queue_whose_cluster_queue_can_admit_is_ready_and_counts_its_workloads
 
 
 def test_a_stopped_queue_counts_no_pending_workload() -> None:
-    stopped = attrs.evolve(local_queue(), spec=attrs.evolve(local_queue().spec, stop_policy=c.STOP_POLICY_HOLD))
+    stopped = evolve(local_queue(), spec=evolve(local_queue().spec, stop_policy=c.STOP_POLICY_HOLD))
     lq = reconcile(World([flavor("default"), cluster_queue(), stopped, workload("c")]))
     assert active(lq) == (c.FALSE, "Stopped", "LocalQueue is stopped")
     assert lq.status.pending_workloads == 0

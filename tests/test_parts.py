@@ -7,12 +7,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import attrs
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from kueue_provreq.api import constants as c
+from kueue_provreq.api.evolve import evolve
 from kueue_provreq.api.frozen import FrozenMap
+from kueue_provreq.api.model import fields
 from kueue_provreq.api.workload import RequeueState, Workload, WorkloadStatus
 from kueue_provreq.controllers.parts import (
     ADMISSION,
@@ -35,18 +36,18 @@ BASE = workload(conditions=(reserved_in(), ADMITTED), checks=(check_state(state=
 
 
 def with_status(wl: Workload, **changes: Any) -> Workload:
-    return attrs.evolve(wl, status=attrs.evolve(wl.status, **changes))
+    return evolve(wl, status=evolve(wl.status, **changes))
 
 
 def test_each_field_of_a_workload_is_some_part() -> None:
     """A field the parts did not look at would make the fast engine drop a write that changes it."""
-    assert [f.name for f in attrs.fields(Workload)] == ["metadata", "spec", "status", "extra"]
-    assert [f.name for f in attrs.fields(WorkloadStatus)] == [
+    assert [f.name for f in fields(Workload)] == ["metadata", "spec", "status", "extra"]
+    assert [f.name for f in fields(WorkloadStatus)] == [
         "conditions", "admission", "admission_checks", "requeue_state", "extra"]
     changed = {
-        "metadata": attrs.evolve(BASE, metadata=attrs.evolve(BASE.metadata, generation=2)),
-        "spec": attrs.evolve(BASE, spec=attrs.evolve(BASE.spec, active=False)),
-        "extra": attrs.evolve(BASE, extra=FrozenMap({"x": 1})),
+        "metadata": evolve(BASE, metadata=evolve(BASE.metadata, generation=2)),
+        "spec": evolve(BASE, spec=evolve(BASE.spec, active=False)),
+        "extra": evolve(BASE, extra=FrozenMap({"x": 1})),
         "admission": with_status(BASE, admission=admission("other")),
         "checks": with_status(BASE, admission_checks=(check_state(state=c.CHECK_RETRY),)),
         "check details": with_status(BASE, admission_checks=(check_state(state=c.CHECK_READY, message="m"),)),
@@ -78,14 +79,14 @@ Edit = Callable[[Workload], Workload]
 
 _EDITS = st.lists(st.sampled_from(list[Edit]([
     lambda wl: wl,
-    lambda wl: attrs.evolve(wl),  # equal, not the same object
+    lambda wl: evolve(wl),  # equal, not the same object
     lambda wl: with_status(wl, conditions=wl.status.conditions[::-1]),
     lambda wl: with_status(wl, conditions=wl.status.conditions[:1]),
     lambda wl: with_status(wl, conditions=(*wl.status.conditions, cond(c.WORKLOAD_EVICTED))),
     lambda wl: with_status(wl, admission=None),
     lambda wl: with_status(wl, admission_checks=()),
     lambda wl: with_status(wl, requeue_state=RequeueState(2)),
-    lambda wl: attrs.evolve(wl, spec=attrs.evolve(wl.spec, priority=3)),
+    lambda wl: evolve(wl, spec=evolve(wl.spec, priority=3)),
 ])), max_size=4)
 
 

@@ -8,6 +8,7 @@ from decimal import Decimal
 import pytest
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.config import Configuration
+from kueue_provreq.api.evolve import evolve
 from kueue_provreq.api.meta import Time
 from kueue_provreq.api.workload import Workload
 from kueue_provreq.controllers import preemption
@@ -102,9 +103,8 @@ def test_the_oracle_answers_one_flavor_and_resource() -> None:
 def test_message_names_the_preemptor_and_the_queue_path(job_uid: str | None, expected: str) -> None:
     wl = workload("p", uid="uid-p")
     if job_uid is not None:
-        import attrs
         from kueue_provreq.api.frozen import FrozenMap
-        wl = attrs.evolve(wl, metadata=attrs.evolve(wl.metadata, labels=FrozenMap({c.LABEL_JOB_UID: job_uid})))
+        wl = evolve(wl, metadata=evolve(wl.metadata, labels=FrozenMap({c.LABEL_JOB_UID: job_uid})))
     assert preemption.preemption_message(wl, c.REASON_IN_CLUSTER_QUEUE, "/cq", "/cq") == (
         f"Preempted to accommodate a workload (UID: uid-p, JobUID: {expected}) due to prioritization in the "
         "ClusterQueue; preemptor path: /cq; preemptee path: /cq")

@@ -10,11 +10,11 @@ import hashlib
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-import attrs
 import pytest
 from kueue_provreq.api import constants as c
 from kueue_provreq.api import naming
 from kueue_provreq.api.config import Configuration
+from kueue_provreq.api.evolve import evolve
 from kueue_provreq.api.frozen import FrozenMap, freeze
 from kueue_provreq.api.meta import Condition, ObjectMeta, OwnerReference, Time
 from kueue_provreq.api.objects import KubeObject
@@ -196,7 +196,7 @@ def test_evicted_workload_deletes_requests_only_with_the_cleanup_gate() -> None:
 
 def test_requests_owned_by_name_whatever_the_owner_kind_are_listed() -> None:
     other = request("wl-check2", owner=OwnerReference("v1", "ConfigMap", "wl"))
-    unowned = attrs.evolve(request("wl-check3"), metadata=ObjectMeta(name="wl-check3", namespace=NS))
+    unowned = evolve(request("wl-check3"), metadata=ObjectMeta(name="wl-check3", namespace=NS))
     finished = workload(conditions=(c.WORKLOAD_FINISHED,))
     assert deleted(run(base(other, unowned, wl=finished))) == ["wl-check2"]
 
@@ -220,7 +220,7 @@ def test_only_checks_of_the_provisioning_controller_are_handled() -> None:
      'wrong kind "Config", expecting "ProvisioningRequestConfig": bad parameters reference'),
 ])
 def test_bad_parameters_reference_fails_the_reconcile(ref: ParametersReference | None, error: str) -> None:
-    ac = attrs.evolve(check(), spec=AdmissionCheckSpec(c.PROVISIONING_REQUEST_CONTROLLER_NAME, ref))
+    ac = evolve(check(), spec=AdmissionCheckSpec(c.PROVISIONING_REQUEST_CONTROLLER_NAME, ref))
     r = run([workload(), ac, config(), request()])
     assert r.error == error
     assert r.effects == ()
@@ -280,8 +280,8 @@ def test_pod_level_resources_do_not_make_a_podset_of_interest() -> None:
 
 
 def test_zero_counts_need_no_request() -> None:
-    wl = workload(pod_sets=(attrs.evolve(PS1, count=0), PS2),
-                  assignments=(PSA1, attrs.evolve(PSA2, count=0)))
+    wl = workload(pod_sets=(evolve(PS1, count=0), PS2),
+                  assignments=(PSA1, evolve(PSA2, count=0)))
     assert state_of(run(base(wl=wl))).message == c.MSG_NO_REQUEST_NEEDED
 
 
@@ -371,7 +371,7 @@ def test_transfer_keeps_other_owners_and_replaces_a_plain_ref_to_the_request() -
     pts = [PodTemplate(ObjectMeta(name="ppt-wl-check1-1-ps1", namespace=NS, owner_references=(wl_ref(), other))),
            PodTemplate(ObjectMeta(name="ppt-wl-check1-1-ps2", namespace=NS, owner_references=(plain, other)))]
     r = run(base(request(), *pts))
-    ctrl = attrs.evolve(plain, controller=True, block_owner_deletion=True)
+    ctrl = evolve(plain, controller=True, block_owner_deletion=True)
     assert [t.metadata.owner_references for t in updated(r, c.POD_TEMPLATE)] == [(other, ctrl), (ctrl, other)]
 
 
@@ -383,7 +383,7 @@ def test_template_controlled_by_someone_else_is_an_error() -> None:
 
 
 def test_flavor_node_label_conflicting_with_the_template_is_a_create_error() -> None:
-    ps1 = attrs.evolve(PS1, template=pod_template(nodeSelector={"f1l1": "other"}))
+    ps1 = evolve(PS1, template=pod_template(nodeSelector={"f1l1": "other"}))
     r = run(base(wl=workload(pod_sets=(ps1, PS2))), now=T0 + 5)
     msg = ('Error creating PodTemplate "ppt-wl-check1-1-ps1": invalid admission check PodSetUpdate: '
            "conflict for nodeSelector: conflict for key=f1l1, value1=other, value2=v1")
@@ -396,7 +396,7 @@ def test_flavor_node_label_conflicting_with_the_template_is_a_create_error() -> 
 
 
 def test_same_node_label_and_toleration_are_not_duplicated() -> None:
-    ps1 = attrs.evolve(PS1, template=pod_template(nodeSelector={"f1l1": "v1", "zone": "a"},
+    ps1 = evolve(PS1, template=pod_template(nodeSelector={"f1l1": "v1", "zone": "a"},
                                                   tolerations=[TOLERATION]))
     t1 = created(run(base(wl=workload(pod_sets=(ps1, PS2)))), c.POD_TEMPLATE)[0]
     assert t1.template["spec"]["nodeSelector"] == {"f1l1": "v1", "zone": "a"}
@@ -463,9 +463,9 @@ def test_names_are_limited_with_a_hash() -> None:
 
 def test_hashed_request_name_is_never_active() -> None:
     long = "w" * 250
-    wl = attrs.evolve(workload(), metadata=attrs.evolve(workload().metadata, name=long))
+    wl = evolve(workload(), metadata=evolve(workload().metadata, name=long))
     name = naming.provisioning_request_name(long, "check1", 1)
-    owner = attrs.evolve(wl_ref(), name=long)
+    owner = evolve(wl_ref(), name=long)
     r = provisioning.reconcile(World(base(request(name, owner=owner), wl=wl)), (c.WORKLOAD, NS, long), Context(T0))
     assert deleted(r) == [name]
     pr, = created(r, c.PROVISIONING_REQUEST)
@@ -712,7 +712,7 @@ def test_already_exists_missing_from_the_cache_is_not_recorded() -> None:
 
 def test_already_exists_visible_in_the_cache_is_recorded() -> None:
     """A request without owner references is invisible to the owner index but not to a Get."""
-    orphan = attrs.evolve(request(), metadata=ObjectMeta(name="wl-check1-1", namespace=NS))
+    orphan = evolve(request(), metadata=ObjectMeta(name="wl-check1-1", namespace=NS))
     r = run(base(orphan))
     err = 'provisioningrequests.autoscaling.x-k8s.io "wl-check1-1" already exists'
     assert r.error == err
@@ -735,7 +735,7 @@ def test_long_create_errors_are_truncated() -> None:
 
 
 def merged_pod_sets(policy: str | None, ps2: PodSet) -> list[tuple[str, int]]:
-    wl = workload(pod_sets=(PS1, ps2), assignments=(PSA1, attrs.evolve(PSA2, name=ps2.name)))
+    wl = workload(pod_sets=(PS1, ps2), assignments=(PSA1, evolve(PSA2, name=ps2.name)))
     pr, = created(run(base(wl=wl, prc=config(pod_set_merge_policy=policy))), c.PROVISIONING_REQUEST)
     return [(p.pod_template_ref.name, p.count) for p in pr.spec.pod_sets]
 
@@ -779,7 +779,7 @@ def test_merge_compares_with_the_first_member_and_gives_only_it_an_update() -> N
     pr, = created(r, c.PROVISIONING_REQUEST)
     assert [(p.pod_template_ref.name, p.count) for p in pr.spec.pod_sets] == [
         ("ppt-wl-check1-1-ps1", 5), ("ppt-wl-check1-1-ps2", 3)]
-    done = attrs.evolve(pr, status=ProvisioningRequestStatus((cond(c.PR_PROVISIONED),)))
+    done = evolve(pr, status=ProvisioningRequestStatus((cond(c.PR_PROVISIONED),)))
     st = state_of(run(base(done, wl=wl, prc=prc)))
     assert [u.name for u in st.pod_set_updates] == ["ps1", "ps2"]
 

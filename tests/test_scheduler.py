@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-import attrs
 import pytest
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.config import Configuration, RequeuingStrategy, WaitForPodsReady
+from kueue_provreq.api.evolve import evolve
 from kueue_provreq.api.frozen import FrozenMap, freeze
 from kueue_provreq.api.meta import Condition, ObjectMeta, Time
 from kueue_provreq.api.quantity import Quantity
@@ -78,7 +78,7 @@ def workload(name: str, cpu: str = "1", *, priority: int | None = None, created:
              count: int = 1, uid: str | None = None, status: WorkloadStatus = WorkloadStatus()) -> Workload:
     wl = builders.workload(name, uid=uid or f"uid-{name}", created=T0 + created, queue=queue, priority=priority,
                            pod_sets=(PodSet("main", count, template({"cpu": cpu})),))
-    return wl.with_status(**attrs.asdict(status, recurse=False))
+    return evolve(wl, status=status)
 
 
 def reserving(name: str, cpu: str, flavor_name: str = "default", cq: str = "cq") -> Workload:
@@ -158,7 +158,7 @@ def test_quota_held_by_others_leaves_the_workload_waiting_for_quota() -> None:
 
 
 def test_resource_the_queue_does_not_cover_is_no_matching_flavor() -> None:
-    wl = attrs.evolve(workload("gpu"), spec=attrs.evolve(workload("gpu").spec, pod_sets=(
+    wl = evolve(workload("gpu"), spec=evolve(workload("gpu").spec, pod_sets=(
         PodSet("main", 1, template({"cpu": "1", "nvidia.com/gpu": "1"})),)))
     world = setup(wl)
     cycle(world)
@@ -190,7 +190,7 @@ def test_first_flavor_with_room_is_chosen() -> None:
 
 def test_earlier_podsets_count_against_later_ones() -> None:
     cq = cluster_queue(flavors=(("f1", {"cpu": "4"}), ("f2", {"cpu": "4"})))
-    wl = attrs.evolve(workload("two"), spec=WorkloadSpec(pod_sets=(
+    wl = evolve(workload("two"), spec=WorkloadSpec(pod_sets=(
         PodSet("driver", 1, template({"cpu": "3"})), PodSet("workers", 1, template({"cpu": "3"}))), queue_name="lq"))
     world = World([flavor("f1"), flavor("f2"), cq, local_queue(), wl])
     cycle(world)
@@ -253,7 +253,7 @@ def test_listed_pending_check_makes_admitted_false() -> None:
 
 def test_head_with_failed_checks_is_pending_evaluation_and_blocks_strict_fifo() -> None:
     retry = WorkloadStatus(admission_checks=(AdmissionCheckState("prov", c.CHECK_RETRY, T0),))
-    cq = attrs.evolve(cluster_queue(checks=(AdmissionCheckStrategyRule("prov"),), strategy=c.STRICT_FIFO))
+    cq = evolve(cluster_queue(checks=(AdmissionCheckStrategyRule("prov"),), strategy=c.STRICT_FIFO))
     world = World([flavor("default"), cq, local_queue(), active_check("prov"),
                    workload("head", status=retry), workload("next", created=1)])
     result = cycle(world)

@@ -6,10 +6,10 @@ import csv
 import json
 from pathlib import Path
 
-import attrs
 import pytest
 import yaml
 from kueue_provreq import cli
+from kueue_provreq.api.evolve import evolve
 from kueue_provreq.controllers.workload_status import checks_for_flavors
 from kueue_provreq.manifests import ManifestError
 from kueue_provreq.simulation import load_document, parse, simulate
@@ -237,7 +237,7 @@ def test_three_teams_borrowing_from_a_pool_get_figures_per_queue() -> None:
     document = load_document(path)
     setting = parse_setting("setup.manifests[2].spec.cohortName=solo-a")
     data = apply(document.data, [(setting, "solo-a")])
-    alone = simulate(parse(attrs.evolve(document, data=data), count=60)).summary.cluster_queues
+    alone = simulate(parse(evolve(document, data=data), count=60)).summary.cluster_queues
     assert (alone["team-a"].admission_latency.p90 or 0) > (queues["team-a"].admission_latency.p90 or 0)
 
 

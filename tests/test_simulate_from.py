@@ -7,12 +7,12 @@ import random
 import statistics
 from pathlib import Path
 
-import attrs
 import pytest
 import yaml
 from kueue_provreq import cli
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.config import Configuration
+from kueue_provreq.api.evolve import evolve
 from kueue_provreq.api.meta import Time
 from kueue_provreq.api.objects import KubeObject
 from kueue_provreq.api.provisioning import ProvisioningRequest, ProvisioningRequestConfig
@@ -118,7 +118,7 @@ def test_the_starting_world_leaves_out_what_is_over_and_keeps_jobs_implicit() ->
     running = next(o for o in objs if isinstance(o, Workload) and o.is_admitted())
     finished = set_cond(running, c.WORKLOAD_FINISHED, c.TRUE, c.REASON_FINISHED_SUCCEEDED, "done", Time(DUMPED))
     late = objects(job("late", gpus=2))[0]  # a job created just before the dump: no Workload yet
-    late = attrs.evolve(late, metadata=attrs.evolve(late.metadata, uid="00000000-0000-4000-8000-00000000beef",
+    late = evolve(late, metadata=evolve(late.metadata, uid="00000000-0000-4000-8000-00000000beef",
                                                     creation_timestamp=Time(DUMPED)))
     cluster = [finished if o is running else o for o in objs] + [late]
     start = starting_world(cluster, (), {}, Configuration())

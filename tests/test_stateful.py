@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import math
 
-import attrs
 import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
@@ -24,6 +23,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition,
 from kueue_provreq import invariants as inv
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.config import Configuration, RequeuingStrategy, WaitForPodsReady
+from kueue_provreq.api.evolve import evolve
 from kueue_provreq.api.frozen import FrozenMap, freeze
 from kueue_provreq.api.meta import Condition, Duration, ObjectMeta, Time, set_condition
 from kueue_provreq.api.objects import KubeObject
@@ -195,8 +195,8 @@ class AdmissionMachine(RuleBasedStateMachine):
     def set_active(self, data: st.DataObject, active: bool) -> None:
         """Deactivation (``spec.active=false``) or reactivation, as a user edits the spec."""
         wl = data.draw(st.sampled_from(self.workloads()))
-        meta = attrs.evolve(wl.metadata, generation=(wl.metadata.generation or 1) + 1)
-        self.put_workload(attrs.evolve(wl, metadata=meta, spec=attrs.evolve(wl.spec, active=active)))
+        meta = evolve(wl.metadata, generation=(wl.metadata.generation or 1) + 1)
+        self.put_workload(evolve(wl, metadata=meta, spec=evolve(wl.spec, active=active)))
 
     @precondition(lambda self: self.world.objects(c.WORKLOAD))
     @rule(data=st.data())
@@ -225,10 +225,10 @@ class AdmissionMachine(RuleBasedStateMachine):
                       managed: tuple[str, ...]) -> None:
         old = self.world.get(c.PROVISIONING_REQUEST_CONFIG, "", check) or default_config(check)
         assert isinstance(old, ProvisioningRequestConfig)
-        spec = attrs.evolve(old.spec, provisioning_class_name=klass, parameters=FrozenMap(params),
+        spec = evolve(old.spec, provisioning_class_name=klass, parameters=FrozenMap(params),
                             retry_strategy=retry, managed_resources=managed)
         before = self.world.snapshot()
-        self.world.put(attrs.evolve(old, spec=spec, metadata=attrs.evolve(
+        self.world.put(evolve(old, spec=spec, metadata=evolve(
             old.metadata, generation=(old.metadata.generation or 1) + 1)))
         self.settle_and_check(before)
 
@@ -268,7 +268,7 @@ class AdmissionMachine(RuleBasedStateMachine):
         if self.world.objects(c.WORKLOAD):
             wl = data.draw(st.sampled_from(self.workloads()))
             if data.draw(st.booleans()):
-                wl = attrs.evolve(wl, spec=attrs.evolve(wl.spec, active=False))
+                wl = evolve(wl, spec=evolve(wl.spec, active=False))
             else:
                 conds, _ = set_condition(wl.status.conditions,
                                          Condition(c.WORKLOAD_FINISHED, c.TRUE, "Failed", "stopped"), self.now)

@@ -3,12 +3,12 @@ flows through the Manager with only the workload controller and the job integrat
 
 from __future__ import annotations
 
-import attrs
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.config import Configuration, RequeuingStrategy, WaitForPodsReady
+from kueue_provreq.api.evolve import evolve
 from kueue_provreq.api.frozen import FrozenMap
 from kueue_provreq.api.meta import Condition, Duration, ObjectMeta, Time
 from kueue_provreq.api.queues import (
@@ -183,8 +183,8 @@ def test_reserved_workload_gets_the_checks_of_its_flavors_and_loses_others() -> 
 
 
 def test_checks_are_taken_from_the_admission_cluster_queue_not_the_local_queue() -> None:
-    other = attrs.evolve(cluster_queue(("other",)), metadata=ObjectMeta(name="cq2", uid="cq2"))
-    wl = attrs.evolve(reserved(UNSATISFIED), spec=WorkloadSpec(queue_name="lq-missing"))
+    other = evolve(cluster_queue(("other",)), metadata=ObjectMeta(name="cq2", uid="cq2"))
+    wl = evolve(reserved(UNSATISFIED), spec=WorkloadSpec(queue_name="lq-missing"))
     w = World([cluster_queue(("check",)), other, local_queue(), wl])
     assert [s.name for s in only_update(run(w, T0)).status.admission_checks] == ["check"]
 
@@ -431,7 +431,7 @@ def test_a_stopped_queue_holds_its_workload_back_until_it_runs_again() -> None:
                   cond(c.WORKLOAD_ADMITTED, c.FALSE, c.REASON_NO_RESERVATION, c.MSG_NO_RESERVATION),
                   cond(c.WORKLOAD_REQUEUED, c.FALSE, "ClusterQueueStopped", "m"), checks=(check("check"),))
     base = cluster_queue()
-    stopped = attrs.evolve(base, spec=attrs.evolve(base.spec, stop_policy=c.STOP_POLICY_HOLD))
+    stopped = evolve(base, spec=evolve(base.spec, stop_policy=c.STOP_POLICY_HOLD))
     held = only_update(run(world(wl, stopped), T0))
     assert triple(held, c.WORKLOAD_QUOTA_RESERVED) == (c.FALSE, c.REASON_SUSPENDED, "ClusterQueue cq is inactive")
     assert triple(held, c.WORKLOAD_REQUEUED) == (c.FALSE, "ClusterQueueStopped", "m")
@@ -445,7 +445,7 @@ def test_a_stopped_queue_holds_its_workload_back_until_it_runs_again() -> None:
 
 def admitted_not_ready(*extra: Condition, count: int | None = None, admitted_at: int = T0) -> Workload:
     rs = RequeueState(count, None) if count is not None else None
-    return reserved(attrs.evolve(ADMITTED, last_transition_time=Time(admitted_at)), *extra,
+    return reserved(evolve(ADMITTED, last_transition_time=Time(admitted_at)), *extra,
                     requeue_state=rs)
 
 
@@ -575,8 +575,8 @@ def test_flow_retry_eviction_release_backoff_finished() -> None:
     wl = reserved(UNSATISFIED, checks=(check("check", c.CHECK_PENDING),))
     log = Log()
     m = Manager(world(wl), Recorder(log))
-    assert settle(m, T0) == attrs.evolve(
-        wl, status=attrs.evolve(wl.status, conditions=wl.status.conditions + (
+    assert settle(m, T0) == evolve(
+        wl, status=evolve(wl.status, conditions=wl.status.conditions + (
             cond(c.WORKLOAD_PODS_READY, c.FALSE, c.REASON_WAIT_FOR_START, c.MSG_PODS_NOT_READY),)))
 
     # the check controller answers Retry, to be retried after 60 s
@@ -646,7 +646,7 @@ def test_flow_pods_ready_timeouts_up_to_deactivation_and_reactivation() -> None:
         ("PodsReadyTimeout", "WaitForStart"), ("Deactivated", "RequeuingLimitExceeded")]
 
     # the user reactivates it: requeued with a fresh count
-    m.world.put(attrs.evolve(wl, spec=attrs.evolve(wl.spec, active=True)))
+    m.world.put(evolve(wl, spec=evolve(wl.spec, active=True)))
     wl = settle(m, now + 1, config)
     assert triple(wl, c.WORKLOAD_REQUEUED) == (c.TRUE, "Reactivated", "The workload was reactivated")
     assert wl.status.requeue_state is None
@@ -677,8 +677,8 @@ def test_flow_rejected_check_deactivates_and_releases() -> None:
 
 _QR = st.sampled_from([None, RESERVED, cond(c.WORKLOAD_QUOTA_RESERVED, c.FALSE, c.REASON_PENDING_EVALUATION)])
 _ADM = st.sampled_from([
-    None, UNSATISFIED, attrs.evolve(UNSATISFIED, observed_generation=0),
-    attrs.evolve(UNSATISFIED, message="other"),
+    None, UNSATISFIED, evolve(UNSATISFIED, observed_generation=0),
+    evolve(UNSATISFIED, message="other"),
     cond(c.WORKLOAD_ADMITTED, c.FALSE, c.REASON_NO_RESERVATION, c.MSG_NO_RESERVATION),
     cond(c.WORKLOAD_ADMITTED, c.FALSE, "NoReservationUnsatisfiedChecks", "legacy"),
     cond(c.WORKLOAD_ADMITTED, c.UNKNOWN, "x")])

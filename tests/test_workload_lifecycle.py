@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import attrs
 import pytest
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.config import Configuration
+from kueue_provreq.api.evolve import evolve
 from kueue_provreq.api.frozen import FrozenMap
 from kueue_provreq.api.meta import Condition, ObjectMeta, Time
 from kueue_provreq.api.workload import (
@@ -71,7 +71,7 @@ def finish(wl: Workload) -> Update:
 
 
 def deactivate(wl: Workload) -> Update:
-    new = attrs.evolve(wl, spec=attrs.evolve(wl.spec, active=False))
+    new = evolve(wl, spec=evolve(wl.spec, active=False))
     return Update(new, user_changes(wl, new))
 
 
@@ -116,7 +116,7 @@ def test_workload_phase_changes(phase: str, change: Callable[[Workload], Update]
 
 
 def reactivate(wl: Workload) -> Update:
-    new = attrs.evolve(wl, spec=attrs.evolve(wl.spec, active=True))
+    new = evolve(wl, spec=evolve(wl.spec, active=True))
     return Update(new, user_changes(wl, new))
 
 
@@ -136,7 +136,7 @@ def test_reactivation(requeued: str | None, expected: str) -> None:
 def test_reactivated_before_the_eviction_completes(phase: str) -> None:
     """A user flips ``spec.active`` back while the workload still holds its quota: it keeps its
     phase (an eviction already begun runs its course)."""
-    old = attrs.evolve(phase_workload(phase), spec=attrs.evolve(phase_workload(phase).spec, active=False))
+    old = evolve(phase_workload(phase), spec=evolve(phase_workload(phase).spec, active=False))
     update = reactivate(old)
     verify_change(old, update)
     assert [(t.source, t.trigger, t.target) for t in update.transitions] == [(phase, "reactivate", phase)]

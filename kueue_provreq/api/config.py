@@ -13,12 +13,12 @@ own default.
 from __future__ import annotations
 
 from collections.abc import Iterable
-
-import attrs
+from typing import Any, ClassVar, final
 
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.frozen import EMPTY, FrozenMap
 from kueue_provreq.api.meta import Duration, Json
+from kueue_provreq.api.model import Field, model_reduce, model_repr
 from kueue_provreq.errors import KueueProvreqError
 
 #: Feature gates the library models, with upstream's defaults at the modelled snapshot.
@@ -36,21 +36,79 @@ DEFAULT_FEATURE_GATES: FrozenMap[str, bool] = FrozenMap({
 MODELLED_FRAMEWORKS: tuple[str, ...] = (c.FRAMEWORK_JOB, c.FRAMEWORK_JOBSET, c.FRAMEWORK_PYTORCH_JOB)
 
 
-@attrs.define(unsafe_hash=True, weakref_slot=False)
+@final
 class RequeuingStrategy:
-    timestamp: str = c.TIMESTAMP_EVICTION
-    backoff_limit_count: int | None = None
-    backoff_base_seconds: int = 60
-    backoff_max_seconds: int = 3600
+    __slots__ = ("timestamp", "backoff_limit_count", "backoff_base_seconds", "backoff_max_seconds")
+
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("timestamp", str, c.TIMESTAMP_EVICTION), Field("backoff_limit_count", int | None, None),
+        Field("backoff_base_seconds", int, 60), Field("backoff_max_seconds", int, 3600))
+
+    def __init__(self, timestamp: str = c.TIMESTAMP_EVICTION, backoff_limit_count: int | None = None,
+                 backoff_base_seconds: int = 60, backoff_max_seconds: int = 3600) -> None:
+        self.timestamp = timestamp
+        self.backoff_limit_count = backoff_limit_count
+        self.backoff_base_seconds = backoff_base_seconds
+        self.backoff_max_seconds = backoff_max_seconds
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, RequeuingStrategy):
+            return NotImplemented
+        return (self.timestamp == other.timestamp and self.backoff_limit_count == other.backoff_limit_count and
+                self.backoff_base_seconds == other.backoff_base_seconds and
+                self.backoff_max_seconds == other.backoff_max_seconds)
+
+    def __hash__(self) -> int:
+        return hash((self.timestamp, self.backoff_limit_count, self.backoff_base_seconds, self.backoff_max_seconds))
+
+    def __repr__(self) -> str:
+        return model_repr(self)
+
+    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
+        return model_reduce(self)
 
 
-@attrs.define(unsafe_hash=True, weakref_slot=False)
+_NO_REQUEUING_STRATEGY = RequeuingStrategy()
+"""The default of the RequeuingStrategy fields (one object, as attrs kept its defaults)."""
+_HALF_AN_HOUR = Duration(1800.0)
+"""``waitForPodsReady.timeout``'s default."""
+
+
+@final
 class WaitForPodsReady:
-    timeout: Duration = Duration(1800.0)
-    block_admission: bool = False
-    recovery_timeout: Duration | None = None
-    requeuing_strategy: RequeuingStrategy = RequeuingStrategy()
-    extra: FrozenMap[str, Json] = EMPTY
+    __slots__ = ("timeout", "block_admission", "recovery_timeout", "requeuing_strategy", "extra")
+
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("timeout", Duration, _HALF_AN_HOUR), Field("block_admission", bool, False),
+        Field("recovery_timeout", Duration | None, None),
+        Field("requeuing_strategy", RequeuingStrategy, _NO_REQUEUING_STRATEGY),
+        Field("extra", FrozenMap[str, Json], EMPTY))
+
+    def __init__(self, timeout: Duration = _HALF_AN_HOUR, block_admission: bool = False,
+                 recovery_timeout: Duration | None = None,
+                 requeuing_strategy: RequeuingStrategy = _NO_REQUEUING_STRATEGY,
+                 extra: FrozenMap[str, Json] = EMPTY) -> None:
+        self.timeout = timeout
+        self.block_admission = block_admission
+        self.recovery_timeout = recovery_timeout
+        self.requeuing_strategy = requeuing_strategy
+        self.extra = extra
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, WaitForPodsReady):
+            return NotImplemented
+        return (self.timeout == other.timeout and self.block_admission == other.block_admission and
+                self.recovery_timeout == other.recovery_timeout and
+                self.requeuing_strategy == other.requeuing_strategy and self.extra == other.extra)
+
+    def __hash__(self) -> int:
+        return hash((self.timeout, self.block_admission, self.recovery_timeout, self.requeuing_strategy, self.extra))
+
+    def __repr__(self) -> str:
+        return model_repr(self)
+
+    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
+        return model_reduce(self)
 
     @property
     def effective_recovery_timeout(self) -> float | None:
@@ -90,47 +148,64 @@ SEMANTICS_CURRENT = "current"
 _DEFAULT_PODS_READY = WaitForPodsReady()
 
 
-@attrs.define(unsafe_hash=True, cache_hash=True, weakref_slot=False)
-class _ConfigurationFields:
-    """The fields of :class:`Configuration`."""
-
-    wait_for_pods_ready: WaitForPodsReady | None = _DEFAULT_PODS_READY
-    feature_gates: FrozenMap[str, bool] = DEFAULT_FEATURE_GATES
-    extra: FrozenMap[str, Json] = EMPTY
-    semantics: frozenset[str] = frozenset()
-    """Not a Kueue field: the semantics switches (:data:`SEMANTICS`) the model follows."""
-    manage_jobs_without_queue_name: bool = False
-    """Whether Kueue manages jobs without the ``kueue.x-k8s.io/queue-name`` label too."""
-    frameworks: tuple[str, ...] = MODELLED_FRAMEWORKS
-    """``integrations.frameworks``: the job integrations enabled."""
+_NO_SEMANTICS: frozenset[str] = frozenset()
 
 
-class Configuration(_ConfigurationFields):
+@final
+class Configuration:
     """Kueue's configuration, with the switches and gates every reconcile asks derived when it is
-    built: slots of this subclass, not attrs cached properties, whose ``__getattr__`` would make
-    every attribute read of a configuration the interpreter's slow one (see
-    :class:`~kueue_provreq.api.workload.WorkloadStatus`)."""
+    built (plain slots: see :class:`~kueue_provreq.api.workload.WorkloadStatus`)."""
 
-    __slots__ = ("pre_kep_3258", "pre_14309", "kep_993_preemption", "_gates")
+    __slots__ = ("wait_for_pods_ready", "feature_gates", "extra", "semantics", "manage_jobs_without_queue_name",
+                 "frameworks", "_hash", "pre_kep_3258", "pre_14309", "kep_993_preemption", "_gates")
 
-    pre_kep_3258: bool
-    pre_14309: bool
-    kep_993_preemption: bool
-    _gates: dict[str, bool]
-    """Every modelled gate's value, defaults filled in: every reconcile asks some."""
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("wait_for_pods_ready", WaitForPodsReady | None, _DEFAULT_PODS_READY),
+        Field("feature_gates", FrozenMap[str, bool], DEFAULT_FEATURE_GATES),
+        Field("extra", FrozenMap[str, Json], EMPTY),
+        Field("semantics", frozenset[str], _NO_SEMANTICS), Field("manage_jobs_without_queue_name", bool, False),
+        Field("frameworks", tuple[str, ...], MODELLED_FRAMEWORKS))
 
     def __init__(self, wait_for_pods_ready: WaitForPodsReady | None = _DEFAULT_PODS_READY,
                  feature_gates: FrozenMap[str, bool] = DEFAULT_FEATURE_GATES, extra: FrozenMap[str, Json] = EMPTY,
-                 semantics: frozenset[str] = frozenset(), manage_jobs_without_queue_name: bool = False,
+                 semantics: frozenset[str] = _NO_SEMANTICS, manage_jobs_without_queue_name: bool = False,
                  frameworks: tuple[str, ...] = MODELLED_FRAMEWORKS) -> None:
-        _init_configuration(self, wait_for_pods_ready, feature_gates, extra, semantics,
-                            manage_jobs_without_queue_name, frameworks)
-        _derive(self)
+        self.wait_for_pods_ready = wait_for_pods_ready
+        self.feature_gates = feature_gates
+        self.extra = extra
+        self.semantics = semantics
+        """Not a Kueue field: the semantics switches (:data:`SEMANTICS`) the model follows."""
+        self.manage_jobs_without_queue_name = manage_jobs_without_queue_name
+        """Whether Kueue manages jobs without the ``kueue.x-k8s.io/queue-name`` label too."""
+        self.frameworks = frameworks
+        """``integrations.frameworks``: the job integrations enabled."""
+        self._hash = -1
+        self.pre_kep_3258 = SEMANTICS_PRE_KEP_3258 in semantics
+        self.pre_14309 = SEMANTICS_PRE_14309 in semantics
+        self.kep_993_preemption = SEMANTICS_KEP_993_PREEMPTION in semantics
+        self._gates: dict[str, bool] = {**DEFAULT_FEATURE_GATES, **feature_gates}
+        """Every modelled gate's value, defaults filled in: every reconcile asks some."""
 
-    def __setstate__(self, state: object) -> None:
-        """Unpickled or deep-copied: the fields restored (attrs), then what is derived."""
-        super().__setstate__(state)  # type: ignore[misc]
-        _derive(self)
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Configuration):
+            return NotImplemented
+        return (self.wait_for_pods_ready == other.wait_for_pods_ready and self.feature_gates == other.feature_gates and
+                self.extra == other.extra and self.semantics == other.semantics and
+                self.manage_jobs_without_queue_name == other.manage_jobs_without_queue_name and
+                self.frameworks == other.frameworks)
+
+    def __hash__(self) -> int:
+        h = self._hash
+        if h == -1:
+            h = self._hash = hash((self.wait_for_pods_ready, self.feature_gates, self.extra, self.semantics,
+                                   self.manage_jobs_without_queue_name, self.frameworks))
+        return h
+
+    def __repr__(self) -> str:
+        return model_repr(self)
+
+    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
+        return model_reduce(self)
 
     def gate(self, name: str) -> bool:
         return self._gates.get(name, False)
@@ -139,19 +214,6 @@ class Configuration(_ConfigurationFields):
     def requeuing_timestamp(self) -> str:
         w = self.wait_for_pods_ready
         return w.requeuing_strategy.timestamp if w else c.TIMESTAMP_EVICTION
-
-
-_init_configuration = _ConfigurationFields.__init__
-_DERIVED = {name: Configuration.__dict__[name] for name in Configuration.__slots__}
-
-
-def _derive(config: Configuration) -> None:
-    semantics = config.semantics
-    derived = {"pre_kep_3258": SEMANTICS_PRE_KEP_3258 in semantics, "pre_14309": SEMANTICS_PRE_14309 in semantics,
-               "kep_993_preemption": SEMANTICS_KEP_993_PREEMPTION in semantics,
-               "_gates": {**DEFAULT_FEATURE_GATES, **config.feature_gates}}
-    for name, value in derived.items():
-        _DERIVED[name].__set__(config, value)
 
 
 class UnknownSemantics(KueueProvreqError, ValueError):

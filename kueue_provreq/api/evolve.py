@@ -15,18 +15,19 @@ from typing import Any, TypeVar
 
 import attrs
 
+from kueue_provreq.api.model import fields, is_model
+
 T = TypeVar("T")
 
 _Copier = Callable[[Any, dict[str, Any]], Any]
 
 _COPIERS: dict[type, _Copier] = {}
-"""Per attrs class, ``copier(inst, changes)``: the new instance; pops what it used from ``changes``."""
+"""Per model class, ``copier(inst, changes)``: the new instance; pops what it used from ``changes``."""
 
 
 def _copier(cls: type) -> _Copier:
-    """Generate ``cls(field=changes.pop("field", inst.field), ...)`` for the init fields."""
-    args = ", ".join(f"{a.alias}=changes.pop({a.alias!r}, inst.{a.name})"
-                     for a in attrs.fields(cls) if a.init)
+    """Generate ``cls(field=changes.pop("field", inst.field), ...)`` for the fields."""
+    args = ", ".join(f"{f.name}=changes.pop({f.name!r}, inst.{f.name})" for f in fields(cls))
     namespace: dict[str, Any] = {"cls": cls}
     exec(f"def copier(inst, changes):\n    return cls({args})\n", namespace)
     copier: _Copier = namespace["copier"]
@@ -47,10 +48,13 @@ def evolve(inst: T, **changes: Any) -> T:
 
 
 _EQ_FIELDS: dict[type, tuple[str, ...] | None] = {}
-"""Per class, the fields its attrs-generated ``__eq__`` compares; None for a class with its own."""
+"""Per class, the fields its ``__eq__`` compares (attrs-generated, or a hand-written model's,
+:mod:`~kueue_provreq.api.model`); None for any other class."""
 
 
 def _eq_fields(cls: type) -> tuple[str, ...] | None:
+    if is_model(cls) and not attrs.has(cls):
+        return tuple(f.name for f in fields(cls))
     eq = getattr(cls.__eq__, "__code__", None)
     if not attrs.has(cls) or eq is None or not eq.co_filename.startswith("<attrs generated"):
         return None
@@ -58,11 +62,11 @@ def _eq_fields(cls: type) -> tuple[str, ...] | None:
 
 
 def same(a: object, b: object) -> bool:
-    """``a == b``, field by field with an identity test first for attrs-compared instances.
+    """``a == b``, field by field with an identity test first for models.
 
-    attrs' generated ``__eq__`` compares every field with ``==`` even when both sides hold
-    the very same (frozen) object; an updated object shares most of its fields with the old
-    one, so this answers "did the update change anything" without walking the shared parts.
+    A model's ``__eq__`` (attrs' generated one, or a hand-written one written alike) compares
+    every field with ``==`` even when both sides hold the very same (frozen) object; an updated
+    object shares most of its fields with the old one, so this answers "did the update change anything" without walking the shared parts.
     """
     if a is b:
         return True

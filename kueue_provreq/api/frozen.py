@@ -1,6 +1,6 @@
 """Hashable, immutable containers for the JSON-shaped parts of Kubernetes objects.
 
-Models are immutable attrs classes (:mod:`~kueue_provreq.api.immutable` says why they are
+Models are immutable value classes (:mod:`~kueue_provreq.api.immutable` says why they are
 not declared frozen) and must stay hashable, because the explorer stores whole worlds in a
 visited set.  Pod templates and fields the library does not model are kept as frozen JSON:
 ``FrozenMap`` for objects, ``tuple`` for arrays.

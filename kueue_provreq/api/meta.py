@@ -9,11 +9,10 @@ only when the status changes.
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Any, NewType, Union
-
-import attrs
+from typing import TYPE_CHECKING, Any, ClassVar, NewType, Union, final
 
 from kueue_provreq.api.frozen import EMPTY, FrozenMap
+from kueue_provreq.api.model import Field, model_reduce, model_repr
 from kueue_provreq.errors import KueueProvreqError
 
 if TYPE_CHECKING:  # the core never imports datetime; the type is only named here
@@ -38,32 +37,97 @@ Json = Any
 """Frozen JSON: FrozenMap, tuple, str, int, float, bool or None."""
 
 
-@attrs.define(unsafe_hash=True, weakref_slot=False)
+@final
 class OwnerReference:
-    api_version: str
-    kind: str
-    name: str
-    uid: str = ""
-    controller: bool | None = None
-    block_owner_deletion: bool | None = None
-    extra: FrozenMap[str, Json] = EMPTY
+    __slots__ = ("api_version", "kind", "name", "uid", "controller", "block_owner_deletion", "extra")
+
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("api_version", str), Field("kind", str), Field("name", str), Field("uid", str, ""),
+        Field("controller", bool | None, None), Field("block_owner_deletion", bool | None, None),
+        Field("extra", FrozenMap[str, Json], EMPTY))
+
+    def __init__(self, api_version: str, kind: str, name: str, uid: str = "", controller: bool | None = None,
+                 block_owner_deletion: bool | None = None, extra: FrozenMap[str, Json] = EMPTY) -> None:
+        self.api_version = api_version
+        self.kind = kind
+        self.name = name
+        self.uid = uid
+        self.controller = controller
+        self.block_owner_deletion = block_owner_deletion
+        self.extra = extra
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, OwnerReference):
+            return NotImplemented
+        return (self.api_version == other.api_version and self.kind == other.kind and self.name == other.name and
+                self.uid == other.uid and self.controller == other.controller and
+                self.block_owner_deletion == other.block_owner_deletion and self.extra == other.extra)
+
+    def __hash__(self) -> int:
+        return hash((self.api_version, self.kind, self.name, self.uid, self.controller, self.block_owner_deletion,
+                     self.extra))
+
+    def __repr__(self) -> str:
+        return model_repr(self)
+
+    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
+        return model_reduce(self)
 
 
-@attrs.define(unsafe_hash=True, cache_hash=True, weakref_slot=False)
+@final
 class ObjectMeta:
-    name: str = ""
-    namespace: str = ""
-    uid: str = ""
-    generation: int | None = None
-    creation_timestamp: Time | None = None
-    labels: FrozenMap[str, str] = EMPTY
-    annotations: FrozenMap[str, str] = EMPTY
-    owner_references: tuple[OwnerReference, ...] = ()
-    finalizers: tuple[str, ...] = ()
-    deletion_timestamp: Time | None = None
-    """Set by the API server when an object with finalizers is deleted: it is *terminating*,
-    and goes away once its finalizers are removed."""
-    extra: FrozenMap[str, Json] = EMPTY
+    __slots__ = ("name", "namespace", "uid", "generation", "creation_timestamp", "labels", "annotations",
+                 "owner_references", "finalizers", "deletion_timestamp", "extra", "_hash")
+
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("name", str, ""), Field("namespace", str, ""), Field("uid", str, ""),
+        Field("generation", int | None, None), Field("creation_timestamp", Time | None, None),
+        Field("labels", FrozenMap[str, str], EMPTY), Field("annotations", FrozenMap[str, str], EMPTY),
+        Field("owner_references", tuple[OwnerReference, ...], ()), Field("finalizers", tuple[str, ...], ()),
+        Field("deletion_timestamp", Time | None, None), Field("extra", FrozenMap[str, Json], EMPTY))
+
+    def __init__(self, name: str = "", namespace: str = "", uid: str = "", generation: int | None = None,
+                 creation_timestamp: Time | None = None, labels: FrozenMap[str, str] = EMPTY,
+                 annotations: FrozenMap[str, str] = EMPTY, owner_references: tuple[OwnerReference, ...] = (),
+                 finalizers: tuple[str, ...] = (), deletion_timestamp: Time | None = None,
+                 extra: FrozenMap[str, Json] = EMPTY) -> None:
+        self.name = name
+        self.namespace = namespace
+        self.uid = uid
+        self.generation = generation
+        self.creation_timestamp = creation_timestamp
+        self.labels = labels
+        self.annotations = annotations
+        self.owner_references = owner_references
+        self.finalizers = finalizers
+        self.deletion_timestamp = deletion_timestamp
+        """Set by the API server when an object with finalizers is deleted: it is *terminating*,
+        and goes away once its finalizers are removed."""
+        self.extra = extra
+        self._hash = -1
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ObjectMeta):
+            return NotImplemented
+        return (self.name == other.name and self.namespace == other.namespace and self.uid == other.uid and
+                self.generation == other.generation and self.creation_timestamp == other.creation_timestamp and
+                self.labels == other.labels and self.annotations == other.annotations and
+                self.owner_references == other.owner_references and self.finalizers == other.finalizers and
+                self.deletion_timestamp == other.deletion_timestamp and self.extra == other.extra)
+
+    def __hash__(self) -> int:
+        h = self._hash
+        if h == -1:
+            h = self._hash = hash((self.name, self.namespace, self.uid, self.generation, self.creation_timestamp,
+                                   self.labels, self.annotations, self.owner_references, self.finalizers,
+                                   self.deletion_timestamp, self.extra))
+        return h
+
+    def __repr__(self) -> str:
+        return model_repr(self)
+
+    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
+        return model_reduce(self)
 
     @property
     def terminating(self) -> bool:
@@ -76,14 +140,39 @@ class ObjectMeta:
         return None
 
 
-@attrs.define(unsafe_hash=True, weakref_slot=False)
+@final
 class Condition:
-    type: str
-    status: str
-    reason: str = ""
-    message: str = ""
-    last_transition_time: Time | None = None
-    observed_generation: int | None = None
+    __slots__ = ("type", "status", "reason", "message", "last_transition_time", "observed_generation")
+
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("type", str), Field("status", str), Field("reason", str, ""), Field("message", str, ""),
+        Field("last_transition_time", Time | None, None), Field("observed_generation", int | None, None))
+
+    def __init__(self, type: str, status: str, reason: str = "", message: str = "",  # noqa: A002 - the API's name
+                 last_transition_time: Time | None = None, observed_generation: int | None = None) -> None:
+        self.type = type
+        self.status = status
+        self.reason = reason
+        self.message = message
+        self.last_transition_time = last_transition_time
+        self.observed_generation = observed_generation
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Condition):
+            return NotImplemented
+        return (self.type == other.type and self.status == other.status and self.reason == other.reason and
+                self.message == other.message and self.last_transition_time == other.last_transition_time and
+                self.observed_generation == other.observed_generation)
+
+    def __hash__(self) -> int:
+        return hash((self.type, self.status, self.reason, self.message, self.last_transition_time,
+                     self.observed_generation))
+
+    def __repr__(self) -> str:
+        return model_repr(self)
+
+    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
+        return model_reduce(self)
 
 
 Conditions = tuple[Condition, ...]

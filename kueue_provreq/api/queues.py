@@ -3,94 +3,294 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import ClassVar
-
-import attrs
+from typing import Any, ClassVar, final
 
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.frozen import EMPTY, FrozenMap
 from kueue_provreq.api.memo import memo
 from kueue_provreq.api.meta import Conditions, Json, ObjectMeta
+from kueue_provreq.api.model import Field, model_reduce, model_repr
 from kueue_provreq.api.quantity import Quantity
 
 STOPPING_POLICIES = frozenset({c.STOP_POLICY_HOLD, c.STOP_POLICY_HOLD_AND_DRAIN})
 """The ``stopPolicy`` values that stop a queue (``None`` and absent let it run)."""
 
 
-@attrs.define(unsafe_hash=True, weakref_slot=False)
+@final
 class ResourceQuota:
-    name: str
-    nominal_quota: Quantity
-    borrowing_limit: Quantity | None = None
-    """How much more than its quota a node may take from its parent; None: no limit."""
-    lending_limit: Quantity | None = None
-    """How much of its quota a node lends to its parent; None: all of it."""
-    extra: FrozenMap[str, Json] = EMPTY
+    __slots__ = ("name", "nominal_quota", "borrowing_limit", "lending_limit", "extra")
+
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("name", str), Field("nominal_quota", Quantity), Field("borrowing_limit", Quantity | None, None),
+        Field("lending_limit", Quantity | None, None), Field("extra", FrozenMap[str, Json], EMPTY))
+
+    def __init__(self, name: str, nominal_quota: Quantity, borrowing_limit: Quantity | None = None,
+                 lending_limit: Quantity | None = None, extra: FrozenMap[str, Json] = EMPTY) -> None:
+        self.name = name
+        self.nominal_quota = nominal_quota
+        self.borrowing_limit = borrowing_limit
+        """How much more than its quota a node may take from its parent; None: no limit."""
+        self.lending_limit = lending_limit
+        """How much of its quota a node lends to its parent; None: all of it."""
+        self.extra = extra
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ResourceQuota):
+            return NotImplemented
+        return (self.name == other.name and self.nominal_quota == other.nominal_quota and
+                self.borrowing_limit == other.borrowing_limit and self.lending_limit == other.lending_limit and
+                self.extra == other.extra)
+
+    def __hash__(self) -> int:
+        return hash((self.name, self.nominal_quota, self.borrowing_limit, self.lending_limit, self.extra))
+
+    def __repr__(self) -> str:
+        return model_repr(self)
+
+    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
+        return model_reduce(self)
 
 
-@attrs.define(unsafe_hash=True, weakref_slot=False)
+@final
 class FlavorQuotas:
-    name: str
-    resources: tuple[ResourceQuota, ...] = ()
-    extra: FrozenMap[str, Json] = EMPTY
+    __slots__ = ("name", "resources", "extra")
+
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("name", str), Field("resources", tuple[ResourceQuota, ...], ()),
+        Field("extra", FrozenMap[str, Json], EMPTY))
+
+    def __init__(self, name: str, resources: tuple[ResourceQuota, ...] = (),
+                 extra: FrozenMap[str, Json] = EMPTY) -> None:
+        self.name = name
+        self.resources = resources
+        self.extra = extra
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, FlavorQuotas):
+            return NotImplemented
+        return (self.name == other.name and self.resources == other.resources and self.extra == other.extra)
+
+    def __hash__(self) -> int:
+        return hash((self.name, self.resources, self.extra))
+
+    def __repr__(self) -> str:
+        return model_repr(self)
+
+    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
+        return model_reduce(self)
 
 
-@attrs.define(unsafe_hash=True, weakref_slot=False)
+@final
 class ResourceGroup:
-    covered_resources: tuple[str, ...] = ()
-    flavors: tuple[FlavorQuotas, ...] = ()
-    extra: FrozenMap[str, Json] = EMPTY
+    __slots__ = ("covered_resources", "flavors", "extra")
+
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("covered_resources", tuple[str, ...], ()), Field("flavors", tuple[FlavorQuotas, ...], ()),
+        Field("extra", FrozenMap[str, Json], EMPTY))
+
+    def __init__(self, covered_resources: tuple[str, ...] = (), flavors: tuple[FlavorQuotas, ...] = (),
+                 extra: FrozenMap[str, Json] = EMPTY) -> None:
+        self.covered_resources = covered_resources
+        self.flavors = flavors
+        self.extra = extra
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ResourceGroup):
+            return NotImplemented
+        return (self.covered_resources == other.covered_resources and self.flavors == other.flavors and
+                self.extra == other.extra)
+
+    def __hash__(self) -> int:
+        return hash((self.covered_resources, self.flavors, self.extra))
+
+    def __repr__(self) -> str:
+        return model_repr(self)
+
+    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
+        return model_reduce(self)
 
 
-@attrs.define(unsafe_hash=True, weakref_slot=False)
+@final
 class AdmissionCheckStrategyRule:
-    name: str
-    on_flavors: tuple[str, ...] = ()
+    __slots__ = ("name", "on_flavors")
+
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("name", str), Field("on_flavors", tuple[str, ...], ()))
+
+    def __init__(self, name: str, on_flavors: tuple[str, ...] = ()) -> None:
+        self.name = name
+        self.on_flavors = on_flavors
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, AdmissionCheckStrategyRule):
+            return NotImplemented
+        return (self.name == other.name and self.on_flavors == other.on_flavors)
+
+    def __hash__(self) -> int:
+        return hash((self.name, self.on_flavors))
+
+    def __repr__(self) -> str:
+        return model_repr(self)
+
+    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
+        return model_reduce(self)
 
 
-@attrs.define(unsafe_hash=True, weakref_slot=False)
+@final
 class AdmissionChecksStrategy:
-    admission_checks: tuple[AdmissionCheckStrategyRule, ...] = ()
+    __slots__ = ("admission_checks",)
+
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("admission_checks", tuple[AdmissionCheckStrategyRule, ...], ()),)
+
+    def __init__(self, admission_checks: tuple[AdmissionCheckStrategyRule, ...] = ()) -> None:
+        self.admission_checks = admission_checks
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, AdmissionChecksStrategy):
+            return NotImplemented
+        return (self.admission_checks == other.admission_checks)
+
+    def __hash__(self) -> int:
+        return hash((self.admission_checks,))
+
+    def __repr__(self) -> str:
+        return model_repr(self)
+
+    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
+        return model_reduce(self)
 
 
-@attrs.define(unsafe_hash=True, weakref_slot=False)
+@final
 class BorrowWithinCohort:
     """``spec.preemption.borrowWithinCohort``: whether a preemptor may borrow while it reclaims,
     and from candidates up to which priority."""
 
-    policy: str = c.PREEMPTION_POLICY_NEVER
-    max_priority_threshold: int | None = None
-    extra: FrozenMap[str, Json] = EMPTY
+    __slots__ = ("policy", "max_priority_threshold", "extra")
+
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("policy", str, c.PREEMPTION_POLICY_NEVER), Field("max_priority_threshold", int | None, None),
+        Field("extra", FrozenMap[str, Json], EMPTY))
+
+    def __init__(self, policy: str = c.PREEMPTION_POLICY_NEVER, max_priority_threshold: int | None = None,
+                 extra: FrozenMap[str, Json] = EMPTY) -> None:
+        self.policy = policy
+        self.max_priority_threshold = max_priority_threshold
+        self.extra = extra
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, BorrowWithinCohort):
+            return NotImplemented
+        return (self.policy == other.policy and self.max_priority_threshold == other.max_priority_threshold and
+                self.extra == other.extra)
+
+    def __hash__(self) -> int:
+        return hash((self.policy, self.max_priority_threshold, self.extra))
+
+    def __repr__(self) -> str:
+        return model_repr(self)
+
+    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
+        return model_reduce(self)
 
 
-@attrs.define(unsafe_hash=True, weakref_slot=False)
+@final
 class ClusterQueuePreemption:
     """``spec.preemption``: within the queue, and in its cohort (reclaiming what others borrow,
     borrowing while preempting)."""
 
-    within_cluster_queue: str = c.PREEMPTION_POLICY_NEVER
-    reclaim_within_cohort: str = c.PREEMPTION_POLICY_NEVER
-    borrow_within_cohort: BorrowWithinCohort | None = None
-    extra: FrozenMap[str, Json] = EMPTY
+    __slots__ = ("within_cluster_queue", "reclaim_within_cohort", "borrow_within_cohort", "extra")
+
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("within_cluster_queue", str, c.PREEMPTION_POLICY_NEVER),
+        Field("reclaim_within_cohort", str, c.PREEMPTION_POLICY_NEVER),
+        Field("borrow_within_cohort", BorrowWithinCohort | None, None), Field("extra", FrozenMap[str, Json], EMPTY))
+
+    def __init__(self, within_cluster_queue: str = c.PREEMPTION_POLICY_NEVER,
+                 reclaim_within_cohort: str = c.PREEMPTION_POLICY_NEVER,
+                 borrow_within_cohort: BorrowWithinCohort | None = None, extra: FrozenMap[str, Json] = EMPTY) -> None:
+        self.within_cluster_queue = within_cluster_queue
+        self.reclaim_within_cohort = reclaim_within_cohort
+        self.borrow_within_cohort = borrow_within_cohort
+        self.extra = extra
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ClusterQueuePreemption):
+            return NotImplemented
+        return (self.within_cluster_queue == other.within_cluster_queue and
+                self.reclaim_within_cohort == other.reclaim_within_cohort and
+                self.borrow_within_cohort == other.borrow_within_cohort and self.extra == other.extra)
+
+    def __hash__(self) -> int:
+        return hash((self.within_cluster_queue, self.reclaim_within_cohort, self.borrow_within_cohort, self.extra))
+
+    def __repr__(self) -> str:
+        return model_repr(self)
+
+    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
+        return model_reduce(self)
 
 
-@attrs.define(unsafe_hash=True, weakref_slot=False)
+@final
 class FlavorFungibility:
     """``spec.flavorFungibility``: whether the flavor search goes on past a flavor that needs
     preemption (``whenCanPreempt``) or borrowing (``whenCanBorrow``)."""
 
-    when_can_borrow: str = c.MAY_STOP_SEARCH
-    when_can_preempt: str = c.TRY_NEXT_FLAVOR
-    extra: FrozenMap[str, Json] = EMPTY
+    __slots__ = ("when_can_borrow", "when_can_preempt", "extra")
+
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("when_can_borrow", str, c.MAY_STOP_SEARCH), Field("when_can_preempt", str, c.TRY_NEXT_FLAVOR),
+        Field("extra", FrozenMap[str, Json], EMPTY))
+
+    def __init__(self, when_can_borrow: str = c.MAY_STOP_SEARCH, when_can_preempt: str = c.TRY_NEXT_FLAVOR,
+                 extra: FrozenMap[str, Json] = EMPTY) -> None:
+        self.when_can_borrow = when_can_borrow
+        self.when_can_preempt = when_can_preempt
+        self.extra = extra
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, FlavorFungibility):
+            return NotImplemented
+        return (self.when_can_borrow == other.when_can_borrow and self.when_can_preempt == other.when_can_preempt and
+                self.extra == other.extra)
+
+    def __hash__(self) -> int:
+        return hash((self.when_can_borrow, self.when_can_preempt, self.extra))
+
+    def __repr__(self) -> str:
+        return model_repr(self)
+
+    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
+        return model_reduce(self)
 
 
-@attrs.define(unsafe_hash=True, weakref_slot=False)
+@final
 class LabelSelectorRequirement:
     """One ``matchExpressions`` entry: ``In``, ``NotIn``, ``Exists`` or ``DoesNotExist``."""
 
-    key: str
-    operator: str
-    values: tuple[str, ...] = ()
+    __slots__ = ("key", "operator", "values")
+
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("key", str), Field("operator", str), Field("values", tuple[str, ...], ()))
+
+    def __init__(self, key: str, operator: str, values: tuple[str, ...] = ()) -> None:
+        self.key = key
+        self.operator = operator
+        self.values = values
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, LabelSelectorRequirement):
+            return NotImplemented
+        return (self.key == other.key and self.operator == other.operator and self.values == other.values)
+
+    def __hash__(self) -> int:
+        return hash((self.key, self.operator, self.values))
+
+    def __repr__(self) -> str:
+        return model_repr(self)
+
+    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
+        return model_reduce(self)
 
     def matches(self, labels: Mapping[str, str]) -> bool:
         if self.operator == c.SELECTOR_IN:
@@ -104,13 +304,35 @@ class LabelSelectorRequirement:
         return False  # the API refuses any other operator
 
 
-@attrs.define(unsafe_hash=True, weakref_slot=False)
+@final
 class LabelSelector:
     """A ``metav1.LabelSelector``: every label and every expression must match; empty matches
     everything (``metav1.LabelSelectorAsSelector``)."""
 
-    match_labels: FrozenMap[str, str] = EMPTY
-    match_expressions: tuple[LabelSelectorRequirement, ...] = ()
+    __slots__ = ("match_labels", "match_expressions")
+
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("match_labels", FrozenMap[str, str], EMPTY),
+        Field("match_expressions", tuple[LabelSelectorRequirement, ...], ()))
+
+    def __init__(self, match_labels: FrozenMap[str, str] = EMPTY,
+                 match_expressions: tuple[LabelSelectorRequirement, ...] = ()) -> None:
+        self.match_labels = match_labels
+        self.match_expressions = match_expressions
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, LabelSelector):
+            return NotImplemented
+        return (self.match_labels == other.match_labels and self.match_expressions == other.match_expressions)
+
+    def __hash__(self) -> int:
+        return hash((self.match_labels, self.match_expressions))
+
+    def __repr__(self) -> str:
+        return model_repr(self)
+
+    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
+        return model_reduce(self)
 
     def matches(self, labels: Mapping[str, str]) -> bool:
         return all(labels.get(k) == v for k, v in self.match_labels.items()) and \
@@ -127,22 +349,64 @@ def namespace_labels(namespace: str) -> Mapping[str, str]:
     return {c.LABEL_NAMESPACE_NAME: namespace}
 
 
-@attrs.define(unsafe_hash=True, cache_hash=True, weakref_slot=False)
+@final
 class ClusterQueueSpec:
-    resource_groups: tuple[ResourceGroup, ...] = ()
-    cohort_name: str = ""
-    """The cohort it lends to and borrows from; empty: none."""
-    namespace_selector: LabelSelector | None = None
-    """The namespaces whose workloads it admits.  None (absent, the API's default) is the
-    nothing selector: no namespace; ``{}`` (:data:`EVERY_NAMESPACE`) is every namespace."""
-    admission_checks_strategy: AdmissionChecksStrategy | None = None
-    queueing_strategy: str = c.BEST_EFFORT_FIFO
-    stop_policy: str | None = None
-    preemption: ClusterQueuePreemption | None = None
-    """None: the API's defaults (``Never`` everywhere)."""
-    flavor_fungibility: FlavorFungibility | None = None
-    """None: the API's defaults (``whenCanPreempt: TryNextFlavor``)."""
-    extra: FrozenMap[str, Json] = EMPTY
+    __slots__ = ("resource_groups", "cohort_name", "namespace_selector", "admission_checks_strategy",
+                 "queueing_strategy", "stop_policy", "preemption", "flavor_fungibility", "extra", "_hash")
+
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("resource_groups", tuple[ResourceGroup, ...], ()), Field("cohort_name", str, ""),
+        Field("namespace_selector", LabelSelector | None, None),
+        Field("admission_checks_strategy", AdmissionChecksStrategy | None, None),
+        Field("queueing_strategy", str, c.BEST_EFFORT_FIFO), Field("stop_policy", str | None, None),
+        Field("preemption", ClusterQueuePreemption | None, None),
+        Field("flavor_fungibility", FlavorFungibility | None, None), Field("extra", FrozenMap[str, Json], EMPTY))
+
+    def __init__(self, resource_groups: tuple[ResourceGroup, ...] = (), cohort_name: str = "",
+                 namespace_selector: LabelSelector | None = None,
+                 admission_checks_strategy: AdmissionChecksStrategy | None = None,
+                 queueing_strategy: str = c.BEST_EFFORT_FIFO, stop_policy: str | None = None,
+                 preemption: ClusterQueuePreemption | None = None, flavor_fungibility: FlavorFungibility | None = None,
+                 extra: FrozenMap[str, Json] = EMPTY) -> None:
+        self.resource_groups = resource_groups
+        self.cohort_name = cohort_name
+        """The cohort it lends to and borrows from; empty: none."""
+        self.namespace_selector = namespace_selector
+        """The namespaces whose workloads it admits.  None (absent, the API's default) is the
+        nothing selector: no namespace; ``{}`` (:data:`EVERY_NAMESPACE`) is every namespace."""
+        self.admission_checks_strategy = admission_checks_strategy
+        self.queueing_strategy = queueing_strategy
+        self.stop_policy = stop_policy
+        self.preemption = preemption
+        """None: the API's defaults (``Never`` everywhere)."""
+        self.flavor_fungibility = flavor_fungibility
+        """None: the API's defaults (``whenCanPreempt: TryNextFlavor``)."""
+        self.extra = extra
+        self._hash = -1
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ClusterQueueSpec):
+            return NotImplemented
+        return (self.resource_groups == other.resource_groups and self.cohort_name == other.cohort_name and
+                self.namespace_selector == other.namespace_selector and
+                self.admission_checks_strategy == other.admission_checks_strategy and
+                self.queueing_strategy == other.queueing_strategy and self.stop_policy == other.stop_policy and
+                self.preemption == other.preemption and self.flavor_fungibility == other.flavor_fungibility and
+                self.extra == other.extra)
+
+    def __hash__(self) -> int:
+        h = self._hash
+        if h == -1:
+            h = self._hash = hash((self.resource_groups, self.cohort_name, self.namespace_selector,
+                                   self.admission_checks_strategy, self.queueing_strategy, self.stop_policy,
+                                   self.preemption, self.flavor_fungibility, self.extra))
+        return h
+
+    def __repr__(self) -> str:
+        return model_repr(self)
+
+    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
+        return model_reduce(self)
 
     @property
     def stopped(self) -> bool:
@@ -184,6 +448,10 @@ class ClusterQueueSpec:
             else BorrowWithinCohort()
 
 
+_NO_CLUSTER_QUEUE_SPEC = ClusterQueueSpec()
+"""The default of the ClusterQueueSpec fields (one object, as attrs kept its defaults)."""
+
+
 @memo(4096)
 def _admits_namespace(spec: ClusterQueueSpec, namespace: str) -> bool:
     """Memoised: every pass of every workload asks it of its queue."""
@@ -191,44 +459,150 @@ def _admits_namespace(spec: ClusterQueueSpec, namespace: str) -> bool:
     return selector is not None and selector.matches(namespace_labels(namespace))
 
 
-@attrs.define(unsafe_hash=True, weakref_slot=False)
+_ZERO = Quantity.parse("0")
+
+
+@final
 class ResourceUsage:
-    name: str
-    total: Quantity = Quantity.parse("0")
-    borrowed: Quantity | None = None
-    """Usage above the nominal quota; upstream always writes it (``"0"`` outside a cohort: a zero
-    Quantity is not omitted), None only where an input left it out."""
+    __slots__ = ("name", "total", "borrowed")
+
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("name", str), Field("total", Quantity, _ZERO), Field("borrowed", Quantity | None, None))
+
+    def __init__(self, name: str, total: Quantity = _ZERO, borrowed: Quantity | None = None) -> None:
+        self.name = name
+        self.total = total
+        self.borrowed = borrowed
+        """Usage above the nominal quota; upstream always writes it (``"0"`` outside a cohort: a zero
+        Quantity is not omitted), None only where an input left it out."""
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ResourceUsage):
+            return NotImplemented
+        return (self.name == other.name and self.total == other.total and self.borrowed == other.borrowed)
+
+    def __hash__(self) -> int:
+        return hash((self.name, self.total, self.borrowed))
+
+    def __repr__(self) -> str:
+        return model_repr(self)
+
+    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
+        return model_reduce(self)
 
 
-@attrs.define(unsafe_hash=True, weakref_slot=False)
+@final
 class FlavorUsage:
-    name: str
-    resources: tuple[ResourceUsage, ...] = ()
+    __slots__ = ("name", "resources")
+
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("name", str), Field("resources", tuple[ResourceUsage, ...], ()))
+
+    def __init__(self, name: str, resources: tuple[ResourceUsage, ...] = ()) -> None:
+        self.name = name
+        self.resources = resources
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, FlavorUsage):
+            return NotImplemented
+        return (self.name == other.name and self.resources == other.resources)
+
+    def __hash__(self) -> int:
+        return hash((self.name, self.resources))
+
+    def __repr__(self) -> str:
+        return model_repr(self)
+
+    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
+        return model_reduce(self)
 
 
-@attrs.define(unsafe_hash=True, weakref_slot=False)
+@final
 class ClusterQueueStatus:
-    conditions: Conditions = ()
-    pending_workloads: int | None = None
-    reserving_workloads: int | None = None
-    admitted_workloads: int | None = None
-    flavors_reservation: tuple[FlavorUsage, ...] = ()
-    """Quota held by every workload with a reservation, per flavor and resource."""
-    flavors_usage: tuple[FlavorUsage, ...] = ()
-    """Quota held by the admitted ones only."""
-    extra: FrozenMap[str, Json] = EMPTY
+    __slots__ = ("conditions", "pending_workloads", "reserving_workloads", "admitted_workloads", "flavors_reservation",
+                 "flavors_usage", "extra")
+
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("conditions", Conditions, ()), Field("pending_workloads", int | None, None),
+        Field("reserving_workloads", int | None, None), Field("admitted_workloads", int | None, None),
+        Field("flavors_reservation", tuple[FlavorUsage, ...], ()), Field("flavors_usage", tuple[FlavorUsage, ...], ()),
+        Field("extra", FrozenMap[str, Json], EMPTY))
+
+    def __init__(self, conditions: Conditions = (), pending_workloads: int | None = None,
+                 reserving_workloads: int | None = None, admitted_workloads: int | None = None,
+                 flavors_reservation: tuple[FlavorUsage, ...] = (), flavors_usage: tuple[FlavorUsage, ...] = (),
+                 extra: FrozenMap[str, Json] = EMPTY) -> None:
+        self.conditions = conditions
+        self.pending_workloads = pending_workloads
+        self.reserving_workloads = reserving_workloads
+        self.admitted_workloads = admitted_workloads
+        self.flavors_reservation = flavors_reservation
+        """Quota held by every workload with a reservation, per flavor and resource."""
+        self.flavors_usage = flavors_usage
+        """Quota held by the admitted ones only."""
+        self.extra = extra
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ClusterQueueStatus):
+            return NotImplemented
+        return (self.conditions == other.conditions and self.pending_workloads == other.pending_workloads and
+                self.reserving_workloads == other.reserving_workloads and
+                self.admitted_workloads == other.admitted_workloads and
+                self.flavors_reservation == other.flavors_reservation and self.flavors_usage == other.flavors_usage and
+                self.extra == other.extra)
+
+    def __hash__(self) -> int:
+        return hash((self.conditions, self.pending_workloads, self.reserving_workloads, self.admitted_workloads,
+                     self.flavors_reservation, self.flavors_usage, self.extra))
+
+    def __repr__(self) -> str:
+        return model_repr(self)
+
+    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
+        return model_reduce(self)
 
 
-@attrs.define(unsafe_hash=True, cache_hash=True, weakref_slot=False)
+_NO_CLUSTER_QUEUE_STATUS = ClusterQueueStatus()
+"""The default of the ClusterQueueStatus fields (one object, as attrs kept its defaults)."""
+
+
+@final
 class ClusterQueue:
     KIND: ClassVar[str] = c.CLUSTER_QUEUE
     kind: ClassVar[str] = c.CLUSTER_QUEUE
     NAMESPACED: ClassVar[bool] = False
 
-    metadata: ObjectMeta
-    spec: ClusterQueueSpec = ClusterQueueSpec()
-    status: ClusterQueueStatus = ClusterQueueStatus()
-    extra: FrozenMap[str, Json] = EMPTY
+    __slots__ = ("metadata", "spec", "status", "extra", "_hash")
+
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("metadata", ObjectMeta), Field("spec", ClusterQueueSpec, _NO_CLUSTER_QUEUE_SPEC),
+        Field("status", ClusterQueueStatus, _NO_CLUSTER_QUEUE_STATUS), Field("extra", FrozenMap[str, Json], EMPTY))
+
+    def __init__(self, metadata: ObjectMeta, spec: ClusterQueueSpec = _NO_CLUSTER_QUEUE_SPEC,
+                 status: ClusterQueueStatus = _NO_CLUSTER_QUEUE_STATUS, extra: FrozenMap[str, Json] = EMPTY) -> None:
+        self.metadata = metadata
+        self.spec = spec
+        self.status = status
+        self.extra = extra
+        self._hash = -1
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ClusterQueue):
+            return NotImplemented
+        return (self.metadata == other.metadata and self.spec == other.spec and self.status == other.status and
+                self.extra == other.extra)
+
+    def __hash__(self) -> int:
+        h = self._hash
+        if h == -1:
+            h = self._hash = hash((self.metadata, self.spec, self.status, self.extra))
+        return h
+
+    def __repr__(self) -> str:
+        return model_repr(self)
+
+    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
+        return model_reduce(self)
 
     def flavor_names(self) -> tuple[str, ...]:
         return tuple(f.name for g in self.spec.resource_groups for f in g.flavors)
@@ -243,16 +617,43 @@ class ClusterQueue:
                 for r in rules.admission_checks}
 
 
-@attrs.define(unsafe_hash=True, weakref_slot=False)
+@final
 class CohortSpec:
-    parent_name: str = ""
-    """The cohort it lends to and borrows from; empty: a root."""
-    resource_groups: tuple[ResourceGroup, ...] = ()
-    """Quota of its own, shared by everything under it."""
-    extra: FrozenMap[str, Json] = EMPTY
+    __slots__ = ("parent_name", "resource_groups", "extra")
+
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("parent_name", str, ""), Field("resource_groups", tuple[ResourceGroup, ...], ()),
+        Field("extra", FrozenMap[str, Json], EMPTY))
+
+    def __init__(self, parent_name: str = "", resource_groups: tuple[ResourceGroup, ...] = (),
+                 extra: FrozenMap[str, Json] = EMPTY) -> None:
+        self.parent_name = parent_name
+        """The cohort it lends to and borrows from; empty: a root."""
+        self.resource_groups = resource_groups
+        """Quota of its own, shared by everything under it."""
+        self.extra = extra
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, CohortSpec):
+            return NotImplemented
+        return (self.parent_name == other.parent_name and self.resource_groups == other.resource_groups and
+                self.extra == other.extra)
+
+    def __hash__(self) -> int:
+        return hash((self.parent_name, self.resource_groups, self.extra))
+
+    def __repr__(self) -> str:
+        return model_repr(self)
+
+    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
+        return model_reduce(self)
 
 
-@attrs.define(unsafe_hash=True, cache_hash=True, weakref_slot=False)
+_NO_COHORT_SPEC = CohortSpec()
+"""The default of the CohortSpec fields (one object, as attrs kept its defaults)."""
+
+
+@final
 class Cohort:
     """``kueue.x-k8s.io`` Cohort: a node of the cohort tree with its own quota and a parent.
     A cohort a ClusterQueue or another Cohort names exists without an object (no quota, a
@@ -262,17 +663,67 @@ class Cohort:
     kind: ClassVar[str] = c.COHORT
     NAMESPACED: ClassVar[bool] = False
 
-    metadata: ObjectMeta
-    spec: CohortSpec = CohortSpec()
-    status: FrozenMap[str, Json] = EMPTY
-    extra: FrozenMap[str, Json] = EMPTY
+    __slots__ = ("metadata", "spec", "status", "extra", "_hash")
+
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("metadata", ObjectMeta), Field("spec", CohortSpec, _NO_COHORT_SPEC),
+        Field("status", FrozenMap[str, Json], EMPTY), Field("extra", FrozenMap[str, Json], EMPTY))
+
+    def __init__(self, metadata: ObjectMeta, spec: CohortSpec = _NO_COHORT_SPEC, status: FrozenMap[str, Json] = EMPTY,
+                 extra: FrozenMap[str, Json] = EMPTY) -> None:
+        self.metadata = metadata
+        self.spec = spec
+        self.status = status
+        self.extra = extra
+        self._hash = -1
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Cohort):
+            return NotImplemented
+        return (self.metadata == other.metadata and self.spec == other.spec and self.status == other.status and
+                self.extra == other.extra)
+
+    def __hash__(self) -> int:
+        h = self._hash
+        if h == -1:
+            h = self._hash = hash((self.metadata, self.spec, self.status, self.extra))
+        return h
+
+    def __repr__(self) -> str:
+        return model_repr(self)
+
+    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
+        return model_reduce(self)
 
 
-@attrs.define(unsafe_hash=True, weakref_slot=False)
+@final
 class LocalQueueSpec:
-    cluster_queue: str = ""
-    stop_policy: str | None = None
-    extra: FrozenMap[str, Json] = EMPTY
+    __slots__ = ("cluster_queue", "stop_policy", "extra")
+
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("cluster_queue", str, ""), Field("stop_policy", str | None, None),
+        Field("extra", FrozenMap[str, Json], EMPTY))
+
+    def __init__(self, cluster_queue: str = "", stop_policy: str | None = None,
+                 extra: FrozenMap[str, Json] = EMPTY) -> None:
+        self.cluster_queue = cluster_queue
+        self.stop_policy = stop_policy
+        self.extra = extra
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, LocalQueueSpec):
+            return NotImplemented
+        return (self.cluster_queue == other.cluster_queue and self.stop_policy == other.stop_policy and
+                self.extra == other.extra)
+
+    def __hash__(self) -> int:
+        return hash((self.cluster_queue, self.stop_policy, self.extra))
+
+    def __repr__(self) -> str:
+        return model_repr(self)
+
+    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
+        return model_reduce(self)
 
     @property
     def stopped(self) -> bool:
@@ -280,67 +731,230 @@ class LocalQueueSpec:
         return self.stop_policy in STOPPING_POLICIES
 
 
-@attrs.define(unsafe_hash=True, weakref_slot=False)
+_NO_LOCAL_QUEUE_SPEC = LocalQueueSpec()
+"""The default of the LocalQueueSpec fields (one object, as attrs kept its defaults)."""
+
+
+@final
 class LocalQueueStatus:
     """What Kueue's LocalQueue controller writes: the ``Active`` condition, the workload counts
     and the quota its workloads hold, per flavor (the shape of a ClusterQueue's, never
     ``borrowed``)."""
 
-    conditions: Conditions = ()
-    pending_workloads: int | None = None
-    reserving_workloads: int | None = None
-    admitted_workloads: int | None = None
-    flavors_reservation: tuple[FlavorUsage, ...] = ()
-    flavors_usage: tuple[FlavorUsage, ...] = ()
-    extra: FrozenMap[str, Json] = EMPTY
-    """``fairSharing`` and the rest: kept, not written (fair sharing is not modelled)."""
+    __slots__ = ("conditions", "pending_workloads", "reserving_workloads", "admitted_workloads", "flavors_reservation",
+                 "flavors_usage", "extra")
+
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("conditions", Conditions, ()), Field("pending_workloads", int | None, None),
+        Field("reserving_workloads", int | None, None), Field("admitted_workloads", int | None, None),
+        Field("flavors_reservation", tuple[FlavorUsage, ...], ()), Field("flavors_usage", tuple[FlavorUsage, ...], ()),
+        Field("extra", FrozenMap[str, Json], EMPTY))
+
+    def __init__(self, conditions: Conditions = (), pending_workloads: int | None = None,
+                 reserving_workloads: int | None = None, admitted_workloads: int | None = None,
+                 flavors_reservation: tuple[FlavorUsage, ...] = (), flavors_usage: tuple[FlavorUsage, ...] = (),
+                 extra: FrozenMap[str, Json] = EMPTY) -> None:
+        self.conditions = conditions
+        self.pending_workloads = pending_workloads
+        self.reserving_workloads = reserving_workloads
+        self.admitted_workloads = admitted_workloads
+        self.flavors_reservation = flavors_reservation
+        self.flavors_usage = flavors_usage
+        self.extra = extra
+        """``fairSharing`` and the rest: kept, not written (fair sharing is not modelled)."""
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, LocalQueueStatus):
+            return NotImplemented
+        return (self.conditions == other.conditions and self.pending_workloads == other.pending_workloads and
+                self.reserving_workloads == other.reserving_workloads and
+                self.admitted_workloads == other.admitted_workloads and
+                self.flavors_reservation == other.flavors_reservation and self.flavors_usage == other.flavors_usage and
+                self.extra == other.extra)
+
+    def __hash__(self) -> int:
+        return hash((self.conditions, self.pending_workloads, self.reserving_workloads, self.admitted_workloads,
+                     self.flavors_reservation, self.flavors_usage, self.extra))
+
+    def __repr__(self) -> str:
+        return model_repr(self)
+
+    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
+        return model_reduce(self)
 
 
-@attrs.define(unsafe_hash=True, cache_hash=True, weakref_slot=False)
+_NO_LOCAL_QUEUE_STATUS = LocalQueueStatus()
+"""The default of the LocalQueueStatus fields (one object, as attrs kept its defaults)."""
+
+
+@final
 class LocalQueue:
     KIND: ClassVar[str] = c.LOCAL_QUEUE
     kind: ClassVar[str] = c.LOCAL_QUEUE
     NAMESPACED: ClassVar[bool] = True
 
-    metadata: ObjectMeta
-    spec: LocalQueueSpec = LocalQueueSpec()
-    status: LocalQueueStatus = LocalQueueStatus()
-    extra: FrozenMap[str, Json] = EMPTY
+    __slots__ = ("metadata", "spec", "status", "extra", "_hash")
+
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("metadata", ObjectMeta), Field("spec", LocalQueueSpec, _NO_LOCAL_QUEUE_SPEC),
+        Field("status", LocalQueueStatus, _NO_LOCAL_QUEUE_STATUS), Field("extra", FrozenMap[str, Json], EMPTY))
+
+    def __init__(self, metadata: ObjectMeta, spec: LocalQueueSpec = _NO_LOCAL_QUEUE_SPEC,
+                 status: LocalQueueStatus = _NO_LOCAL_QUEUE_STATUS, extra: FrozenMap[str, Json] = EMPTY) -> None:
+        self.metadata = metadata
+        self.spec = spec
+        self.status = status
+        self.extra = extra
+        self._hash = -1
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, LocalQueue):
+            return NotImplemented
+        return (self.metadata == other.metadata and self.spec == other.spec and self.status == other.status and
+                self.extra == other.extra)
+
+    def __hash__(self) -> int:
+        h = self._hash
+        if h == -1:
+            h = self._hash = hash((self.metadata, self.spec, self.status, self.extra))
+        return h
+
+    def __repr__(self) -> str:
+        return model_repr(self)
+
+    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
+        return model_reduce(self)
 
 
-@attrs.define(unsafe_hash=True, weakref_slot=False)
+@final
 class ResourceFlavorSpec:
-    node_labels: FrozenMap[str, str] = EMPTY
-    tolerations: tuple[FrozenMap[str, Json], ...] = ()
-    extra: FrozenMap[str, Json] = EMPTY
+    __slots__ = ("node_labels", "tolerations", "extra")
+
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("node_labels", FrozenMap[str, str], EMPTY), Field("tolerations", tuple[FrozenMap[str, Json], ...], ()),
+        Field("extra", FrozenMap[str, Json], EMPTY))
+
+    def __init__(self, node_labels: FrozenMap[str, str] = EMPTY, tolerations: tuple[FrozenMap[str, Json], ...] = (),
+                 extra: FrozenMap[str, Json] = EMPTY) -> None:
+        self.node_labels = node_labels
+        self.tolerations = tolerations
+        self.extra = extra
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ResourceFlavorSpec):
+            return NotImplemented
+        return (self.node_labels == other.node_labels and self.tolerations == other.tolerations and
+                self.extra == other.extra)
+
+    def __hash__(self) -> int:
+        return hash((self.node_labels, self.tolerations, self.extra))
+
+    def __repr__(self) -> str:
+        return model_repr(self)
+
+    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
+        return model_reduce(self)
 
 
-@attrs.define(unsafe_hash=True, cache_hash=True, weakref_slot=False)
+_NO_RESOURCE_FLAVOR_SPEC = ResourceFlavorSpec()
+"""The default of the ResourceFlavorSpec fields (one object, as attrs kept its defaults)."""
+
+
+@final
 class ResourceFlavor:
     KIND: ClassVar[str] = c.RESOURCE_FLAVOR
     kind: ClassVar[str] = c.RESOURCE_FLAVOR
     NAMESPACED: ClassVar[bool] = False
 
-    metadata: ObjectMeta
-    spec: ResourceFlavorSpec = ResourceFlavorSpec()
-    extra: FrozenMap[str, Json] = EMPTY
+    __slots__ = ("metadata", "spec", "extra", "_hash")
+
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("metadata", ObjectMeta), Field("spec", ResourceFlavorSpec, _NO_RESOURCE_FLAVOR_SPEC),
+        Field("extra", FrozenMap[str, Json], EMPTY))
+
+    def __init__(self, metadata: ObjectMeta, spec: ResourceFlavorSpec = _NO_RESOURCE_FLAVOR_SPEC,
+                 extra: FrozenMap[str, Json] = EMPTY) -> None:
+        self.metadata = metadata
+        self.spec = spec
+        self.extra = extra
+        self._hash = -1
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ResourceFlavor):
+            return NotImplemented
+        return (self.metadata == other.metadata and self.spec == other.spec and self.extra == other.extra)
+
+    def __hash__(self) -> int:
+        h = self._hash
+        if h == -1:
+            h = self._hash = hash((self.metadata, self.spec, self.extra))
+        return h
+
+    def __repr__(self) -> str:
+        return model_repr(self)
+
+    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
+        return model_reduce(self)
 
 
-@attrs.define(unsafe_hash=True, weakref_slot=False)
+@final
 class ParametersReference:
-    api_group: str = ""
-    kind: str = ""
-    name: str = ""
+    __slots__ = ("api_group", "kind", "name")
+
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("api_group", str, ""), Field("kind", str, ""), Field("name", str, ""))
+
+    def __init__(self, api_group: str = "", kind: str = "", name: str = "") -> None:
+        self.api_group = api_group
+        self.kind = kind
+        self.name = name
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ParametersReference):
+            return NotImplemented
+        return (self.api_group == other.api_group and self.kind == other.kind and self.name == other.name)
+
+    def __hash__(self) -> int:
+        return hash((self.api_group, self.kind, self.name))
+
+    def __repr__(self) -> str:
+        return model_repr(self)
+
+    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
+        return model_reduce(self)
 
 
-@attrs.define(unsafe_hash=True, weakref_slot=False)
+@final
 class AdmissionCheckSpec:
-    controller_name: str = ""
-    parameters: ParametersReference | None = None
-    preemption_policy: str | None = None
-    """KEP-993 only (the ``kep-993-preemption`` switch): when the preemptions a reservation needs
-    may be issued; absent means ``Anytime``."""
-    extra: FrozenMap[str, Json] = EMPTY
+    __slots__ = ("controller_name", "parameters", "preemption_policy", "extra")
+
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("controller_name", str, ""), Field("parameters", ParametersReference | None, None),
+        Field("preemption_policy", str | None, None), Field("extra", FrozenMap[str, Json], EMPTY))
+
+    def __init__(self, controller_name: str = "", parameters: ParametersReference | None = None,
+                 preemption_policy: str | None = None, extra: FrozenMap[str, Json] = EMPTY) -> None:
+        self.controller_name = controller_name
+        self.parameters = parameters
+        self.preemption_policy = preemption_policy
+        """KEP-993 only (the ``kep-993-preemption`` switch): when the preemptions a reservation needs
+        may be issued; absent means ``Anytime``."""
+        self.extra = extra
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, AdmissionCheckSpec):
+            return NotImplemented
+        return (self.controller_name == other.controller_name and self.parameters == other.parameters and
+                self.preemption_policy == other.preemption_policy and self.extra == other.extra)
+
+    def __hash__(self) -> int:
+        return hash((self.controller_name, self.parameters, self.preemption_policy, self.extra))
+
+    def __repr__(self) -> str:
+        return model_repr(self)
+
+    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
+        return model_reduce(self)
 
     @property
     def waits_for_check(self) -> bool:
@@ -349,22 +963,78 @@ class AdmissionCheckSpec:
         return self.preemption_policy == c.PREEMPTION_POLICY_AFTER_CHECK_PASSED_OR_ON_DEMAND
 
 
-@attrs.define(unsafe_hash=True, weakref_slot=False)
+_NO_ADMISSION_CHECK_SPEC = AdmissionCheckSpec()
+"""The default of the AdmissionCheckSpec fields (one object, as attrs kept its defaults)."""
+
+
+@final
 class AdmissionCheckStatus:
-    conditions: Conditions = ()
-    extra: FrozenMap[str, Json] = EMPTY
+    __slots__ = ("conditions", "extra")
+
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("conditions", Conditions, ()), Field("extra", FrozenMap[str, Json], EMPTY))
+
+    def __init__(self, conditions: Conditions = (), extra: FrozenMap[str, Json] = EMPTY) -> None:
+        self.conditions = conditions
+        self.extra = extra
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, AdmissionCheckStatus):
+            return NotImplemented
+        return (self.conditions == other.conditions and self.extra == other.extra)
+
+    def __hash__(self) -> int:
+        return hash((self.conditions, self.extra))
+
+    def __repr__(self) -> str:
+        return model_repr(self)
+
+    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
+        return model_reduce(self)
 
 
-@attrs.define(unsafe_hash=True, cache_hash=True, weakref_slot=False)
+_NO_ADMISSION_CHECK_STATUS = AdmissionCheckStatus()
+"""The default of the AdmissionCheckStatus fields (one object, as attrs kept its defaults)."""
+
+
+@final
 class AdmissionCheck:
     KIND: ClassVar[str] = c.ADMISSION_CHECK
     kind: ClassVar[str] = c.ADMISSION_CHECK
     NAMESPACED: ClassVar[bool] = False
 
-    metadata: ObjectMeta
-    spec: AdmissionCheckSpec = AdmissionCheckSpec()
-    status: AdmissionCheckStatus = AdmissionCheckStatus()
-    extra: FrozenMap[str, Json] = EMPTY
+    __slots__ = ("metadata", "spec", "status", "extra", "_hash")
+
+    FIELDS: ClassVar[tuple[Field, ...]] = (
+        Field("metadata", ObjectMeta), Field("spec", AdmissionCheckSpec, _NO_ADMISSION_CHECK_SPEC),
+        Field("status", AdmissionCheckStatus, _NO_ADMISSION_CHECK_STATUS), Field("extra", FrozenMap[str, Json], EMPTY))
+
+    def __init__(self, metadata: ObjectMeta, spec: AdmissionCheckSpec = _NO_ADMISSION_CHECK_SPEC,
+                 status: AdmissionCheckStatus = _NO_ADMISSION_CHECK_STATUS,
+                 extra: FrozenMap[str, Json] = EMPTY) -> None:
+        self.metadata = metadata
+        self.spec = spec
+        self.status = status
+        self.extra = extra
+        self._hash = -1
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, AdmissionCheck):
+            return NotImplemented
+        return (self.metadata == other.metadata and self.spec == other.spec and self.status == other.status and
+                self.extra == other.extra)
+
+    def __hash__(self) -> int:
+        h = self._hash
+        if h == -1:
+            h = self._hash = hash((self.metadata, self.spec, self.status, self.extra))
+        return h
+
+    def __repr__(self) -> str:
+        return model_repr(self)
+
+    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
+        return model_reduce(self)
 
 
 def cohort_names(obj: object) -> tuple[str, ...]:

@@ -15,9 +15,8 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, NoReturn
 
-import attrs
-
 from kueue_provreq.api.config import SEMANTICS, Configuration, parse_semantics
+from kueue_provreq.api.evolve import evolve
 from kueue_provreq.api.meta import Time
 from kueue_provreq.errors import KueueProvreqError
 from kueue_provreq.extras import SIM, require
@@ -265,7 +264,7 @@ def configuration(args: argparse.Namespace) -> Configuration | None:
     config = configuration_file(args.config)
     if args.semantics is None:
         return config
-    return attrs.evolve(config or Configuration(), semantics=args.semantics)
+    return evolve(config or Configuration(), semantics=args.semantics)
 
 
 def configuration_file(path: str | None) -> Configuration | None:

@@ -6,8 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-import attrs
-
+from kueue_provreq.api.evolve import evolve
 from kueue_provreq.cli import options
 from kueue_provreq.conformance.runner import Outcome, Run, collect, load_scenarios
 from kueue_provreq.conformance.scenario import Scenario
@@ -53,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
     scenarios = _scenarios(args.scenario)
     if config is not None:
         # a Kueue Configuration has no semantics switches: each scenario keeps its own
-        scenarios = [attrs.evolve(s, config=attrs.evolve(config, semantics=s.config.semantics)) for s in scenarios]
+        scenarios = [evolve(s, config=evolve(config, semantics=s.config.semantics)) for s in scenarios]
     jsonl = args.output == "jsonl"
     emit = jsonl_writer(sys.stdout) if jsonl else text_writer(sys.stdout)
     failed = 0

@@ -14,13 +14,13 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
-import attrs
-
 from kueue_provreq.api import constants as c
 from kueue_provreq.api import naming
 from kueue_provreq.api.config import Configuration
+from kueue_provreq.api.evolve import evolve
 from kueue_provreq.api.frozen import FrozenMap
 from kueue_provreq.api.meta import Condition, Time, set_condition
+from kueue_provreq.api.model import fields
 from kueue_provreq.api.objects import Key, KubeObject, already_exists, key_of, not_found
 from kueue_provreq.api.provisioning import ProvisioningRequest
 from kueue_provreq.api.workload import Admission, Workload
@@ -118,10 +118,10 @@ class ModelDriver:
             self._write("apply", Create(self._created(obj)))
             return
         if not has_status and hasattr(old, "status"):
-            obj = attrs.evolve(cast(Any, obj), status=cast(Any, old).status)
+            obj = evolve(cast(Any, obj), status=cast(Any, old).status)
         meta = obj.metadata
         generation = meta.generation if has_generation else next_generation(old, obj)
-        new = attrs.evolve(obj, metadata=attrs.evolve(
+        new = evolve(obj, metadata=evolve(
             meta, uid=meta.uid or old.metadata.uid, generation=generation,
             creation_timestamp=meta.creation_timestamp if meta.creation_timestamp is not None
             else old.metadata.creation_timestamp))
@@ -145,7 +145,7 @@ class ModelDriver:
             raise StepFailed("a patch cannot change an object's kind, namespace or name")
         meta = merge.get("metadata")
         if not (isinstance(meta, Mapping) and meta.get("generation") is not None):
-            new = attrs.evolve(new, metadata=attrs.evolve(new.metadata, generation=next_generation(old, new)))
+            new = evolve(new, metadata=evolve(new.metadata, generation=next_generation(old, new)))
         self._refuse_update(old, new)
         if new != old:
             self._write("patch", Update(new, user_changes(old, new)))
@@ -162,11 +162,11 @@ class ModelDriver:
                    details: Mapping[str, str] | None) -> None:
         pr = self._request(namespace, request)
         conditions, _ = set_condition(pr.status.conditions,
-                                      attrs.evolve(condition, observed_generation=pr.metadata.generation), self._now)
-        status = attrs.evolve(pr.status, conditions=conditions)
+                                      evolve(condition, observed_generation=pr.metadata.generation), self._now)
+        status = evolve(pr.status, conditions=conditions)
         if details is not None:
-            status = attrs.evolve(status, provisioning_class_details=FrozenMap(details))
-        new = attrs.evolve(pr, status=status)
+            status = evolve(status, provisioning_class_details=FrozenMap(details))
+        new = evolve(pr, status=status)
         if new != pr:
             self._write("autoscaler", Update(new))
 
@@ -277,12 +277,12 @@ def scoped(obj: KubeObject) -> KubeObject:
     """A namespaced object given without a namespace lives in ``default``, as kubectl puts it."""
     if not obj.NAMESPACED or obj.metadata.namespace:
         return obj
-    return attrs.evolve(obj, metadata=attrs.evolve(obj.metadata, namespace=DEFAULT_NAMESPACE))
+    return evolve(obj, metadata=evolve(obj.metadata, namespace=DEFAULT_NAMESPACE))
 
 
 def _spec(obj: KubeObject) -> tuple[Any, ...]:
     """Everything but metadata and status: what moves ``metadata.generation``."""
-    return tuple(getattr(obj, f.name) for f in attrs.fields(type(obj)) if f.name not in ("metadata", "status"))
+    return tuple(getattr(obj, f.name) for f in fields(type(obj)) if f.name not in ("metadata", "status"))
 
 
 def next_generation(old: KubeObject, new: KubeObject) -> int:

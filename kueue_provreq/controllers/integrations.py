@@ -24,9 +24,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar, Generic, TypeVar
 
-import attrs
-
 from kueue_provreq.api import constants as c
+from kueue_provreq.api.evolve import evolve
 from kueue_provreq.api.frozen import EMPTY, FrozenMap
 from kueue_provreq.api.job import Job, JobSet, PyTorchJob, ReplicaSpec
 from kueue_provreq.api.meta import Json
@@ -115,13 +114,13 @@ class JobIntegration(Integration[Job]):
 
     def with_templates(self, job: Job, templates: Sequence[FrozenMap[str, Json]]) -> Job:
         (template,) = templates
-        return job if template == job.spec.template else attrs.evolve(job, spec=attrs.evolve(job.spec, template=template))
+        return job if template == job.spec.template else evolve(job, spec=evolve(job.spec, template=template))
 
     def is_suspended(self, job: Job) -> bool:
         return job.spec.suspend is True and job.metadata.annotations.get(c.ANNOTATION_JOB_STOPPING) != "true"
 
     def with_suspend(self, job: Job, suspend: bool) -> Job:
-        return attrs.evolve(job, spec=attrs.evolve(job.spec, suspend=suspend))
+        return evolve(job, spec=evolve(job.spec, suspend=suspend))
 
     def finished(self, job: Job) -> bool:
         return _conditions_true(job.status, c.JOB_COMPLETE, c.JOB_FAILED)
@@ -143,10 +142,10 @@ class JobIntegration(Integration[Job]):
             # the labels the batch controller manages are kept as they are
             labels = (job.spec.template.get("metadata") or EMPTY).get("labels") or EMPTY
             managed = {k: labels[k] for k in c.BATCH_MANAGED_LABELS if k in labels}
-            infos = [attrs.evolve(infos[0], labels=infos[0].labels.merged(managed)), *infos[1:]]
+            infos = [evolve(infos[0], labels=infos[0].labels.merged(managed)), *infos[1:]]
         job = super().stopped(job, infos)
         status = job.status.without("startTime")
-        return job if status is job.status else attrs.evolve(job, status=status)
+        return job if status is job.status else evolve(job, status=status)
 
 
 def min_parallelism(job: Job) -> int | None:
@@ -160,7 +159,7 @@ def min_parallelism(job: Job) -> int | None:
 
 def _with_parallelism(job: Job, count: int) -> Job:
     same = job.metadata.annotations.get(c.ANNOTATION_JOB_COMPLETIONS_EQUAL_PARALLELISM) in _GO_TRUE
-    return attrs.evolve(job, spec=attrs.evolve(job.spec, parallelism=count,
+    return evolve(job, spec=evolve(job.spec, parallelism=count,
                                                completions=count if same else job.spec.completions))
 
 
@@ -180,16 +179,16 @@ class JobSetIntegration(Integration[JobSet]):
     def with_templates(self, job: JobSet, templates: Sequence[FrozenMap[str, Json]]) -> JobSet:
         if tuple(templates) == self.templates(job):
             return job
-        jobs = tuple(attrs.evolve(rj, template=attrs.evolve(rj.template, spec=attrs.evolve(rj.template.spec,
+        jobs = tuple(evolve(rj, template=evolve(rj.template, spec=evolve(rj.template.spec,
                                                                                             template=t)))
                      for rj, t in zip(job.spec.replicated_jobs, templates, strict=True))
-        return attrs.evolve(job, spec=attrs.evolve(job.spec, replicated_jobs=jobs))
+        return evolve(job, spec=evolve(job.spec, replicated_jobs=jobs))
 
     def is_suspended(self, job: JobSet) -> bool:
         return job.spec.suspend is True
 
     def with_suspend(self, job: JobSet, suspend: bool) -> JobSet:
-        return attrs.evolve(job, spec=attrs.evolve(job.spec, suspend=suspend))
+        return evolve(job, spec=evolve(job.spec, suspend=suspend))
 
     def finished(self, job: JobSet) -> bool:
         return _conditions_true(job.status, c.JOBSET_COMPLETED, c.JOB_FAILED)
@@ -218,18 +217,18 @@ class PyTorchJobIntegration(Integration[PyTorchJob]):
 
     def with_templates(self, job: PyTorchJob, templates: Sequence[FrozenMap[str, Json]]) -> PyTorchJob:
         specs = job.spec.pytorch_replica_specs
-        changed = {t: attrs.evolve(specs[t], template=tpl) for t, tpl in zip(self._types(job), templates, strict=True)
+        changed = {t: evolve(specs[t], template=tpl) for t, tpl in zip(self._types(job), templates, strict=True)
                    if specs[t].template != tpl}
         if not changed:
             return job
-        return attrs.evolve(job, spec=attrs.evolve(job.spec, pytorch_replica_specs=specs.merged(changed)))
+        return evolve(job, spec=evolve(job.spec, pytorch_replica_specs=specs.merged(changed)))
 
     def is_suspended(self, job: PyTorchJob) -> bool:
         return job.spec.run_policy.suspend is True
 
     def with_suspend(self, job: PyTorchJob, suspend: bool) -> PyTorchJob:
-        policy = attrs.evolve(job.spec.run_policy, suspend=suspend)
-        return attrs.evolve(job, spec=attrs.evolve(job.spec, run_policy=policy))
+        policy = evolve(job.spec.run_policy, suspend=suspend)
+        return evolve(job, spec=evolve(job.spec, run_policy=policy))
 
     def finished(self, job: PyTorchJob) -> bool:
         return _conditions_true(job.status, c.KUBEFLOW_JOB_SUCCEEDED, c.JOB_FAILED)

@@ -283,10 +283,10 @@ def _merged_template(pod_template: FrozenMap[str, Any], flavors: tuple[ResourceF
     freeze of the whole template)."""
     node_labels: dict[str, str] = {}
     tolerations: list[Any] = []
-    for spec in flavors:
-        for k, v in spec.node_labels.items():
+    for flavor in flavors:
+        for k, v in flavor.node_labels.items():
             node_labels.setdefault(k, v)  # the first flavor wins between flavors
-        tolerations.extend(spec.tolerations)
+        tolerations.extend(flavor.tolerations)
     template = thaw(pod_template)
     spec = template.setdefault("spec", {})
     if node_labels:

@@ -32,8 +32,10 @@ import attrs
 from kueue_provreq import invariants as inv
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.config import SEMANTICS_KEP_993_PREEMPTION, Configuration, parse_semantics
+from kueue_provreq.api.evolve import evolve
 from kueue_provreq.api.frozen import FrozenMap, freeze
 from kueue_provreq.api.meta import Condition, ObjectMeta, Time, set_condition
+from kueue_provreq.api.model import fields, is_model
 from kueue_provreq.api.objects import Key, KubeObject
 from kueue_provreq.api.provisioning import (
     ProvisioningRequest,
@@ -276,7 +278,7 @@ def autoscaler_step(world: World, pr: ProvisioningRequest, trigger: str, now: Ti
     conds = pr.status.conditions
     for type_, status, reason, message in requests.CA_WRITES[RequestTrigger(trigger)]:
         conds, _ = set_condition(conds, Condition(type_, status, reason, message), now)
-    new = attrs.evolve(pr, status=attrs.evolve(pr.status, conditions=conds))
+    new = evolve(pr, status=evolve(pr.status, conditions=conds))
     if provisioning_request_phase(new) != want:
         raise IllegalTransition(f"autoscaler {trigger} took {pr.metadata.name} to "
                                 f"{provisioning_request_phase(new)}, the machine says {want}")
@@ -500,7 +502,7 @@ def _plan(cls: type) -> tuple[tuple[str, str], ...]:
     if plan is None:
         plan = _PLANS[cls] = tuple(
             (f.name, "uid" if f.name == "uid" else "time" if _TIME.search(str(f.type)) else "deep")
-            for f in attrs.fields(cls))
+            for f in fields(cls))
     return plan
 
 
@@ -512,7 +514,7 @@ def _transform(value: Any, now: int, strings: Callable[[str], str] | None) -> An
     if isinstance(value, FrozenMap):
         return FrozenMap({_transform(k, now, strings): _transform(v, now, strings) for k, v in value.items()}) \
             if strings is not None else value
-    if isinstance(value, Quantity) or not attrs.has(type(value)):
+    if isinstance(value, Quantity) or not is_model(type(value)):
         return value
     changes = {}
     for name, kind in _plan(type(value)):
@@ -525,7 +527,7 @@ def _transform(value: Any, now: int, strings: Callable[[str], str] | None) -> An
             new = _transform(old, now, strings)
         if new is not old:
             changes[name] = new
-    return attrs.evolve(value, **changes) if changes else value
+    return evolve(value, **changes) if changes else value
 
 
 _CANONICAL: dict[tuple[KubeObject, int], KubeObject] = {}

@@ -1,4 +1,4 @@
-"""A codec between JSON-shaped data and the frozen attrs models, driven by their type hints.
+"""A codec between JSON-shaped data and the frozen models, driven by their fields' types.
 
 Each model field maps to a camelCase JSON key derived from its name (a field's
 ``metadata={"json": ...}`` overrides it).  The decoding and encoding plan of a
@@ -34,6 +34,7 @@ import attrs
 
 from kueue_provreq.api.frozen import FrozenMap, freeze, thaw
 from kueue_provreq.api.meta import Duration, Time
+from kueue_provreq.api.model import NOTHING, fields, is_model
 from kueue_provreq.api.quantity import Quantity, QuantityError
 from kueue_provreq.manifests import schema
 from kueue_provreq.manifests.errors import ManifestError
@@ -318,14 +319,14 @@ def _build_converter(tp: Any) -> tuple[Decoder, Encoder]:
             return FrozenMap(out)
 
         return dec_map, (lambda v: {k: enc_value(x) for k, x in v.items()})
-    if isinstance(tp, type) and attrs.has(tp):
+    if isinstance(tp, type) and is_model(tp):
         cls = tp
         return ((lambda v, path: _decode_object(_plan(cls), v, path)),
                 (lambda v: _encode_object(_plan(cls), v)))
     raise TypeError(f"the manifest codec has no rule for {tp!r}")
 
 
-# --- attrs classes ---------------------------------------------------------------------
+# --- model classes ---------------------------------------------------------------------
 
 @attrs.frozen
 class _Field:
@@ -364,22 +365,21 @@ def _plan(cls: type) -> _Plan:
 
 
 def _build_plan(cls: type) -> _Plan:
-    hints = typing.get_type_hints(cls)
     required = schema.REQUIRED.get(cls, ())
     always_written = schema.ALWAYS_WRITTEN.get(cls, ())
-    fields = []
+    planned: list[_Field] = []
     has_extra = False
-    for a in attrs.fields(cls):
+    for a in fields(cls):
         if a.name == "extra":
             has_extra = True
             continue
         key = a.metadata.get("json", _camel(a.name))
-        dec, enc = _converter(hints[a.name])
-        is_required = a.default is attrs.NOTHING or key in required
-        fields.append(_Field(a.name, key, dec, enc, required=is_required,
-                             optional=_optional_of(hints[a.name]) is not None,
+        dec, enc = _converter(a.type)
+        is_required = a.default is NOTHING or key in required
+        planned.append(_Field(a.name, key, dec, enc, required=is_required,
+                             optional=_optional_of(a.type) is not None,
                              omitempty=not is_required and key not in always_written))
-    return _Plan(cls, tuple(fields), {f.key: f for f in fields}, has_extra)
+    return _Plan(cls, tuple(planned), {f.key: f for f in planned}, has_extra)
 
 
 def _is_empty(encoded: Any) -> bool:
@@ -439,7 +439,7 @@ def encode(obj: Any) -> Any:
     Bare ``Time``/``Duration`` values are plain numbers at run time, so they
     encode as such; inside a model they are written as strings.
     """
-    if attrs.has(type(obj)):
+    if is_model(type(obj)):
         return _encode_object(_plan(type(obj)), obj)
     if isinstance(obj, Quantity):
         return obj.to_json()

@@ -21,10 +21,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
 
-import attrs
-
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.config import DEFAULT_FEATURE_GATES, Configuration, WaitForPodsReady, parse_semantics
+from kueue_provreq.api.evolve import evolve
 from kueue_provreq.manifests.codec import decode, describe, parse_duration
 from kueue_provreq.manifests.errors import ManifestError, ManifestErrors
 from kueue_provreq.manifests.nodes import ANY, Arr, Bool, Duration, Int, Obj, Problems, Str, join
@@ -134,26 +133,26 @@ def _load(data: Mapping[str, Any], scenario: bool) -> Configuration:
     model: dict[str, Any] = {k: v for k, v in body.items() if k in known and k != "waitForPodsReady"}
     config = decode(Configuration, model)
     if scenario and SEMANTICS_FIELD in data:
-        config = attrs.evolve(config, semantics=_semantics(data[SEMANTICS_FIELD]))
+        config = evolve(config, semantics=_semantics(data[SEMANTICS_FIELD]))
     unknown = [name for name in config.feature_gates if name not in DEFAULT_FEATURE_GATES]
     if unknown:
         raise ManifestError(f"unknown feature gate {', '.join(unknown)} "
                             f"(known: {', '.join(DEFAULT_FEATURE_GATES)})", path="featureGates")
-    config = attrs.evolve(config, feature_gates=DEFAULT_FEATURE_GATES.merged(config.feature_gates))
+    config = evolve(config, feature_gates=DEFAULT_FEATURE_GATES.merged(config.feature_gates))
     frameworks = (body.get("integrations") or {}).get("frameworks")
     if frameworks:
-        config = attrs.evolve(config, frameworks=tuple(frameworks))
+        config = evolve(config, frameworks=tuple(frameworks))
     elif not scenario:
-        config = attrs.evolve(config, frameworks=(c.FRAMEWORK_JOB,))
+        config = evolve(config, frameworks=(c.FRAMEWORK_JOB,))
     if wait is None:
-        return attrs.evolve(config, wait_for_pods_ready=None)
+        return evolve(config, wait_for_pods_ready=None)
     waiting = decode(Configuration, {"waitForPodsReady": wait}).wait_for_pods_ready
     assert waiting is not None
     if not waiting.timeout:  # Go cannot tell 0s from absent: the default applies
-        waiting = attrs.evolve(waiting, timeout=_DEFAULT_WAIT.timeout)
+        waiting = evolve(waiting, timeout=_DEFAULT_WAIT.timeout)
     if waiting.recovery_timeout is None:
-        waiting = attrs.evolve(waiting, recovery_timeout=waiting.timeout)
-    return attrs.evolve(config, wait_for_pods_ready=waiting)
+        waiting = evolve(waiting, recovery_timeout=waiting.timeout)
+    return evolve(config, wait_for_pods_ready=waiting)
 
 
 def _semantics(value: Any) -> frozenset[str]:

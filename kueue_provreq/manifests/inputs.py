@@ -29,6 +29,7 @@ from typing import Any, Final, TextIO
 import attrs
 
 from kueue_provreq.api import constants as c
+from kueue_provreq.api.evolve import evolve
 from kueue_provreq.api.naming import generated_name
 from kueue_provreq.api.objects import KubeObject, key_of
 from kueue_provreq.errors import KueueProvreqError
@@ -251,7 +252,7 @@ def load_inputs(sources: Sequence[str], *, validation: str = STRICT, stdin: Text
 
 def _in_namespace(loaded: list[tuple[KubeObject, Any]]) -> list[tuple[KubeObject, Any]]:
     """A namespaced object without a namespace is in ``default``."""
-    return [(attrs.evolve(obj, metadata=attrs.evolve(obj.metadata, namespace=c.DEFAULT_NAMESPACE))
+    return [(evolve(obj, metadata=evolve(obj.metadata, namespace=c.DEFAULT_NAMESPACE))
              if obj.NAMESPACED and not obj.metadata.namespace else obj, doc) for obj, doc in loaded]
 
 
@@ -270,7 +271,7 @@ def _name_generated(loaded: list[tuple[KubeObject, Any]]) -> list[tuple[KubeObje
                 ordinals[(meta.namespace, prefix)] += 1
                 if (obj.KIND, meta.namespace, name) not in taken:
                     break
-            obj = attrs.evolve(obj, metadata=attrs.evolve(meta, name=name))
+            obj = evolve(obj, metadata=evolve(meta, name=name))
             taken.add(key_of(obj))
         out.append((obj, doc))
     return out
@@ -295,13 +296,13 @@ def _merge_duplicates(loaded: list[tuple[KubeObject, Any]], warnings: list[Manif
         index, earlier = first[key]
         old = objects[index]
         meta = obj.metadata
-        merged: Any = attrs.evolve(obj, metadata=attrs.evolve(
+        merged: Any = evolve(obj, metadata=evolve(
             meta, uid=meta.uid or old.metadata.uid,
             creation_timestamp=old.metadata.creation_timestamp if meta.creation_timestamp is None
             else meta.creation_timestamp,
             generation=old.metadata.generation if meta.generation is None else meta.generation))
         if hasattr(old, "status") and not (isinstance(doc, Mapping) and "status" in doc):
-            merged = attrs.evolve(merged, status=old.status)
+            merged = evolve(merged, status=old.status)
         objects[index] = merged
         name = f"{obj.KIND} {meta.namespace + '/' if meta.namespace else ''}{meta.name}"
         warnings.append(ManifestError(f"also defined at {_where(earlier)}; this definition is applied over "

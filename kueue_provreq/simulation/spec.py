@@ -25,6 +25,7 @@ import attrs
 from kueue_provreq import trace as trace_format
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.config import Configuration, UnknownSemantics, parse_semantics
+from kueue_provreq.api.evolve import evolve
 from kueue_provreq.api.frozen import FrozenMap
 from kueue_provreq.api.job import Job, JobSet, PyTorchJob
 from kueue_provreq.api.meta import Time
@@ -525,9 +526,9 @@ def parse(document: Document, *, config: Configuration | None = None, count: int
     if config is None:
         config = _configuration(document, data.get("configuration"))
     if feature_gates:
-        config = attrs.evolve(config, feature_gates=config.feature_gates.merged(feature_gates))
+        config = evolve(config, feature_gates=config.feature_gates.merged(feature_gates))
     if data.get("semantics") is not None:
-        config = attrs.evolve(config, semantics=parse_semantics(data["semantics"]))
+        config = evolve(config, semantics=parse_semantics(data["semantics"]))
     setup = _setup(document, schema, data.get("setup") or {}, retry_strategy or {}, source)
     job_model = _job_model(data.get("jobs") or {}, JobModel())
     w = data["workloads"]
@@ -618,7 +619,7 @@ def starting_world(cluster: Sequence[KubeObject], setup: Sequence[KubeObject], r
             continue
         if jobs.management(World(kept), job, config).managed:
             wl = jobs.workload_for(job, config)
-            kept.append(attrs.evolve(wl, metadata=attrs.evolve(wl.metadata,
+            kept.append(evolve(wl, metadata=evolve(wl.metadata,
                                                                creation_timestamp=job.metadata.creation_timestamp)))
     fields = {attr: retry_strategy[name] for name, attr in zip(
         RETRY_STRATEGY_FIELDS, ("backoff_limit_count", "backoff_base_seconds", "backoff_max_seconds"), strict=True)
@@ -635,8 +636,8 @@ def left_out(cluster: Sequence[KubeObject], setup: Sequence[KubeObject], start: 
 
 
 def _retried(prc: ProvisioningRequestConfig, fields: Mapping[str, int]) -> ProvisioningRequestConfig:
-    strategy = attrs.evolve(prc.spec.retry_strategy, **fields)
-    return attrs.evolve(prc, spec=attrs.evolve(prc.spec, retry_strategy=strategy))
+    strategy = evolve(prc.spec.retry_strategy, **fields)
+    return evolve(prc, spec=evolve(prc.spec, retry_strategy=strategy))
 
 
 def _retry_source(error: ManifestError, source: Callable[[str], str | None]) -> ManifestError:
