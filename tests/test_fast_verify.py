@@ -13,10 +13,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import attrs
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from kueue_provreq.api.evolve import evolve
 from kueue_provreq.api.frozen import FrozenMap
 from kueue_provreq.api.workload import Workload
 from kueue_provreq.conformance.model import ModelDriver, Observer
@@ -90,7 +90,7 @@ def test_verify_mode_catches_a_no_op_test_that_drops_a_write() -> None:
     answer against a deep equality (the write path's answer is given to the check here, as a
     wrong one: the compiled engine's functions cannot be patched to give it)."""
     (wl,) = (o for o in build_objects(Options()) if isinstance(o, Workload))
-    new = attrs.evolve(wl, metadata=attrs.evolve(wl.metadata, labels=FrozenMap({"seen": "yes"})))
+    new = evolve(wl, metadata=evolve(wl.metadata, labels=FrozenMap({"seen": "yes"})))
     diff = changed_parts(wl, new)
     assert diff
     checked_change(wl, Update(new), diff)  # the write path's answer: right
@@ -98,4 +98,4 @@ def test_verify_mode_catches_a_no_op_test_that_drops_a_write() -> None:
                                           "write that changes it"):
         checked_change(wl, Update(new), 0)
     with pytest.raises(SettleError, match="changed by a write that leaves it"):
-        checked_change(wl, Update(attrs.evolve(wl)), diff)
+        checked_change(wl, Update(evolve(wl)), diff)
