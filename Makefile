@@ -134,13 +134,15 @@ bench-sim: $(STAMP)
 	$(BIN)/python benchmarks/bench_sim.py
 
 # The mypyc build (issue 10, measured again for issue 25; docs/performance.rst, "No compiled
-# build, measured"): mypyc (shipped with the pinned mypy of the dev extra) over every core module
-# but the models, in a copy of the package in build/compiled/; the attrs models (api/ model
-# modules) and errors.py (which interpreted edges subclass) stay interpreted. Nothing else uses
-# it; `make test-compiled` runs conformance, the engine and the property tests against it.
+# build, measured"): mypyc (shipped with the pinned mypy of the dev extra) over every core module,
+# the hand-written models with them (native classes), in a copy of the package in build/compiled/.
+# Interpreted stay: api/frozen.py (FrozenMap is a Mapping), api/quantity.py (an attrs class),
+# api/immutable.py (the tests' guard) and errors.py (which interpreted edges subclass). Nothing
+# else uses it; `make test-compiled` runs conformance, the engine and the property tests against it.
 COMPILED_DIR := build/compiled
 COMPILED_MODULES := kueue_provreq/world.py kueue_provreq/world_builder.py \
-	$(addprefix kueue_provreq/api/,constants.py evolve.py memo.py naming.py objects.py) \
+	$(addprefix kueue_provreq/api/,config.py constants.py evolve.py job.py memo.py meta.py model.py naming.py \
+		objects.py provisioning.py queues.py workload.py) \
 	$(filter-out %/__init__.py,$(sort $(wildcard kueue_provreq/engine/*.py kueue_provreq/controllers/*.py kueue_provreq/machines/*.py)))
 COMPILED_STAMP := $(COMPILED_DIR)/.built
 
