@@ -34,6 +34,7 @@ def load(name: str) -> ModuleType:
     ("bench_verify", ["--size", "20", "--repeat", "1"]),
     ("bench_breakdown", ["--size", "20"]),
     ("bench_sim_breakdown", ["--workloads", "20"]),
+    ("bench_sim_cold", ["--workloads", "20", "--every", "2", "--repeat", "1", "--thrash", "data", "--data-kib", "64"]),
     ("bench_passes", ["--size", "10", "--runs", "2"]),
     ("bench_bytecodes", ["--size", "5", "--top", "3"]),
     ("bench_memory", ["--size", "20", "--top", "3"]),

@@ -10,11 +10,14 @@ import pytest
 import yaml
 from kueue_provreq import cli
 from kueue_provreq.api.evolve import evolve
+from kueue_provreq.controllers.workload_status import checks_for_flavors
 from kueue_provreq.manifests import ManifestError
 from kueue_provreq.simulation import load_document, parse, simulate
+from kueue_provreq.simulation.loop import Loop
 from kueue_provreq.simulation.output import summary_json, workloads_csv
 from kueue_provreq.simulation.run import GANTT_LIMIT, Report
 from kueue_provreq.simulation.settings import apply, parse_setting
+from kueue_provreq.world_builder import build_world
 
 from builders import EXAMPLES, SETUP, job, objects, simulation_file
 
@@ -62,6 +65,18 @@ def test_the_engine_misses_no_reconcile_during_a_simulation(tmp_path: Path) -> N
     report = run(simulation_file(tmp_path), verify=True)
     assert report.summary.workloads == 12
     assert report == run(simulation_file(tmp_path))  # verification changes nothing
+
+
+def test_a_run_starts_with_the_memos_empty(tmp_path: Path) -> None:
+    """What an earlier run memoised is keyed by that run's objects: equal to the next run's,
+    not the same, so every lookup would compare them deeply.  The next run drops it, and
+    gives the same report."""
+    first = run(simulation_file(tmp_path))
+    assert checks_for_flavors.cache_info().currsize > 0
+    sim = parse(load_document(simulation_file(tmp_path)))
+    Loop(build_world(sim.setup, sim.start, sim.config), sim.config, sim.start)
+    assert checks_for_flavors.cache_info().currsize == 0
+    assert run(simulation_file(tmp_path)) == first
 
 
 def test_the_seed_decides_and_the_file_seed_can_be_overridden(tmp_path: Path) -> None:

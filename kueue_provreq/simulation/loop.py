@@ -21,6 +21,7 @@ from collections.abc import Callable
 from itertools import count
 
 from kueue_provreq.api.config import Configuration
+from kueue_provreq.api.memo import clear_caches
 from kueue_provreq.api.meta import Time
 from kueue_provreq.api.objects import Key, KubeObject
 from kueue_provreq.controllers.context import Context
@@ -35,6 +36,11 @@ class Loop:
     """One simulated run: a world, its controllers, and the events still to come."""
 
     def __init__(self, world: World, config: Configuration, start: Time, verify: bool = False) -> None:
+        # The library's memos (``api.memo``) are keyed by the models, and a run builds its own:
+        # what an earlier run in this process left there is keyed by objects equal to this
+        # run's and not the same, so each lookup would end in a deep equality of the queue's
+        # spec (a sweep's worker runs point after point).  A run starts them empty instead.
+        clear_caches()
         self.world = world
         self.config = config
         self.now = start

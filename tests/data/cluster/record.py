@@ -55,7 +55,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import attrs
 import yaml
 
 HERE = Path(__file__).resolve().parent
@@ -63,6 +62,7 @@ ROOT = HERE.parents[2]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from kueue_provreq.api import constants as c  # noqa: E402
+from kueue_provreq.api.evolve import evolve  # noqa: E402
 from kueue_provreq.api.meta import Time  # noqa: E402
 from kueue_provreq.autoscaler import parse_script, reconcile  # noqa: E402
 from kueue_provreq.cluster import client, snapshot  # noqa: E402
@@ -393,7 +393,7 @@ def write_scenarios(bed: controlplane.Testbed, documents: list[Obj]) -> dict[str
         after.apply(effect)
     delete = provisioning.reconcile(after.copy(), key, Context(now=due)).effects
     template = next(o for o in world.objects(c.POD_TEMPLATE))
-    fresh = Create(attrs.evolve(template, metadata=attrs.evolve(template.metadata, name="ppt-new-main")))
+    fresh = Create(evolve(template, metadata=evolve(template.metadata, name="ppt-new-main")))
     steps: list[tuple[str, list[Any], World, Time]] = [
         ("eviction", list(evict), world, due), ("conflict", list(evict), world, Time(0)),
         ("delete", list(delete), after, Time(0)), ("create", [fresh, fresh], world, Time(0))]
