@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from typing import Any, ClassVar, final
 
 from kueue_provreq.api import constants as c
+from kueue_provreq.api import meta
 from kueue_provreq.api.frozen import EMPTY, FrozenMap
 from kueue_provreq.api.meta import Duration, Json
 from kueue_provreq.api.model import Field, model_reduce, model_repr
@@ -84,8 +85,10 @@ class WaitForPodsReady:
         Field("requeuing_strategy", RequeuingStrategy, _NO_REQUEUING_STRATEGY),
         Field("extra", FrozenMap[str, Json], EMPTY))
 
-    def __init__(self, timeout: Duration = _HALF_AN_HOUR, block_admission: bool = False,
-                 recovery_timeout: Duration | None = None,
+    # meta.Duration, not Duration: the API reference reads these annotations as written, and a
+    # bare ``Duration`` would name the manifests' Duration node too
+    def __init__(self, timeout: meta.Duration = _HALF_AN_HOUR, block_admission: bool = False,
+                 recovery_timeout: meta.Duration | None = None,
                  requeuing_strategy: RequeuingStrategy = _NO_REQUEUING_STRATEGY,
                  extra: FrozenMap[str, Json] = EMPTY) -> None:
         self.timeout = timeout

@@ -1,11 +1,12 @@
-"""A fast ``attrs.evolve`` and ``==`` for the frozen models.
+"""``evolve`` and a fast ``==`` for the frozen models, hand-written or attrs.
 
-``attrs.evolve`` looks the class's fields up and builds a kwargs dict on every call, which
-costs several microseconds; controllers evolve objects on every status write, so that was a
-large share of a reconcile.  Here each class gets, once, a generated function that calls its
-``__init__`` with every field either taken from ``changes`` or read from the instance.  Going
-through ``__init__`` (rather than copying slots) keeps the per-instance hash cache of
-``cache_hash=True`` classes fresh and any future validator or converter in force.
+``attrs.evolve`` works on attrs classes only, and looks the class's fields up and builds a
+kwargs dict on every call, which costs several microseconds; controllers evolve objects on every
+status write, so that was a large share of a reconcile.  Here each class gets, once, a generated
+function that calls its ``__init__`` with every field (:func:`~kueue_provreq.api.model.fields`)
+either taken from ``changes`` or read from the instance.  Going through ``__init__`` (rather
+than copying slots) keeps the per-instance hash cache fresh and what a class derives when it is
+built derived again.
 """
 
 from __future__ import annotations
