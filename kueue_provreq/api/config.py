@@ -13,13 +13,13 @@ own default.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, ClassVar, final
+from typing import ClassVar, final
 
 from kueue_provreq.api import constants as c
 from kueue_provreq.api import meta
 from kueue_provreq.api.frozen import EMPTY, FrozenMap
 from kueue_provreq.api.meta import Duration, Json
-from kueue_provreq.api.model import Field, model_reduce, model_repr
+from kueue_provreq.api.model import Field, Model
 from kueue_provreq.errors import KueueProvreqError
 
 #: Feature gates the library models, with upstream's defaults at the modelled snapshot.
@@ -38,7 +38,7 @@ MODELLED_FRAMEWORKS: tuple[str, ...] = (c.FRAMEWORK_JOB, c.FRAMEWORK_JOBSET, c.F
 
 
 @final
-class RequeuingStrategy:
+class RequeuingStrategy(Model):
     __slots__ = ("timestamp", "backoff_limit_count", "backoff_base_seconds", "backoff_max_seconds")
 
     FIELDS: ClassVar[tuple[Field, ...]] = (
@@ -62,12 +62,6 @@ class RequeuingStrategy:
     def __hash__(self) -> int:
         return hash((self.timestamp, self.backoff_limit_count, self.backoff_base_seconds, self.backoff_max_seconds))
 
-    def __repr__(self) -> str:
-        return model_repr(self)
-
-    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
-        return model_reduce(self)
-
 
 _NO_REQUEUING_STRATEGY = RequeuingStrategy()
 """The default of the RequeuingStrategy fields (one object, as attrs kept its defaults)."""
@@ -76,7 +70,7 @@ _HALF_AN_HOUR = Duration(1800.0)
 
 
 @final
-class WaitForPodsReady:
+class WaitForPodsReady(Model):
     __slots__ = ("timeout", "block_admission", "recovery_timeout", "requeuing_strategy", "extra")
 
     FIELDS: ClassVar[tuple[Field, ...]] = (
@@ -106,12 +100,6 @@ class WaitForPodsReady:
 
     def __hash__(self) -> int:
         return hash((self.timeout, self.block_admission, self.recovery_timeout, self.requeuing_strategy, self.extra))
-
-    def __repr__(self) -> str:
-        return model_repr(self)
-
-    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
-        return model_reduce(self)
 
     @property
     def effective_recovery_timeout(self) -> float | None:
@@ -155,7 +143,7 @@ _NO_SEMANTICS: frozenset[str] = frozenset()
 
 
 @final
-class Configuration:
+class Configuration(Model):
     """Kueue's configuration, with the switches and gates every reconcile asks derived when it is
     built (plain slots: see :class:`~kueue_provreq.api.workload.WorkloadStatus`)."""
 
@@ -203,12 +191,6 @@ class Configuration:
             h = self._hash = hash((self.wait_for_pods_ready, self.feature_gates, self.extra, self.semantics,
                                    self.manage_jobs_without_queue_name, self.frameworks))
         return h
-
-    def __repr__(self) -> str:
-        return model_repr(self)
-
-    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
-        return model_reduce(self)
 
     def gate(self, name: str) -> bool:
         return self._gates.get(name, False)

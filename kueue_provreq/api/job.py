@@ -9,18 +9,18 @@ active pods) and the model writes none.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, final
+from typing import ClassVar, final
 
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.frozen import EMPTY, FrozenMap
 from kueue_provreq.api.meta import Json, ObjectMeta
-from kueue_provreq.api.model import Field, model_reduce, model_repr
+from kueue_provreq.api.model import Field, Model
 
 # --- batch/v1 Job ---------------------------------------------------------------------------
 
 
 @final
-class JobSpec:
+class JobSpec(Model):
     __slots__ = ("suspend", "parallelism", "completions", "template", "extra")
 
     FIELDS: ClassVar[tuple[Field, ...]] = (
@@ -46,12 +46,6 @@ class JobSpec:
     def __hash__(self) -> int:
         return hash((self.suspend, self.parallelism, self.completions, self.template, self.extra))
 
-    def __repr__(self) -> str:
-        return model_repr(self)
-
-    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
-        return model_reduce(self)
-
     @property
     def pods_count(self) -> int:
         """How many pods run at once: ``parallelism`` (1 when absent, as the API server defaults
@@ -65,7 +59,7 @@ _NO_JOB_SPEC = JobSpec()
 
 
 @final
-class Job:
+class Job(Model):
     KIND: ClassVar[str] = c.JOB
     kind: ClassVar[str] = c.JOB
     NAMESPACED: ClassVar[bool] = True
@@ -97,18 +91,12 @@ class Job:
             h = self._hash = hash((self.metadata, self.spec, self.status, self.extra))
         return h
 
-    def __repr__(self) -> str:
-        return model_repr(self)
-
-    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
-        return model_reduce(self)
-
 
 # --- JobSet (jobset.x-k8s.io/v1alpha2) ----------------------------------------------------------
 
 
 @final
-class JobTemplate:
+class JobTemplate(Model):
     """batch/v1 ``JobTemplateSpec``."""
 
     __slots__ = ("metadata", "spec")
@@ -128,15 +116,9 @@ class JobTemplate:
     def __hash__(self) -> int:
         return hash((self.metadata, self.spec))
 
-    def __repr__(self) -> str:
-        return model_repr(self)
-
-    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
-        return model_reduce(self)
-
 
 @final
-class ReplicatedJob:
+class ReplicatedJob(Model):
     __slots__ = ("name", "template", "replicas", "extra")
 
     FIELDS: ClassVar[tuple[Field, ...]] = (
@@ -160,15 +142,9 @@ class ReplicatedJob:
     def __hash__(self) -> int:
         return hash((self.name, self.template, self.replicas, self.extra))
 
-    def __repr__(self) -> str:
-        return model_repr(self)
-
-    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
-        return model_reduce(self)
-
 
 @final
-class JobSetSpec:
+class JobSetSpec(Model):
     __slots__ = ("replicated_jobs", "suspend", "extra")
 
     FIELDS: ClassVar[tuple[Field, ...]] = (
@@ -190,19 +166,13 @@ class JobSetSpec:
     def __hash__(self) -> int:
         return hash((self.replicated_jobs, self.suspend, self.extra))
 
-    def __repr__(self) -> str:
-        return model_repr(self)
-
-    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
-        return model_reduce(self)
-
 
 _NO_JOB_SET_SPEC = JobSetSpec()
 """The default of the JobSetSpec fields (one object, as attrs kept its defaults)."""
 
 
 @final
-class JobSet:
+class JobSet(Model):
     KIND: ClassVar[str] = c.JOBSET
     kind: ClassVar[str] = c.JOBSET
     NAMESPACED: ClassVar[bool] = True
@@ -233,18 +203,12 @@ class JobSet:
             h = self._hash = hash((self.metadata, self.spec, self.status, self.extra))
         return h
 
-    def __repr__(self) -> str:
-        return model_repr(self)
-
-    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
-        return model_reduce(self)
-
 
 # --- Kubeflow PyTorchJob (kubeflow.org/v1) ------------------------------------------------------
 
 
 @final
-class ReplicaSpec:
+class ReplicaSpec(Model):
     __slots__ = ("replicas", "template", "restart_policy", "extra")
 
     FIELDS: ClassVar[tuple[Field, ...]] = (
@@ -268,15 +232,9 @@ class ReplicaSpec:
     def __hash__(self) -> int:
         return hash((self.replicas, self.template, self.restart_policy, self.extra))
 
-    def __repr__(self) -> str:
-        return model_repr(self)
-
-    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
-        return model_reduce(self)
-
 
 @final
-class RunPolicy:
+class RunPolicy(Model):
     __slots__ = ("suspend", "extra")
 
     FIELDS: ClassVar[tuple[Field, ...]] = (
@@ -294,19 +252,13 @@ class RunPolicy:
     def __hash__(self) -> int:
         return hash((self.suspend, self.extra))
 
-    def __repr__(self) -> str:
-        return model_repr(self)
-
-    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
-        return model_reduce(self)
-
 
 _NO_RUN_POLICY = RunPolicy()
 """The default of the RunPolicy fields (one object, as attrs kept its defaults)."""
 
 
 @final
-class PyTorchJobSpec:
+class PyTorchJobSpec(Model):
     __slots__ = ("pytorch_replica_specs", "run_policy", "extra")
 
     FIELDS: ClassVar[tuple[Field, ...]] = (
@@ -331,19 +283,13 @@ class PyTorchJobSpec:
     def __hash__(self) -> int:
         return hash((self.pytorch_replica_specs, self.run_policy, self.extra))
 
-    def __repr__(self) -> str:
-        return model_repr(self)
-
-    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
-        return model_reduce(self)
-
 
 _NO_PY_TORCH_JOB_SPEC = PyTorchJobSpec()
 """The default of the PyTorchJobSpec fields (one object, as attrs kept its defaults)."""
 
 
 @final
-class PyTorchJob:
+class PyTorchJob(Model):
     KIND: ClassVar[str] = c.PYTORCH_JOB
     kind: ClassVar[str] = c.PYTORCH_JOB
     NAMESPACED: ClassVar[bool] = True
@@ -373,9 +319,3 @@ class PyTorchJob:
         if h == -1:
             h = self._hash = hash((self.metadata, self.spec, self.status, self.extra))
         return h
-
-    def __repr__(self) -> str:
-        return model_repr(self)
-
-    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
-        return model_reduce(self)

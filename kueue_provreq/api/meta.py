@@ -12,7 +12,7 @@ import sys
 from typing import TYPE_CHECKING, Any, ClassVar, NewType, Union, final
 
 from kueue_provreq.api.frozen import EMPTY, FrozenMap
-from kueue_provreq.api.model import Field, model_reduce, model_repr
+from kueue_provreq.api.model import Field, Model
 from kueue_provreq.errors import KueueProvreqError
 
 if TYPE_CHECKING:  # the core never imports datetime; the type is only named here
@@ -38,7 +38,7 @@ Json = Any
 
 
 @final
-class OwnerReference:
+class OwnerReference(Model):
     __slots__ = ("api_version", "kind", "name", "uid", "controller", "block_owner_deletion", "extra")
 
     FIELDS: ClassVar[tuple[Field, ...]] = (
@@ -67,15 +67,9 @@ class OwnerReference:
         return hash((self.api_version, self.kind, self.name, self.uid, self.controller, self.block_owner_deletion,
                      self.extra))
 
-    def __repr__(self) -> str:
-        return model_repr(self)
-
-    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
-        return model_reduce(self)
-
 
 @final
-class ObjectMeta:
+class ObjectMeta(Model):
     __slots__ = ("name", "namespace", "uid", "generation", "creation_timestamp", "labels", "annotations",
                  "owner_references", "finalizers", "deletion_timestamp", "extra", "_hash")
 
@@ -123,12 +117,6 @@ class ObjectMeta:
                                    self.deletion_timestamp, self.extra))
         return h
 
-    def __repr__(self) -> str:
-        return model_repr(self)
-
-    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
-        return model_reduce(self)
-
     @property
     def terminating(self) -> bool:
         return self.deletion_timestamp is not None
@@ -141,7 +129,7 @@ class ObjectMeta:
 
 
 @final
-class Condition:
+class Condition(Model):
     __slots__ = ("type", "status", "reason", "message", "last_transition_time", "observed_generation")
 
     FIELDS: ClassVar[tuple[Field, ...]] = (
@@ -167,12 +155,6 @@ class Condition:
     def __hash__(self) -> int:
         return hash((self.type, self.status, self.reason, self.message, self.last_transition_time,
                      self.observed_generation))
-
-    def __repr__(self) -> str:
-        return model_repr(self)
-
-    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
-        return model_reduce(self)
 
 
 Conditions = tuple[Condition, ...]

@@ -14,22 +14,23 @@ Each such class is written the same way, and behaves as the attrs class it repla
   type, default, JSON metadata) in field order.  It is data, not annotations, because a
   compiled class has neither a signature nor annotations to read; the manifest codec, the
   explorer and :func:`~kueue_provreq.api.evolve.evolve` read it through :func:`fields`, which
-  reads attrs classes (the cold models stay attrs) the same way.  ``tests/test_model.py``
+  reads attrs classes (:class:`~kueue_provreq.api.quantity.Quantity`, the settings of the edges)
+  the same way.  ``tests/test_model.py``
   checks each ``__init__`` and ``__slots__`` against it.
 - ``__init__`` takes the fields with the same defaults, positionally or by name;
-- ``__eq__`` compares the fields as one tuple with an object of the very same class (as attrs'
-  does), and ``__hash__`` hashes that tuple; the big ones keep their hash in ``_hash``
+- ``__eq__`` compares the fields one by one, ``and``-chained, as attrs generates it (comparing
+  two tuples costs more), and ``__hash__`` hashes the fields' tuple; the big ones keep it in ``_hash``
   (:data:`HASH_SLOT`, -1 until asked: ``hash`` never answers -1), as ``cache_hash`` did;
-- ``__repr__`` is :func:`model_repr`, the text attrs printed (the documentation shows it);
-- ``__reduce__`` is :func:`model_reduce`: pickling and ``copy`` rebuild through ``__init__``,
-  so what a class derives when it is built is derived again and the hash cache starts empty.
+- it derives from :class:`Model`, whose ``__repr__`` prints the text attrs printed (the
+  documentation shows it) and whose ``__reduce__`` pickles and copies through ``__init__``, so
+  that what a class derives when it is built is derived again and the hash cache starts empty.
 """
 
 from __future__ import annotations
 
 import typing
 from collections.abc import Mapping
-from typing import Any, final
+from typing import Any, ClassVar, final
 
 import attrs
 
@@ -84,12 +85,22 @@ def is_model(cls: type) -> bool:
     return isinstance(getattr(cls, "FIELDS", None), tuple) or attrs.has(cls)
 
 
-def model_repr(obj: Any) -> str:
-    """``Name(field=value, ...)``, as attrs writes it."""
-    body = ", ".join(f"{f.name}={getattr(obj, f.name)!r}" for f in obj.FIELDS)
-    return f"{type(obj).__name__}({body})"
+class Model:
+    """The base of every hand-written model: what reads its ``FIELDS`` alike in each of them.
 
+    ``__eq__``, ``__hash__`` and ``__init__`` stay in each class, written out field by field:
+    they run on every write, and a loop over ``FIELDS`` here would cost each of them a Python
+    call per field (compiled, too)."""
 
-def model_reduce(obj: Any) -> tuple[type, tuple[Any, ...]]:
-    """Pickle and copy ``obj`` as a call of its class with its fields."""
-    return type(obj), tuple(getattr(obj, f.name) for f in obj.FIELDS)
+    __slots__ = ()
+
+    FIELDS: ClassVar[tuple[Field, ...]]
+
+    def __repr__(self) -> str:
+        """``Name(field=value, ...)``, as attrs writes it."""
+        body = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in self.FIELDS)
+        return f"{type(self).__name__}({body})"
+
+    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
+        """Pickle and copy as a call of the class with the fields."""
+        return type(self), tuple(getattr(self, f.name) for f in self.FIELDS)

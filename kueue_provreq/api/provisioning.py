@@ -3,16 +3,16 @@ and the core ``v1`` PodTemplate that a request points at."""
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, final
+from typing import ClassVar, final
 
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.frozen import EMPTY, FrozenMap
 from kueue_provreq.api.meta import Conditions, Json, ObjectMeta
-from kueue_provreq.api.model import Field, model_reduce, model_repr
+from kueue_provreq.api.model import Field, Model
 
 
 @final
-class RetryStrategy:
+class RetryStrategy(Model):
     """``retryStrategy`` with the CRD defaults (3 / 60 s / 1800 s) applied field by field."""
 
     __slots__ = ("backoff_limit_count", "backoff_base_seconds", "backoff_max_seconds")
@@ -39,18 +39,12 @@ class RetryStrategy:
     def __hash__(self) -> int:
         return hash((self.backoff_limit_count, self.backoff_base_seconds, self.backoff_max_seconds))
 
-    def __repr__(self) -> str:
-        return model_repr(self)
-
-    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
-        return model_reduce(self)
-
 
 _DEFAULT_RETRY_STRATEGY = RetryStrategy()
 
 
 @final
-class NodeSelectorFromDetail:
+class NodeSelectorFromDetail(Model):
     __slots__ = ("key", "value_from_provisioning_class_detail")
 
     FIELDS: ClassVar[tuple[Field, ...]] = (
@@ -69,15 +63,9 @@ class NodeSelectorFromDetail:
     def __hash__(self) -> int:
         return hash((self.key, self.value_from_provisioning_class_detail))
 
-    def __repr__(self) -> str:
-        return model_repr(self)
-
-    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
-        return model_reduce(self)
-
 
 @final
-class PodSetUpdatesConfig:
+class PodSetUpdatesConfig(Model):
     __slots__ = ("node_selector",)
 
     FIELDS: ClassVar[tuple[Field, ...]] = (
@@ -94,15 +82,9 @@ class PodSetUpdatesConfig:
     def __hash__(self) -> int:
         return hash((self.node_selector,))
 
-    def __repr__(self) -> str:
-        return model_repr(self)
-
-    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
-        return model_reduce(self)
-
 
 @final
-class ProvisioningRequestConfigSpec:
+class ProvisioningRequestConfigSpec(Model):
     __slots__ = ("provisioning_class_name", "parameters", "managed_resources", "retry_strategy", "pod_set_updates",
                  "pod_set_merge_policy", "extra")
 
@@ -137,18 +119,12 @@ class ProvisioningRequestConfigSpec:
         return hash((self.provisioning_class_name, self.parameters, self.managed_resources, self.retry_strategy,
                      self.pod_set_updates, self.pod_set_merge_policy, self.extra))
 
-    def __repr__(self) -> str:
-        return model_repr(self)
-
-    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
-        return model_reduce(self)
-
 
 _NO_CONFIG_SPEC = ProvisioningRequestConfigSpec()
 
 
 @final
-class ProvisioningRequestConfig:
+class ProvisioningRequestConfig(Model):
     KIND: ClassVar[str] = c.PROVISIONING_REQUEST_CONFIG
     kind: ClassVar[str] = c.PROVISIONING_REQUEST_CONFIG
     NAMESPACED: ClassVar[bool] = False
@@ -177,15 +153,9 @@ class ProvisioningRequestConfig:
             h = self._hash = hash((self.metadata, self.spec, self.extra))
         return h
 
-    def __repr__(self) -> str:
-        return model_repr(self)
-
-    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
-        return model_reduce(self)
-
 
 @final
-class Reference:
+class Reference(Model):
     __slots__ = ("name",)
 
     FIELDS: ClassVar[tuple[Field, ...]] = (
@@ -202,15 +172,9 @@ class Reference:
     def __hash__(self) -> int:
         return hash((self.name,))
 
-    def __repr__(self) -> str:
-        return model_repr(self)
-
-    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
-        return model_reduce(self)
-
 
 @final
-class ProvisioningRequestPodSet:
+class ProvisioningRequestPodSet(Model):
     __slots__ = ("pod_template_ref", "count")
 
     FIELDS: ClassVar[tuple[Field, ...]] = (
@@ -228,15 +192,9 @@ class ProvisioningRequestPodSet:
     def __hash__(self) -> int:
         return hash((self.pod_template_ref, self.count))
 
-    def __repr__(self) -> str:
-        return model_repr(self)
-
-    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
-        return model_reduce(self)
-
 
 @final
-class ProvisioningRequestSpec:
+class ProvisioningRequestSpec(Model):
     __slots__ = ("provisioning_class_name", "parameters", "pod_sets", "extra")
 
     FIELDS: ClassVar[tuple[Field, ...]] = (
@@ -259,18 +217,12 @@ class ProvisioningRequestSpec:
     def __hash__(self) -> int:
         return hash((self.provisioning_class_name, self.parameters, self.pod_sets, self.extra))
 
-    def __repr__(self) -> str:
-        return model_repr(self)
-
-    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
-        return model_reduce(self)
-
 
 _NO_REQUEST_SPEC = ProvisioningRequestSpec()
 
 
 @final
-class ProvisioningRequestStatus:
+class ProvisioningRequestStatus(Model):
     __slots__ = ("conditions", "provisioning_class_details", "extra")
 
     FIELDS: ClassVar[tuple[Field, ...]] = (
@@ -292,19 +244,13 @@ class ProvisioningRequestStatus:
     def __hash__(self) -> int:
         return hash((self.conditions, self.provisioning_class_details, self.extra))
 
-    def __repr__(self) -> str:
-        return model_repr(self)
-
-    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
-        return model_reduce(self)
-
 
 _NO_REQUEST_STATUS = ProvisioningRequestStatus()
 """The defaults of the fields of these types (one object each, as attrs kept its defaults)."""
 
 
 @final
-class ProvisioningRequest:
+class ProvisioningRequest(Model):
     KIND: ClassVar[str] = c.PROVISIONING_REQUEST
     kind: ClassVar[str] = c.PROVISIONING_REQUEST
     NAMESPACED: ClassVar[bool] = True
@@ -337,15 +283,9 @@ class ProvisioningRequest:
             h = self._hash = hash((self.metadata, self.spec, self.status, self.extra))
         return h
 
-    def __repr__(self) -> str:
-        return model_repr(self)
-
-    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
-        return model_reduce(self)
-
 
 @final
-class PodTemplate:
+class PodTemplate(Model):
     KIND: ClassVar[str] = c.POD_TEMPLATE
     kind: ClassVar[str] = c.POD_TEMPLATE
     NAMESPACED: ClassVar[bool] = True
@@ -373,9 +313,3 @@ class PodTemplate:
         if h == -1:
             h = self._hash = hash((self.metadata, self.template, self.extra))
         return h
-
-    def __repr__(self) -> str:
-        return model_repr(self)
-
-    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
-        return model_reduce(self)

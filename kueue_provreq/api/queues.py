@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar, final
+from typing import ClassVar, final
 
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.frozen import EMPTY, FrozenMap
 from kueue_provreq.api.memo import memo
 from kueue_provreq.api.meta import Conditions, Json, ObjectMeta
-from kueue_provreq.api.model import Field, model_reduce, model_repr
+from kueue_provreq.api.model import Field, Model
 from kueue_provreq.api.quantity import Quantity
 
 STOPPING_POLICIES = frozenset({c.STOP_POLICY_HOLD, c.STOP_POLICY_HOLD_AND_DRAIN})
@@ -17,7 +17,7 @@ STOPPING_POLICIES = frozenset({c.STOP_POLICY_HOLD, c.STOP_POLICY_HOLD_AND_DRAIN}
 
 
 @final
-class ResourceQuota:
+class ResourceQuota(Model):
     __slots__ = ("name", "nominal_quota", "borrowing_limit", "lending_limit", "extra")
 
     FIELDS: ClassVar[tuple[Field, ...]] = (
@@ -44,15 +44,9 @@ class ResourceQuota:
     def __hash__(self) -> int:
         return hash((self.name, self.nominal_quota, self.borrowing_limit, self.lending_limit, self.extra))
 
-    def __repr__(self) -> str:
-        return model_repr(self)
-
-    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
-        return model_reduce(self)
-
 
 @final
-class FlavorQuotas:
+class FlavorQuotas(Model):
     __slots__ = ("name", "resources", "extra")
 
     FIELDS: ClassVar[tuple[Field, ...]] = (
@@ -73,15 +67,9 @@ class FlavorQuotas:
     def __hash__(self) -> int:
         return hash((self.name, self.resources, self.extra))
 
-    def __repr__(self) -> str:
-        return model_repr(self)
-
-    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
-        return model_reduce(self)
-
 
 @final
-class ResourceGroup:
+class ResourceGroup(Model):
     __slots__ = ("covered_resources", "flavors", "extra")
 
     FIELDS: ClassVar[tuple[Field, ...]] = (
@@ -103,15 +91,9 @@ class ResourceGroup:
     def __hash__(self) -> int:
         return hash((self.covered_resources, self.flavors, self.extra))
 
-    def __repr__(self) -> str:
-        return model_repr(self)
-
-    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
-        return model_reduce(self)
-
 
 @final
-class AdmissionCheckStrategyRule:
+class AdmissionCheckStrategyRule(Model):
     __slots__ = ("name", "on_flavors")
 
     FIELDS: ClassVar[tuple[Field, ...]] = (
@@ -129,15 +111,9 @@ class AdmissionCheckStrategyRule:
     def __hash__(self) -> int:
         return hash((self.name, self.on_flavors))
 
-    def __repr__(self) -> str:
-        return model_repr(self)
-
-    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
-        return model_reduce(self)
-
 
 @final
-class AdmissionChecksStrategy:
+class AdmissionChecksStrategy(Model):
     __slots__ = ("admission_checks",)
 
     FIELDS: ClassVar[tuple[Field, ...]] = (
@@ -154,15 +130,9 @@ class AdmissionChecksStrategy:
     def __hash__(self) -> int:
         return hash((self.admission_checks,))
 
-    def __repr__(self) -> str:
-        return model_repr(self)
-
-    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
-        return model_reduce(self)
-
 
 @final
-class BorrowWithinCohort:
+class BorrowWithinCohort(Model):
     """``spec.preemption.borrowWithinCohort``: whether a preemptor may borrow while it reclaims,
     and from candidates up to which priority."""
 
@@ -187,15 +157,9 @@ class BorrowWithinCohort:
     def __hash__(self) -> int:
         return hash((self.policy, self.max_priority_threshold, self.extra))
 
-    def __repr__(self) -> str:
-        return model_repr(self)
-
-    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
-        return model_reduce(self)
-
 
 @final
-class ClusterQueuePreemption:
+class ClusterQueuePreemption(Model):
     """``spec.preemption``: within the queue, and in its cohort (reclaiming what others borrow,
     borrowing while preempting)."""
 
@@ -224,15 +188,9 @@ class ClusterQueuePreemption:
     def __hash__(self) -> int:
         return hash((self.within_cluster_queue, self.reclaim_within_cohort, self.borrow_within_cohort, self.extra))
 
-    def __repr__(self) -> str:
-        return model_repr(self)
-
-    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
-        return model_reduce(self)
-
 
 @final
-class FlavorFungibility:
+class FlavorFungibility(Model):
     """``spec.flavorFungibility``: whether the flavor search goes on past a flavor that needs
     preemption (``whenCanPreempt``) or borrowing (``whenCanBorrow``)."""
 
@@ -257,15 +215,9 @@ class FlavorFungibility:
     def __hash__(self) -> int:
         return hash((self.when_can_borrow, self.when_can_preempt, self.extra))
 
-    def __repr__(self) -> str:
-        return model_repr(self)
-
-    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
-        return model_reduce(self)
-
 
 @final
-class LabelSelectorRequirement:
+class LabelSelectorRequirement(Model):
     """One ``matchExpressions`` entry: ``In``, ``NotIn``, ``Exists`` or ``DoesNotExist``."""
 
     __slots__ = ("key", "operator", "values")
@@ -286,12 +238,6 @@ class LabelSelectorRequirement:
     def __hash__(self) -> int:
         return hash((self.key, self.operator, self.values))
 
-    def __repr__(self) -> str:
-        return model_repr(self)
-
-    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
-        return model_reduce(self)
-
     def matches(self, labels: Mapping[str, str]) -> bool:
         if self.operator == c.SELECTOR_IN:
             return self.key in labels and labels[self.key] in self.values
@@ -305,7 +251,7 @@ class LabelSelectorRequirement:
 
 
 @final
-class LabelSelector:
+class LabelSelector(Model):
     """A ``metav1.LabelSelector``: every label and every expression must match; empty matches
     everything (``metav1.LabelSelectorAsSelector``)."""
 
@@ -328,12 +274,6 @@ class LabelSelector:
     def __hash__(self) -> int:
         return hash((self.match_labels, self.match_expressions))
 
-    def __repr__(self) -> str:
-        return model_repr(self)
-
-    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
-        return model_reduce(self)
-
     def matches(self, labels: Mapping[str, str]) -> bool:
         return all(labels.get(k) == v for k, v in self.match_labels.items()) and \
             all(e.matches(labels) for e in self.match_expressions)
@@ -350,7 +290,7 @@ def namespace_labels(namespace: str) -> Mapping[str, str]:
 
 
 @final
-class ClusterQueueSpec:
+class ClusterQueueSpec(Model):
     __slots__ = ("resource_groups", "cohort_name", "namespace_selector", "admission_checks_strategy",
                  "queueing_strategy", "stop_policy", "preemption", "flavor_fungibility", "extra", "_hash")
 
@@ -401,12 +341,6 @@ class ClusterQueueSpec:
                                    self.admission_checks_strategy, self.queueing_strategy, self.stop_policy,
                                    self.preemption, self.flavor_fungibility, self.extra))
         return h
-
-    def __repr__(self) -> str:
-        return model_repr(self)
-
-    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
-        return model_reduce(self)
 
     @property
     def stopped(self) -> bool:
@@ -463,7 +397,7 @@ _ZERO = Quantity.parse("0")
 
 
 @final
-class ResourceUsage:
+class ResourceUsage(Model):
     __slots__ = ("name", "total", "borrowed")
 
     FIELDS: ClassVar[tuple[Field, ...]] = (
@@ -484,15 +418,9 @@ class ResourceUsage:
     def __hash__(self) -> int:
         return hash((self.name, self.total, self.borrowed))
 
-    def __repr__(self) -> str:
-        return model_repr(self)
-
-    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
-        return model_reduce(self)
-
 
 @final
-class FlavorUsage:
+class FlavorUsage(Model):
     __slots__ = ("name", "resources")
 
     FIELDS: ClassVar[tuple[Field, ...]] = (
@@ -510,15 +438,9 @@ class FlavorUsage:
     def __hash__(self) -> int:
         return hash((self.name, self.resources))
 
-    def __repr__(self) -> str:
-        return model_repr(self)
-
-    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
-        return model_reduce(self)
-
 
 @final
-class ClusterQueueStatus:
+class ClusterQueueStatus(Model):
     __slots__ = ("conditions", "pending_workloads", "reserving_workloads", "admitted_workloads", "flavors_reservation",
                  "flavors_usage", "extra")
 
@@ -555,19 +477,13 @@ class ClusterQueueStatus:
         return hash((self.conditions, self.pending_workloads, self.reserving_workloads, self.admitted_workloads,
                      self.flavors_reservation, self.flavors_usage, self.extra))
 
-    def __repr__(self) -> str:
-        return model_repr(self)
-
-    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
-        return model_reduce(self)
-
 
 _NO_CLUSTER_QUEUE_STATUS = ClusterQueueStatus()
 """The default of the ClusterQueueStatus fields (one object, as attrs kept its defaults)."""
 
 
 @final
-class ClusterQueue:
+class ClusterQueue(Model):
     KIND: ClassVar[str] = c.CLUSTER_QUEUE
     kind: ClassVar[str] = c.CLUSTER_QUEUE
     NAMESPACED: ClassVar[bool] = False
@@ -598,12 +514,6 @@ class ClusterQueue:
             h = self._hash = hash((self.metadata, self.spec, self.status, self.extra))
         return h
 
-    def __repr__(self) -> str:
-        return model_repr(self)
-
-    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
-        return model_reduce(self)
-
     def flavor_names(self) -> tuple[str, ...]:
         return tuple(f.name for g in self.spec.resource_groups for f in g.flavors)
 
@@ -618,7 +528,7 @@ class ClusterQueue:
 
 
 @final
-class CohortSpec:
+class CohortSpec(Model):
     __slots__ = ("parent_name", "resource_groups", "extra")
 
     FIELDS: ClassVar[tuple[Field, ...]] = (
@@ -642,19 +552,13 @@ class CohortSpec:
     def __hash__(self) -> int:
         return hash((self.parent_name, self.resource_groups, self.extra))
 
-    def __repr__(self) -> str:
-        return model_repr(self)
-
-    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
-        return model_reduce(self)
-
 
 _NO_COHORT_SPEC = CohortSpec()
 """The default of the CohortSpec fields (one object, as attrs kept its defaults)."""
 
 
 @final
-class Cohort:
+class Cohort(Model):
     """``kueue.x-k8s.io`` Cohort: a node of the cohort tree with its own quota and a parent.
     A cohort a ClusterQueue or another Cohort names exists without an object (no quota, a
     root)."""
@@ -689,15 +593,9 @@ class Cohort:
             h = self._hash = hash((self.metadata, self.spec, self.status, self.extra))
         return h
 
-    def __repr__(self) -> str:
-        return model_repr(self)
-
-    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
-        return model_reduce(self)
-
 
 @final
-class LocalQueueSpec:
+class LocalQueueSpec(Model):
     __slots__ = ("cluster_queue", "stop_policy", "extra")
 
     FIELDS: ClassVar[tuple[Field, ...]] = (
@@ -719,12 +617,6 @@ class LocalQueueSpec:
     def __hash__(self) -> int:
         return hash((self.cluster_queue, self.stop_policy, self.extra))
 
-    def __repr__(self) -> str:
-        return model_repr(self)
-
-    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
-        return model_reduce(self)
-
     @property
     def stopped(self) -> bool:
         """``stopPolicy`` is ``Hold`` or ``HoldAndDrain``."""
@@ -736,7 +628,7 @@ _NO_LOCAL_QUEUE_SPEC = LocalQueueSpec()
 
 
 @final
-class LocalQueueStatus:
+class LocalQueueStatus(Model):
     """What Kueue's LocalQueue controller writes: the ``Active`` condition, the workload counts
     and the quota its workloads hold, per flavor (the shape of a ClusterQueue's, never
     ``borrowed``)."""
@@ -776,19 +668,13 @@ class LocalQueueStatus:
         return hash((self.conditions, self.pending_workloads, self.reserving_workloads, self.admitted_workloads,
                      self.flavors_reservation, self.flavors_usage, self.extra))
 
-    def __repr__(self) -> str:
-        return model_repr(self)
-
-    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
-        return model_reduce(self)
-
 
 _NO_LOCAL_QUEUE_STATUS = LocalQueueStatus()
 """The default of the LocalQueueStatus fields (one object, as attrs kept its defaults)."""
 
 
 @final
-class LocalQueue:
+class LocalQueue(Model):
     KIND: ClassVar[str] = c.LOCAL_QUEUE
     kind: ClassVar[str] = c.LOCAL_QUEUE
     NAMESPACED: ClassVar[bool] = True
@@ -819,15 +705,9 @@ class LocalQueue:
             h = self._hash = hash((self.metadata, self.spec, self.status, self.extra))
         return h
 
-    def __repr__(self) -> str:
-        return model_repr(self)
-
-    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
-        return model_reduce(self)
-
 
 @final
-class ResourceFlavorSpec:
+class ResourceFlavorSpec(Model):
     __slots__ = ("node_labels", "tolerations", "extra")
 
     FIELDS: ClassVar[tuple[Field, ...]] = (
@@ -849,19 +729,13 @@ class ResourceFlavorSpec:
     def __hash__(self) -> int:
         return hash((self.node_labels, self.tolerations, self.extra))
 
-    def __repr__(self) -> str:
-        return model_repr(self)
-
-    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
-        return model_reduce(self)
-
 
 _NO_RESOURCE_FLAVOR_SPEC = ResourceFlavorSpec()
 """The default of the ResourceFlavorSpec fields (one object, as attrs kept its defaults)."""
 
 
 @final
-class ResourceFlavor:
+class ResourceFlavor(Model):
     KIND: ClassVar[str] = c.RESOURCE_FLAVOR
     kind: ClassVar[str] = c.RESOURCE_FLAVOR
     NAMESPACED: ClassVar[bool] = False
@@ -890,15 +764,9 @@ class ResourceFlavor:
             h = self._hash = hash((self.metadata, self.spec, self.extra))
         return h
 
-    def __repr__(self) -> str:
-        return model_repr(self)
-
-    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
-        return model_reduce(self)
-
 
 @final
-class ParametersReference:
+class ParametersReference(Model):
     __slots__ = ("api_group", "kind", "name")
 
     FIELDS: ClassVar[tuple[Field, ...]] = (
@@ -917,15 +785,9 @@ class ParametersReference:
     def __hash__(self) -> int:
         return hash((self.api_group, self.kind, self.name))
 
-    def __repr__(self) -> str:
-        return model_repr(self)
-
-    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
-        return model_reduce(self)
-
 
 @final
-class AdmissionCheckSpec:
+class AdmissionCheckSpec(Model):
     __slots__ = ("controller_name", "parameters", "preemption_policy", "extra")
 
     FIELDS: ClassVar[tuple[Field, ...]] = (
@@ -950,12 +812,6 @@ class AdmissionCheckSpec:
     def __hash__(self) -> int:
         return hash((self.controller_name, self.parameters, self.preemption_policy, self.extra))
 
-    def __repr__(self) -> str:
-        return model_repr(self)
-
-    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
-        return model_reduce(self)
-
     @property
     def waits_for_check(self) -> bool:
         """``preemptionPolicy: AfterCheckPassedOrOnDemand``: preemptions wait for this check to
@@ -968,7 +824,7 @@ _NO_ADMISSION_CHECK_SPEC = AdmissionCheckSpec()
 
 
 @final
-class AdmissionCheckStatus:
+class AdmissionCheckStatus(Model):
     __slots__ = ("conditions", "extra")
 
     FIELDS: ClassVar[tuple[Field, ...]] = (
@@ -986,19 +842,13 @@ class AdmissionCheckStatus:
     def __hash__(self) -> int:
         return hash((self.conditions, self.extra))
 
-    def __repr__(self) -> str:
-        return model_repr(self)
-
-    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
-        return model_reduce(self)
-
 
 _NO_ADMISSION_CHECK_STATUS = AdmissionCheckStatus()
 """The default of the AdmissionCheckStatus fields (one object, as attrs kept its defaults)."""
 
 
 @final
-class AdmissionCheck:
+class AdmissionCheck(Model):
     KIND: ClassVar[str] = c.ADMISSION_CHECK
     kind: ClassVar[str] = c.ADMISSION_CHECK
     NAMESPACED: ClassVar[bool] = False
@@ -1029,12 +879,6 @@ class AdmissionCheck:
         if h == -1:
             h = self._hash = hash((self.metadata, self.spec, self.status, self.extra))
         return h
-
-    def __repr__(self) -> str:
-        return model_repr(self)
-
-    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
-        return model_reduce(self)
 
 
 def cohort_names(obj: object) -> tuple[str, ...]:

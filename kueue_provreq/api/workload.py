@@ -4,18 +4,18 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from typing import Any, ClassVar, final
+from typing import ClassVar, final
 
 from kueue_provreq.api import constants as c
 from kueue_provreq.api.frozen import EMPTY, FrozenMap
 from kueue_provreq.api.memo import memo
 from kueue_provreq.api.meta import Condition, Conditions, Json, ObjectMeta, Time
-from kueue_provreq.api.model import Field, model_reduce, model_repr
+from kueue_provreq.api.model import Field, Model
 from kueue_provreq.api.quantity import Quantity
 
 
 @final
-class PodSet:
+class PodSet(Model):
     __slots__ = ("name", "count", "template", "min_count", "extra", "_hash")
 
     FIELDS: ClassVar[tuple[Field, ...]] = (
@@ -44,15 +44,9 @@ class PodSet:
             h = self._hash = hash((self.name, self.count, self.template, self.min_count, self.extra))
         return h
 
-    def __repr__(self) -> str:
-        return model_repr(self)
-
-    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
-        return model_reduce(self)
-
 
 @final
-class WorkloadSpec:
+class WorkloadSpec(Model):
     __slots__ = ("pod_sets", "queue_name", "priority", "active", "extra")
 
     FIELDS: ClassVar[tuple[Field, ...]] = (
@@ -76,15 +70,9 @@ class WorkloadSpec:
     def __hash__(self) -> int:
         return hash((self.pod_sets, self.queue_name, self.priority, self.active, self.extra))
 
-    def __repr__(self) -> str:
-        return model_repr(self)
-
-    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
-        return model_reduce(self)
-
 
 @final
-class PodSetAssignment:
+class PodSetAssignment(Model):
     __slots__ = ("name", "flavors", "resource_usage", "count", "extra")
 
     FIELDS: ClassVar[tuple[Field, ...]] = (
@@ -111,15 +99,9 @@ class PodSetAssignment:
     def __hash__(self) -> int:
         return hash((self.name, self.flavors, self.resource_usage, self.count, self.extra))
 
-    def __repr__(self) -> str:
-        return model_repr(self)
-
-    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
-        return model_reduce(self)
-
 
 @final
-class Admission:
+class Admission(Model):
     """A Workload's admission, with the flavors it assigns, derived when it is built."""
 
     __slots__ = ("cluster_queue", "pod_set_assignments", "extra", "flavor_names")
@@ -146,12 +128,6 @@ class Admission:
     def __hash__(self) -> int:
         return hash((self.cluster_queue, self.pod_set_assignments, self.extra))
 
-    def __repr__(self) -> str:
-        return model_repr(self)
-
-    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
-        return model_reduce(self)
-
 
 @memo(256)
 def _shared(flavors: frozenset[str]) -> frozenset[str]:
@@ -161,7 +137,7 @@ def _shared(flavors: frozenset[str]) -> frozenset[str]:
 
 
 @final
-class PodSetUpdate:
+class PodSetUpdate(Model):
     __slots__ = ("name", "labels", "annotations", "node_selector", "tolerations")
 
     FIELDS: ClassVar[tuple[Field, ...]] = (
@@ -188,15 +164,9 @@ class PodSetUpdate:
     def __hash__(self) -> int:
         return hash((self.name, self.labels, self.annotations, self.node_selector, self.tolerations))
 
-    def __repr__(self) -> str:
-        return model_repr(self)
-
-    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
-        return model_reduce(self)
-
 
 @final
-class AdmissionCheckState:
+class AdmissionCheckState(Model):
     __slots__ = ("name", "state", "last_transition_time", "message", "pod_set_updates", "retry_count",
                  "requeue_after_seconds")
 
@@ -228,15 +198,9 @@ class AdmissionCheckState:
         return hash((self.name, self.state, self.last_transition_time, self.message, self.pod_set_updates,
                      self.retry_count, self.requeue_after_seconds))
 
-    def __repr__(self) -> str:
-        return model_repr(self)
-
-    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
-        return model_reduce(self)
-
 
 @final
-class RequeueState:
+class RequeueState(Model):
     __slots__ = ("count", "requeue_at")
 
     FIELDS: ClassVar[tuple[Field, ...]] = (Field("count", int | None, None), Field("requeue_at", Time | None, None))
@@ -253,12 +217,6 @@ class RequeueState:
     def __hash__(self) -> int:
         return hash((self.count, self.requeue_at))
 
-    def __repr__(self) -> str:
-        return model_repr(self)
-
-    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
-        return model_reduce(self)
-
 
 class _Keep(enum.Enum):
     KEEP = "keep"
@@ -269,7 +227,7 @@ _KEEP = _Keep.KEEP
 
 
 @final
-class WorkloadStatus:
+class WorkloadStatus(Model):
     """A Workload's status, with what is derived from its conditions, computed when it is built.
 
     The derived attributes are plain slots, not cached properties: a property would make every
@@ -326,12 +284,6 @@ class WorkloadStatus:
                                    self.extra))
         return h
 
-    def __repr__(self) -> str:
-        return model_repr(self)
-
-    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
-        return model_reduce(self)
-
     def is_true(self, type_: str) -> bool:
         """``meta.is_true`` over ``conditions``, through the per-status index."""
         return type_ in self.true_types
@@ -343,7 +295,7 @@ _NO_STATUS = WorkloadStatus()
 
 
 @final
-class Workload:
+class Workload(Model):
     KIND: ClassVar[str] = c.WORKLOAD
     kind: ClassVar[str] = c.WORKLOAD
     NAMESPACED: ClassVar[bool] = True
@@ -374,12 +326,6 @@ class Workload:
         if h == -1:
             h = self._hash = hash((self.metadata, self.spec, self.status, self.extra))
         return h
-
-    def __repr__(self) -> str:
-        return model_repr(self)
-
-    def __reduce__(self) -> tuple[type, tuple[Any, ...]]:
-        return model_reduce(self)
 
     # --- read-only views used by every controller -------------------------
     @property
