@@ -2,16 +2,16 @@
 
 The models are values: equal and hashed by their fields (the explorer keeps whole worlds in a
 visited set, and the big ones keep their hash), never changed once built; every write builds a
-new one (the constructors, :func:`~kueue_provreq.api.evolve.evolve`).  The hot ones are
-hand-written slots classes (:mod:`~kueue_provreq.api.model` says why), the others
-``attrs.define(unsafe_hash=True)`` rather than ``attrs.frozen``: a frozen class's ``__init__``
+new one (the constructors, :func:`~kueue_provreq.api.evolve.evolve`).  They are hand-written slots
+classes (:mod:`~kueue_provreq.api.model` says why), not frozen ones: a frozen class's ``__init__``
 sets each field through ``object.__setattr__``, which makes a model about four times as dear to
-build, and a settle builds a dozen per write: as plain slotted classes a settled workload costs
-1.135x fewer instructions (``benchmarks/bench_ab.py --instructions``, issue 25).
+build, and a settle builds a dozen per write (as plain slotted classes a settled workload cost
+1.135x fewer instructions than as frozen attrs ones, ``benchmarks/bench_ab.py --instructions``,
+issue 25).
 
-Neither kind has a ``__weakref__`` slot (attrs classes are declared ``weakref_slot=False``):
-nothing takes a weak reference to a model, and a settled world holds some 25 of them per
-workload (about 200 bytes per settled workload, ``benchmarks/bench_core.py``).
+They have no ``__weakref__`` slot: nothing takes a weak reference to a model, and a settled
+world holds some 25 of them per workload (about 200 bytes per settled workload,
+``benchmarks/bench_core.py``).
 
 Immutable by convention, then, and checked: under :func:`guard`, assigning a field that is
 already set raises ``attrs.exceptions.FrozenInstanceError`` as a frozen class would.  The test
@@ -27,13 +27,9 @@ import attrs
 
 from kueue_provreq.api.model import HASH_SLOT
 
-_HASH_CACHES = frozenset({"_attrs_cached_hash", HASH_SLOT})
-"""Where ``cache_hash`` attrs classes and hand-written models (:mod:`~kueue_provreq.api.model`)
-keep their hash: set on construction, then once more when first asked."""
-
 
 def _refuse_reassignment(self: object, name: str, value: object) -> None:
-    if name not in _HASH_CACHES:
+    if name != HASH_SLOT:  # the cached hash: set on construction, then once more when first asked
         try:
             object.__getattribute__(self, name)
         except AttributeError:
